@@ -1,0 +1,137 @@
+"""Settings: the environment read once, in one place, into a frozen object passed around.
+
+`Settings.from_env(os.environ)` is called by the CLI only; tests build `Settings.from_env({...})`
+from a plain dict. Every setting is listed in SETTINGS with its default and meaning, and
+deploy/gad-bot.env.example is checked against that list by a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import platformdirs
+
+from .errors import ConfigError
+
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+
+# name -> (default, meaning). Order is the order of the docs.
+SETTINGS: dict[str, tuple[str, str]] = {
+    "GAD_DATA_DIR": ("", "Directory for the mirror store and the SQLite index (default: the user's data dir, e.g. ~/.local/share/gad-bot)."),
+    "SLACK_BOT_TOKEN": ("", "Bot token (xoxb-...) from the app's OAuth & Permissions page. Needed by `serve` and `doctor`."),
+    "SLACK_SIGNING_SECRET": ("", "Signing secret from Basic Information; verifies HTTP requests. Needed in HTTP mode."),
+    "SLACK_APP_TOKEN": ("", "App-level token (xapp-..., scope connections:write). When set, `serve` uses Socket Mode."),
+    "SLACK_API_URL": (DEFAULT_SLACK_API_URL, "Slack Web API base URL (GovSlack, proxies, tests)."),
+    "GAD_ADMINS": ("", "Comma-separated Slack user ids allowed to track/untrack/sync (default: workspace admins)."),
+    "GAD_TZ": ("UTC", "Time zone for digests when the subscriber's own zone is unknown (IANA name)."),
+    "GAD_ALLOWED_HOSTS": ("", "Comma-separated hosts `/gad track` may mirror from (default: any public host)."),
+    "GAD_DENIED_HOSTS": ("", "Comma-separated hosts `/gad track` must never mirror from."),
+    "GAD_BOT_PATTERNS": ("", "Extra comma-separated substrings marking bot authors (besides `[bot]`)."),
+    "GAD_SSH_KEY": ("", "Private key file for ssh:// sources (with KEY.pub beside it); enables ssh:// in `/gad track`."),
+    "GAD_HTTPS_TOKENS": ("", "Comma-separated HOST=TOKEN pairs used as HTTPS credentials for private repositories."),
+    "GAD_SYNC_INTERVAL_MINUTES": ("60", "How often `serve` syncs every tracked repository."),
+    "GAD_DIGEST_GRACE_HOURS": ("24", "How late a missed digest may still be posted after downtime."),
+    "GAD_FETCH_TIMEOUT_SECONDS": ("1800", "Longest a clone or fetch may take before it is abandoned."),
+    "GAD_MAX_MIRROR_MB": ("4096", "Largest repository `/gad track` will clone, in MiB of transferred data."),
+    "GAD_LOG_FORMAT": ("text", "`text` or `json` (one object per line)."),
+    "GAD_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARNING or ERROR."),
+}
+
+
+def _csv(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _positive_int(env: Mapping[str, str], name: str) -> int:
+    raw = env.get(name) or SETTINGS[name][0]
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number; set it to e.g. {SETTINGS[name][0]}.") from None
+    if value <= 0:
+        raise ConfigError(f"{name}={raw!r} must be positive; set it to e.g. {SETTINGS[name][0]}.")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    slack_bot_token: str = field(default="", repr=False)
+    slack_signing_secret: str = field(default="", repr=False)
+    slack_app_token: str = field(default="", repr=False)
+    slack_api_url: str = DEFAULT_SLACK_API_URL
+    admins: tuple[str, ...] = ()
+    tz: str = "UTC"
+    allowed_hosts: tuple[str, ...] = ()
+    denied_hosts: tuple[str, ...] = ()
+    bot_patterns: tuple[str, ...] = ()
+    ssh_key: Path | None = None
+    https_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
+    sync_interval_minutes: int = 60
+    digest_grace_hours: int = 24
+    fetch_timeout_seconds: int = 1800
+    max_mirror_mb: int = 4096
+    log_format: str = "text"
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "Settings":
+        """Build settings from an environment mapping; raise ConfigError naming the bad variable."""
+        data_dir = Path(env.get("GAD_DATA_DIR") or platformdirs.user_data_dir("gad-bot", appauthor=False)).expanduser()
+        tz = env.get("GAD_TZ") or "UTC"
+        try:
+            ZoneInfo(tz)
+        except Exception:
+            raise ConfigError(f"GAD_TZ={tz!r} is not a time zone; use an IANA name such as Europe/London or UTC.") from None
+        tokens: dict[str, str] = {}
+        for pair in _csv(env.get("GAD_HTTPS_TOKENS", "")):
+            host, sep, token = pair.partition("=")
+            if not sep or not host or not token:
+                raise ConfigError("GAD_HTTPS_TOKENS must be HOST=TOKEN pairs separated by commas, e.g. github.com=ghp_...")
+            tokens[host.strip().lower()] = token.strip()
+        ssh_key = env.get("GAD_SSH_KEY") or None
+        log_format = (env.get("GAD_LOG_FORMAT") or "text").lower()
+        if log_format not in ("text", "json"):
+            raise ConfigError(f"GAD_LOG_FORMAT={log_format!r} is not a log format; use text or json.")
+        log_level = (env.get("GAD_LOG_LEVEL") or "INFO").upper()
+        if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise ConfigError(f"GAD_LOG_LEVEL={log_level!r} is not a level; use DEBUG, INFO, WARNING or ERROR.")
+        api_url = env.get("SLACK_API_URL") or DEFAULT_SLACK_API_URL
+        if not api_url.startswith(("https://", "http://")):
+            raise ConfigError(f"SLACK_API_URL={api_url!r} is not an http(s) URL; leave it unset to use {DEFAULT_SLACK_API_URL}.")
+        return cls(
+            data_dir=data_dir,
+            slack_bot_token=env.get("SLACK_BOT_TOKEN", ""),
+            slack_signing_secret=env.get("SLACK_SIGNING_SECRET", ""),
+            slack_app_token=env.get("SLACK_APP_TOKEN", ""),
+            slack_api_url=api_url if api_url.endswith("/") else api_url + "/",
+            admins=_csv(env.get("GAD_ADMINS", "")),
+            tz=tz,
+            allowed_hosts=tuple(h.lower() for h in _csv(env.get("GAD_ALLOWED_HOSTS", ""))),
+            denied_hosts=tuple(h.lower() for h in _csv(env.get("GAD_DENIED_HOSTS", ""))),
+            bot_patterns=_csv(env.get("GAD_BOT_PATTERNS", "")),
+            ssh_key=Path(ssh_key).expanduser() if ssh_key else None,
+            https_tokens=tokens,
+            sync_interval_minutes=_positive_int(env, "GAD_SYNC_INTERVAL_MINUTES"),
+            digest_grace_hours=_positive_int(env, "GAD_DIGEST_GRACE_HOURS"),
+            fetch_timeout_seconds=_positive_int(env, "GAD_FETCH_TIMEOUT_SECONDS"),
+            max_mirror_mb=_positive_int(env, "GAD_MAX_MIRROR_MB"),
+            log_format=log_format,
+            log_level=log_level,
+        )
+
+    @property
+    def mirrors_dir(self) -> Path:
+        return self.data_dir / "mirrors"
+
+    @property
+    def index_path(self) -> Path:
+        return self.data_dir / "index.sqlite"
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret value, so log and message filters can redact them."""
+        return tuple(s for s in (self.slack_bot_token, self.slack_signing_secret, self.slack_app_token,
+                                 *self.https_tokens.values()) if s)

@@ -1,0 +1,123 @@
+"""2GAD arithmetic, exactly as ../shared/METRIC.md defines it, and the Report every face renders.
+
+This module is the reference: plain Python over activity records. The index answers
+the same questions faster (bot/columns.py); tests check that the two always agree.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+# COCOMO's own units (METRIC.md "Units"): 1 person-month = 152 h = 19 person-days of 8 h.
+DAYS_PER_PERSON_MONTH = 19
+DAYS_PER_PERSON_YEAR = 12 * DAYS_PER_PERSON_MONTH  # 228
+UNITS_NOTE = "1 person-month = 19 person-days (152 h, COCOMO's unit); 1 person-year = 228 person-days"
+
+BUILTIN_BOT_PATTERN = "[bot]"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One commit's contribution: who (mailmapped, lower-cased e-mail), which day, which commit."""
+
+    person: str
+    day: date
+    commit: str
+    repo: str = ""
+
+
+@dataclass(frozen=True)
+class Totals:
+    person_days: int  # GAD: distinct (person, day) pairs
+    developers: int
+    commits: int
+
+    @property
+    def two_gad(self) -> int:
+        return 2 * self.person_days
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a breakdown: a period, a person or a repository."""
+
+    key: str
+    totals: Totals
+    first_day: date | None = None  # for period rows
+
+
+@dataclass(frozen=True)
+class Cocomo:
+    """Basic COCOMO (organic) beside 2GAD, in person-months."""
+
+    counter: str  # e.g. "SLOCCount 2.26"
+    sloc: int
+    person_months: float  # 2.4 * KSLOC ** 1.05
+    two_gad_person_months: float
+    ratio: float  # 2GAD / COCOMO
+
+
+@dataclass(frozen=True)
+class Report:
+    """The answer to a Query: what every renderer (Block Kit, text, JSON, CSV) shows."""
+
+    repos: tuple[str, ...]
+    since: date | None
+    until: date | None
+    scope_words: str
+    totals: Totals
+    by: str | None = None
+    rows: tuple[Row, ...] = ()
+    trend_bucket: str = "month"
+    trend: tuple[Row, ...] = ()  # always a period series, for sparklines
+    skipped: int = 0  # commits left out for unparseable or impossible author dates
+    data_as_of: datetime | None = None  # the oldest last successful sync among the repos
+    notes: tuple[str, ...] = ()
+    cocomo: Cocomo | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def two_gad(self) -> int:
+        return self.totals.two_gad
+
+
+def person_months(person_days: float) -> float:
+    return person_days / DAYS_PER_PERSON_MONTH
+
+
+def person_years(person_days: float) -> float:
+    return person_days / DAYS_PER_PERSON_YEAR
+
+
+def is_bot(name: str, email: str, patterns: Iterable[str] = ()) -> bool:
+    """METRIC.md rule 3: `[bot]` (or an operator pattern) in the name or e-mail, case-insensitively."""
+    haystack = (name + "\x00" + email).lower()
+    return any(p.lower() in haystack for p in (BUILTIN_BOT_PATTERN, *patterns) if p)
+
+
+def author_matches(person: str, globs: Iterable[str]) -> bool:
+    """`author:GLOB` filter: any glob matching the person (already lower-cased)."""
+    globs = tuple(globs)
+    return not globs or any(fnmatch.fnmatchcase(person, g.lower()) for g in globs)
+
+
+def totals(records: Iterable[Record]) -> Totals:
+    """GAD, developers and commits over records that already passed every filter (rules 5, 6)."""
+    pairs, people, commits = set(), set(), set()
+    for r in records:
+        pairs.add((r.person, r.day))
+        people.add(r.person)
+        commits.add(r.commit)
+    return Totals(person_days=len(pairs), developers=len(people), commits=len(commits))
+
+
+def select(records: Iterable[Record], since: date | None = None, until: date | None = None,
+           authors: Iterable[str] = ()) -> list[Record]:
+    """Rule 4: whole-day period bounds (inclusive) and author globs."""
+    authors = tuple(authors)
+    return [r for r in records
+            if (since is None or r.day >= since) and (until is None or r.day <= until)
+            and author_matches(r.person, authors)]

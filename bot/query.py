@@ -1,0 +1,388 @@
+"""The one command grammar, shared by Slack (`/gad ...`), the CLI (`gad-bot report ...`) and the scheduler.
+
+    parse_command("gstreamer since:2024-01 by:month", today) -> ShowReport(query=Query(...))
+
+Everything a person can type is parsed here into frozen dataclasses; a mistake raises
+QueryError with one sentence saying what was wrong and what to type instead.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from datetime import date, time
+from typing import Literal, Union
+
+from .errors import QueryError
+from .periods import PERIOD_FORMS, since_date, until_date
+
+BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo")
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+# Slack clients "smarten" quotes and dashes; people never mean them in a query.
+_STRAIGHTEN = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
+                             "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
+                             "\u2013": "-", "\u2014": "-", "\u00a0": " "})
+_REPO_WORD = re.compile(r"^[\w][\w.\-/]*$")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which refs' history counts (METRIC.md rule 1)."""
+
+    kind: Literal["default", "branch", "all"] = "default"
+    branch: str | None = None  # with kind="branch"; "HEAD" is the default branch
+
+    def words(self) -> str:
+        if self.kind == "all":
+            return "every ref"
+        if self.kind == "branch":
+            return "the default branch" if self.branch == "HEAD" else f"branch {self.branch}"
+        return "all branches and tags"
+
+    def token(self) -> str:
+        if self.kind == "all":
+            return "refs:all"
+        if self.kind == "branch":
+            return f"branch:{self.branch}"
+        return "default"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A 2GAD question: which repositories, which slice of history, how to break it down."""
+
+    repos: tuple[str, ...]
+    since: date | None = None
+    until: date | None = None
+    scope: Scope = field(default_factory=Scope)
+    authors: tuple[str, ...] = ()  # globs on the person (lower-cased e-mail); any may match
+    mailmap: bool = True
+    bots: bool = False
+    by: str | None = None  # one of BREAKDOWNS
+    paths: tuple[str, ...] = ()  # subsystem prefixes; a commit counts if it touched any
+    exclude_paths: tuple[str, ...] = ()  # `path:!docs`: commits touching only these do not count
+    vs_cocomo: bool = False
+    public: bool = False  # post in channel rather than ephemerally
+    format: str | None = None  # "csv" attaches a CSV file
+
+    def words(self) -> str:
+        """The scope and rules in words, for footnotes: 'all branches and tags, author dates, mailmap applied'."""
+        parts = [self.scope.words(), "author dates", "mailmap applied" if self.mailmap else "mailmap off",
+                 "bots kept" if self.bots else "bots left out"]
+        if self.authors:
+            parts.append("authors " + " or ".join(self.authors))
+        if self.paths:
+            parts.append("paths " + ", ".join(self.paths))
+        if self.exclude_paths:
+            parts.append("excluding " + ", ".join(self.exclude_paths))
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Help:
+    topic: str | None = None
+
+
+@dataclass(frozen=True)
+class ListRepos:
+    pass
+
+
+@dataclass(frozen=True)
+class ShowReport:
+    query: Query
+
+
+@dataclass(frozen=True)
+class Track:
+    source: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Untrack:
+    name: str
+
+
+@dataclass(frozen=True)
+class Sync:
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Subscribe:
+    repos: tuple[str, ...]
+    day: str | None = None  # mon..sun; None keeps the current setting or the default
+    at: time | None = None
+    tz: str | None = None
+    people: bool | None = None
+
+
+@dataclass(frozen=True)
+class Unsubscribe:
+    repos: tuple[str, ...]  # ("all",) for everything in the channel
+
+
+@dataclass(frozen=True)
+class ListSubscriptions:
+    page: int = 1
+
+
+@dataclass(frozen=True)
+class PreviewDigest:
+    pass
+
+
+@dataclass(frozen=True)
+class ProjectAdd:
+    name: str
+    repos: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProjectRemove:
+    name: str
+
+
+@dataclass(frozen=True)
+class ListProjects:
+    pass
+
+
+Command = Union[Help, ListRepos, ShowReport, Track, Untrack, Sync, Subscribe, Unsubscribe,
+                ListSubscriptions, PreviewDigest, ProjectAdd, ProjectRemove, ListProjects]
+
+GRAMMAR = """\
+`REPO... [since:PERIOD] [until:PERIOD] [branch:NAME|refs:all] [author:GLOB] [path:DIR] [by:week|month|quarter|year|person|repo] [mailmap:off] [bots:on] [vs:cocomo] [format:csv] [public]`
+PERIOD is {periods}.
+Other commands: `help`, `repos`, `track URL [as:NAME]`, `untrack NAME`, `sync NAME...`, \
+`subscribe REPO... [day:mon] [time:09:00] [tz:Europe/London] [people:on]`, `unsubscribe REPO...|all`, \
+`subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`.""".format(periods=PERIOD_FORMS)
+
+EXAMPLES = (
+    "gstreamer since:2024-01",
+    "linux path:drivers/gpu by:year",
+    "myrepo branch:HEAD since:12w by:week",
+    "web api since:2024-Q1 until:2024-Q2 by:person",
+    "subscribe myrepo day:mon time:09:00",
+)
+
+_REPORT_KEYS = ("since", "until", "branch", "refs", "author", "path", "by", "mailmap", "bots", "vs", "format")
+
+
+def straighten(text: str) -> str:
+    """Replace the curly quotes and dashes Slack clients insert with plain ASCII ones."""
+    return text.translate(_STRAIGHTEN)
+
+
+def _split(text: str) -> list[str]:
+    if "\x00" in text:
+        raise QueryError("The command contains a NUL character; type it again without it.")
+    try:
+        return shlex.split(straighten(text))
+    except ValueError:
+        raise QueryError("A quote is not closed; close it or leave the quotes out.") from None
+
+
+def _on_off(key: str, value: str) -> bool:
+    value = value.lower()
+    if value in ("on", "yes", "true"):
+        return True
+    if value in ("off", "no", "false"):
+        return False
+    raise QueryError(f"`{key}:{value}` is not understood; use `{key}:on` or `{key}:off`.")
+
+
+def _one(key: str, seen: dict[str, str], value: str) -> None:
+    if key in seen:
+        raise QueryError(f"`{key}:` is given twice; keep one of `{key}:{seen[key]}` and `{key}:{value}`.")
+    seen[key] = value
+
+
+def is_source(word: str) -> bool:
+    """Whether a word looks like a URL or path rather than a tracked name (the operator may report on those)."""
+    return (word.startswith(("https://", "http://", "ssh://", "git://", "file://", "/", "./", "../", "~"))
+            or word in (".", "..") or bool(re.match(r"^[\w.\-]+@[\w.\-]+:", word)))
+
+
+def _check_repo_word(word: str) -> str:
+    if is_source(word) or _REPO_WORD.match(word):
+        return word
+    raise QueryError(f"`{word}` is not a repository name; names are letters, digits, `.`, `-`, `_` and `/`.")
+
+
+def parse_query(words: list[str], today: date) -> Query:
+    """Parse report words (repositories then tokens, in any order) into a Query."""
+    repos: list[str] = []
+    seen: dict[str, str] = {}
+    authors: list[str] = []
+    paths: list[str] = []
+    excluded: list[str] = []
+    options: dict[str, object] = {}
+    for word in words:
+        if word.lower() == "public":
+            options["public"] = True
+            continue
+        key, sep, value = word.partition(":")
+        if not sep or is_source(word):
+            repos.append(_check_repo_word(word))
+            continue
+        key = key.lower()
+        if key not in _REPORT_KEYS:
+            raise QueryError(f"`{key}:` is not a token gad-bot knows; use one of "
+                             + ", ".join(f"`{k}:`" for k in _REPORT_KEYS) + " (type `help` for examples).")
+        if not value:
+            raise QueryError(f"`{key}:` needs a value, e.g. " + {
+                "since": "`since:2024-01`", "until": "`until:2024-06`", "branch": "`branch:main`",
+                "refs": "`refs:all`", "author": "`author:*@example.com`", "path": "`path:src/`",
+                "by": "`by:month`", "mailmap": "`mailmap:off`", "bots": "`bots:on`", "vs": "`vs:cocomo`",
+                "format": "`format:csv`"}[key] + ".")
+        if key == "author":
+            authors.append(value.lower())
+        elif key == "path":
+            target = excluded if value.startswith("!") else paths
+            cleaned = value.lstrip("!").strip("/")
+            if not cleaned or ".." in cleaned.split("/"):
+                raise QueryError(f"`path:{value}` is not a path inside the repository; use e.g. `path:src/net`.")
+            target.append(cleaned)
+        elif key in ("since", "until"):
+            _one(key, seen, value)
+            try:
+                options[key] = since_date(value, today) if key == "since" else until_date(value, today)
+            except QueryError:
+                raise QueryError(f"`{key}:{value}` is not a period; use {PERIOD_FORMS}.") from None
+        elif key in ("branch", "refs"):
+            if "scope" in seen:
+                raise QueryError(f"Give one scope: `{seen['scope']}` and `{word}` disagree; "
+                                 "use `branch:NAME` or `refs:all`, not both.")
+            seen["scope"] = word
+            if key == "refs":
+                if value.lower() != "all":
+                    raise QueryError(f"`refs:{value}` is not understood; use `refs:all` (every ref) "
+                                     "or `branch:NAME` (one branch).")
+                options["scope"] = Scope("all")
+            else:
+                if value.startswith("-") or ".." in value or any(c in value for c in " ~^:?*[\\"):
+                    raise QueryError(f"`branch:{value}` is not a branch name; use e.g. `branch:main` or `branch:HEAD`.")
+                options["scope"] = Scope("branch", "HEAD" if value.upper() == "HEAD" else value)
+        elif key == "by":
+            _one(key, seen, value)
+            if value.lower() not in BREAKDOWNS:
+                raise QueryError(f"`by:{value}` is not a breakdown; use one of "
+                                 + ", ".join(f"`by:{b}`" for b in BREAKDOWNS) + ".")
+            options["by"] = value.lower()
+        elif key == "mailmap":
+            options["mailmap"] = _on_off(key, value)
+        elif key == "bots":
+            options["bots"] = _on_off(key, value)
+        elif key == "vs":
+            if value.lower() != "cocomo":
+                raise QueryError(f"`vs:{value}` is not a model gad-bot compares with; use `vs:cocomo`.")
+            options["vs_cocomo"] = True
+        elif key == "format":
+            if value.lower() not in ("csv",):
+                raise QueryError(f"`format:{value}` is not a format gad-bot writes; use `format:csv`.")
+            options["format"] = value.lower()
+    if not repos:
+        raise QueryError("Name at least one repository, e.g. `gstreamer since:2024-01`; type `repos` to list them.")
+    since, until = options.get("since"), options.get("until")
+    if since and until and since > until:
+        raise QueryError(f"`since:{seen['since']}` starts after `until:{seen['until']}` ends; swap them or widen the period.")
+    return Query(repos=tuple(dict.fromkeys(repos)), authors=tuple(authors), paths=tuple(paths),
+                 exclude_paths=tuple(excluded), **options)  # type: ignore[arg-type]
+
+
+def _parse_time(value: str) -> time:
+    match = re.match(r"^(\d{1,2}):(\d{2})$", value)
+    if not match or int(match.group(1)) > 23 or int(match.group(2)) > 59:
+        raise QueryError(f"`time:{value}` is not a time of day; use 24-hour `HH:MM`, e.g. `time:09:00`.")
+    return time(int(match.group(1)), int(match.group(2)))
+
+
+def _parse_subscribe(words: list[str]) -> Subscribe:
+    repos: list[str] = []
+    options: dict[str, object] = {}
+    for word in words:
+        key, sep, value = word.partition(":")
+        key = key.lower()
+        if not sep:
+            repos.append(_check_repo_word(word))
+        elif key == "day":
+            if value.lower()[:3] not in WEEKDAYS or len(value) < 3:
+                raise QueryError(f"`day:{value}` is not a weekday; use one of " + ", ".join(f"`day:{d}`" for d in WEEKDAYS) + ".")
+            options["day"] = value.lower()[:3]
+        elif key == "time":
+            options["at"] = _parse_time(value)
+        elif key == "tz":
+            from zoneinfo import ZoneInfo  # stdlib; imported here to keep parsing the common case cheap
+            try:
+                ZoneInfo(value)
+            except Exception:
+                raise QueryError(f"`tz:{value}` is not a time zone; use an IANA name such as `tz:Europe/London` or `tz:UTC`.") from None
+            options["tz"] = value
+        elif key == "people":
+            options["people"] = _on_off(key, value)
+        else:
+            raise QueryError(f"`{key}:` is not a subscription setting; use `day:`, `time:`, `tz:` or `people:`.")
+    if not repos:
+        raise QueryError("Name the repositories to subscribe to, e.g. `subscribe myrepo day:mon time:09:00`.")
+    return Subscribe(repos=tuple(dict.fromkeys(repos)), **options)  # type: ignore[arg-type]
+
+
+def parse_command(text: str, today: date) -> Command:
+    """Parse whatever follows `/gad` (or `gad-bot report`) into a Command."""
+    words = _split(text)
+    if not words:
+        return Help()
+    head, rest = words[0].lower(), words[1:]
+    if head in ("help", "-h", "--help", "?"):
+        return Help(rest[0].lower() if rest else None)
+    if head == "repos":
+        return ListRepos()
+    if head == "report":
+        return ShowReport(parse_query(rest, today))
+    if head == "track":
+        if not rest:
+            raise QueryError("Say what to track, e.g. `track https://github.com/owner/name`.")
+        source, name = rest[0], None
+        for word in rest[1:]:
+            if word.lower().startswith("as:") and len(word) > 3:
+                name = _check_repo_word(word[3:])
+            else:
+                raise QueryError(f"`{word}` is not understood after the URL; to name the repository use `as:NAME`.")
+        return Track(source, name)
+    if head == "untrack":
+        if len(rest) != 1:
+            raise QueryError("Name one repository to untrack, e.g. `untrack myrepo`.")
+        return Untrack(_check_repo_word(rest[0]))
+    if head == "sync":
+        return Sync(tuple(_check_repo_word(w) for w in rest))
+    if head == "subscribe":
+        return _parse_subscribe(rest)
+    if head == "unsubscribe":
+        if not rest:
+            raise QueryError("Name the repositories to unsubscribe from, or `all`, e.g. `unsubscribe myrepo`.")
+        return Unsubscribe(tuple(_check_repo_word(w) for w in rest))
+    if head == "subscriptions":
+        page = 1
+        if rest:
+            if not rest[0].isdigit() or int(rest[0]) < 1:
+                raise QueryError("`subscriptions` takes an optional page number, e.g. `subscriptions 2`.")
+            page = int(rest[0])
+        return ListSubscriptions(page)
+    if head == "digest":
+        return PreviewDigest()
+    if head == "projects":
+        return ListProjects()
+    if head == "project":
+        sub = rest[0].lower() if rest else ""
+        if sub == "add" and len(rest) >= 3:
+            return ProjectAdd(_check_repo_word(rest[1]), tuple(dict.fromkeys(_check_repo_word(w) for w in rest[2:])))
+        if sub == "remove" and len(rest) == 2:
+            return ProjectRemove(_check_repo_word(rest[1]))
+        if sub == "list" and len(rest) == 1:
+            return ListProjects()
+        raise QueryError("Use `project add NAME REPO...`, `project remove NAME` or `projects`.")
+    return ShowReport(parse_query(words, today))
