@@ -1,0 +1,248 @@
+"""`gad-bot ...`: the operator's face. The only module that reads os.environ.
+
+Errors raised on purpose (GadError) become one line on stderr and exit status 2;
+anything else is a bug: one line with a reference id, the traceback only in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import uuid
+from datetime import date, datetime, timezone
+from functools import wraps
+
+import click
+
+from .config import Settings
+from .errors import ConfigError, GadError, QueryError, SourceError
+
+log = logging.getLogger("gad-bot")
+
+
+def _today() -> date:
+    return datetime.now(timezone.utc).date()
+
+
+def _settings() -> Settings:
+    return Settings.from_env(os.environ)
+
+
+def _engine():
+    from .engine import Engine
+
+    return Engine.open(_settings())
+
+
+def friendly(command):
+    """Turn GadError into one clear line and exit 2; never show a traceback for those."""
+
+    @wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except GadError as error:
+            click.echo(f"gad-bot: {error}", err=True)
+            sys.exit(2)
+        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception:  # a bug: keep the details in the log, give the user a reference
+            reference = uuid.uuid4().hex[:8]
+            log.exception("internal error, reference %s", reference)
+            click.echo(f"gad-bot: internal error (reference {reference}); run again with "
+                       "GAD_LOG_LEVEL=DEBUG for details.", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+class _ProgressBar:
+    """A rich progress bar on a terminal; silence otherwise (scripts, CI, pipes)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self._progress = None
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            from rich.console import Console
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._progress:
+            self._progress.stop()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self._progress:
+            return
+        label = {"fetch": "Fetching objects", "index": "Indexing commits"}.get(phase, phase)
+        if phase not in self._tasks:
+            self._tasks[phase] = self._progress.add_task(label, total=total or None)
+        self._progress.update(self._tasks[phase], completed=done, total=total or None)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gad-bot")
+def cli():
+    """gad-bot: 2GAD (Git Active Days x 2, in person-days) for your repositories, in Slack and here."""
+    try:
+        settings = _settings()
+        level = settings.log_level
+        json_logs = settings.log_format == "json"
+    except ConfigError:
+        level, json_logs = "WARNING", False
+    from .logs import setup_logging
+
+    setup_logging(level, json_logs, secrets=())
+
+
+def _summary(result) -> str:
+    if result.error:
+        return f"{result.name}: failed: {result.error}"
+    if result.unchanged:
+        return f"{result.name}: up to date ({result.commits:,} commits)"
+    return (f"{result.name}: {result.commits:,} commits indexed "
+            f"(+{result.new_commits:,} new, -{result.removed_commits:,} gone)")
+
+
+@cli.command()
+@click.argument("source")
+@click.option("--name", help="Name to use in queries (default: owner/name for forge URLs, the directory name for paths).")
+@click.option("--in-place", is_flag=True, help="Register an existing local repository without copying it.")
+@friendly
+def track(source, name, in_place):
+    """Mirror SOURCE (URL, user@host:path, or local path) and index it."""
+    from .query import _check_repo_word
+
+    if name:
+        _check_repo_word(name)
+    engine = _engine()
+    with _ProgressBar(True) as progress:
+        result = engine.track(_normalise_source(source), name, in_place=in_place, progress=progress)
+    click.echo(_summary(result))
+
+
+def _normalise_source(source: str) -> str:
+    """Local paths are stored absolute, so a later `sync` from another directory finds them."""
+    from .sources import is_local_path
+
+    if is_local_path(source):
+        return os.path.abspath(os.path.expanduser(source))
+    if "@" in source.split("://", 1)[-1].split("/", 1)[0] and "://" in source:
+        raise SourceError("Credentials in the URL would be stored and shown; remove them and set "
+                          "GAD_HTTPS_TOKENS=host=TOKEN (or GAD_SSH_KEY) instead.")
+    return source
+
+
+@cli.command()
+@click.argument("names", nargs=-1)
+@friendly
+def sync(names):
+    """Fetch (with prune) and index what is new, for NAMES or every tracked repository."""
+    engine = _engine()
+    failed = False
+    with _ProgressBar(True) as progress:
+        for name in names or [r.name for r in engine.repos()]:
+            result = engine.sync([name], progress=progress)[0]
+            failed |= bool(result.error)
+            click.echo(_summary(result))
+    if failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("name")
+@friendly
+def untrack(name):
+    """Forget a repository: its mirror and its rows."""
+    _engine().untrack(name)
+    click.echo(f"{name}: untracked")
+
+
+def _repo_dicts(engine) -> list[dict]:
+    from .sources import redact
+
+    return [{"name": r.name, "source": redact(r.source), "in_place": r.in_place, "commits": r.commits,
+             "skipped": r.skipped, "last_sync": r.last_sync_at, "last_success": r.last_success_at,
+             "last_error": r.last_error} for r in engine.repos()]
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@friendly
+def repos(as_json):
+    """List tracked repositories: source, commits, last sync, last error."""
+    rows = _repo_dicts(_engine())
+    if as_json:
+        click.echo(json.dumps(rows, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else str(v), indent=2))
+        return
+    from .render.text import render_repos_text
+
+    click.echo(render_repos_text(rows))
+
+
+def _track_on_the_fly(engine, words: list[str]) -> list[str]:
+    """The operator may name a path or URL instead of a tracked repository: track it first."""
+    from .query import is_source
+    from .sources import is_local_path
+
+    resolved = []
+    for word in words:
+        if not is_source(word):
+            resolved.append(word)
+            continue
+        source = _normalise_source(word)
+        existing = engine.find_by_source(source)
+        if existing is None:
+            with _ProgressBar(True) as progress:
+                existing_name = engine.track(source, None, in_place=is_local_path(word), progress=progress).name
+        else:
+            existing_name = existing.name
+            if existing.in_place:
+                engine.sync([existing_name])
+        resolved.append(existing_name)
+    return resolved
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("query", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV (the breakdown rows, or the totals).")
+@friendly
+def report(query, as_json, as_csv):
+    """2GAD for QUERY: exactly what a Slack user types after /gad (repositories, then tokens)."""
+    from .query import parse_query
+
+    engine = _engine()
+    words = _track_on_the_fly(engine, list(query))
+    parsed = parse_query(words, _today())
+    result = engine.report(parsed, _today())
+    if as_json:
+        from .render.jsonout import report_to_dict
+
+        click.echo(json.dumps(report_to_dict(result), indent=2))
+    elif as_csv or parsed.format == "csv":
+        from .render.csvout import report_to_csv
+
+        click.echo(report_to_csv(result), nl=False)
+    else:
+        from .render.text import render_text
+
+        click.echo(render_text(result))
+
+
+def main() -> None:
+    cli(prog_name="gad-bot")
+
+
+if __name__ == "__main__":
+    main()

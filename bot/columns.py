@@ -1,0 +1,235 @@
+"""The fast path: 2GAD over per-repository numpy columns, in milliseconds for a million commits.
+
+numpy lives here. The arithmetic is the same as bot/metric.py's (tests compare them on
+random histories): a record is (person, day, commit); GAD counts distinct (person, day).
+A repository's rows are stored sorted by (mailmapped person, day), so that for one
+repository the selected keys stay sorted and distinct pairs are counted in one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+import itertools
+
+import numpy as np
+
+from .metric import Row, Totals
+from .periods import bucket_label, from_epoch_day
+
+BAD_DAY = np.int32(-(2**31))
+DAY_BITS = 32
+EPOCH_MONDAY_OFFSET = 3  # 1970-01-01 was a Thursday: (day + 3) // 7 counts Monday-based weeks
+
+
+@dataclass
+class RepoColumns:
+    """One repository's commits as columns, plus its author -> person lookup tables."""
+
+    repo_id: int
+    name: str
+    generation: int
+    commit_ids: np.ndarray  # int64
+    author_ids: np.ndarray  # int32
+    days: np.ndarray  # int32, BAD_DAY for impossible dates
+    bits: np.ndarray  # uint8
+    person_mm: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # indexed by author id
+    person_raw: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    bot_mm: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))
+    bot_raw: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))
+
+    @classmethod
+    def from_rows(cls, repo_id: int, name: str, generation: int, rows, author_map) -> "RepoColumns":
+        """Build from (commit_id, author_id, day, bits) rows and (author, person_mm, person_raw, bot_mm, bot_raw)."""
+        data = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64).reshape(-1, 4)
+        columns = cls(repo_id, name, generation, data[:, 0].copy(), data[:, 1].astype(np.int32),
+                      data[:, 2].astype(np.int32), data[:, 3].astype(np.uint8))
+        columns.set_authors(author_map)
+        order = np.lexsort((columns.days, columns.person_mm[columns.author_ids]))
+        for attr in ("commit_ids", "author_ids", "days", "bits"):
+            setattr(columns, attr, np.ascontiguousarray(getattr(columns, attr)[order]))
+        return columns
+
+    def set_authors(self, author_map) -> None:
+        table = np.array(list(author_map), dtype=np.int64).reshape(-1, 5)
+        size = int(max(table[:, 0].max(initial=0), self.author_ids.max(initial=0))) + 1
+        self.person_mm = np.zeros(size, np.int64)
+        self.person_raw = np.zeros(size, np.int64)
+        self.bot_mm = np.zeros(size, bool)
+        self.bot_raw = np.zeros(size, bool)
+        ids = table[:, 0]
+        self.person_mm[ids], self.person_raw[ids] = table[:, 1], table[:, 2]
+        self.bot_mm[ids], self.bot_raw[ids] = table[:, 3].astype(bool), table[:, 4].astype(bool)
+
+    def to_blobs(self) -> dict[str, bytes]:
+        return {"commit_ids": self.commit_ids.astype(np.int64).tobytes(), "author_ids": self.author_ids.tobytes(),
+                "days": self.days.tobytes(), "bits": self.bits.tobytes()}
+
+    @classmethod
+    def from_blobs(cls, repo_id: int, name: str, row: dict, author_map) -> "RepoColumns":
+        columns = cls(repo_id, name, row["generation"], np.frombuffer(row["commit_ids"], np.int64),
+                      np.frombuffer(row["author_ids"], np.int32), np.frombuffer(row["days"], np.int32),
+                      np.frombuffer(row["bits"], np.uint8))
+        columns.set_authors(author_map)
+        return columns
+
+
+@dataclass(frozen=True)
+class Filter:
+    """What a Query asks of each repository's rows."""
+
+    scope_bit: int
+    since_day: int | None = None
+    until_day: int | None = None
+    mailmap: bool = True
+    bots: bool = False
+    allowed_people: np.ndarray | None = None  # bool, indexed by person id; None: everyone
+
+
+@dataclass
+class Selection:
+    """The records of one repository that passed every filter."""
+
+    name: str
+    persons: np.ndarray
+    days: np.ndarray
+    commit_ids: np.ndarray
+    sorted_pairs: bool  # (persons, days) already sorted: distinct pairs need no sort
+    skipped: int
+
+
+def select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | None = None) -> Selection:
+    """Apply scope, bots, period and author filters (METRIC.md rules 1-4) to one repository."""
+    if extra_mask is not None:
+        mask = extra_mask.copy()
+    else:
+        mask = (columns.bits & flt.scope_bit) != 0
+    bad = columns.days == BAD_DAY
+    person_of = columns.person_mm if flt.mailmap else columns.person_raw
+    bot_of = columns.bot_mm if flt.mailmap else columns.bot_raw
+    if not flt.bots:
+        mask &= ~bot_of[columns.author_ids]
+    skipped = int(np.count_nonzero(mask & bad))
+    mask &= ~bad
+    if flt.since_day is not None:
+        mask &= columns.days >= flt.since_day
+    if flt.until_day is not None:
+        mask &= columns.days <= flt.until_day
+    persons = person_of[columns.author_ids[mask]]
+    if flt.allowed_people is not None:
+        keep = flt.allowed_people[persons]  # the engine sizes the table to cover every person id
+        persons = persons[keep]
+        index = np.flatnonzero(mask)[keep]
+    else:
+        index = mask
+    return Selection(columns.name, persons, columns.days[index], columns.commit_ids[index],
+                     sorted_pairs=flt.mailmap, skipped=skipped)
+
+
+def _pair_keys(selections: list[Selection]) -> np.ndarray:
+    """Distinct (person, day) pairs as sorted int64 keys: person << 32 | day."""
+    if not selections:
+        return np.zeros(0, np.int64)
+    if len(selections) == 1 and selections[0].sorted_pairs:
+        s = selections[0]
+        keys = (s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64)
+        if len(keys) < 2:
+            return keys
+        keep = np.empty(len(keys), bool)
+        keep[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+        return keys[keep]
+    keys = np.concatenate([(s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64) for s in selections])
+    return np.unique(keys)
+
+
+def _distinct_count(values: np.ndarray) -> int:
+    return int(len(np.unique(values))) if len(values) else 0
+
+
+def totals(selections: list[Selection]) -> tuple[Totals, np.ndarray]:
+    """Totals over the union of the selections (METRIC.md rules 5, 6), and the distinct pair keys."""
+    keys = _pair_keys(selections)
+    persons = keys >> DAY_BITS
+    if len(persons) > 1 and len(selections) == 1 and selections[0].sorted_pairs:
+        developers = int(np.count_nonzero(persons[1:] != persons[:-1])) + 1
+    else:
+        developers = _distinct_count(persons)
+    if len(selections) == 1:
+        commits = int(len(selections[0].commit_ids))  # a repository lists each commit once
+    else:
+        commits = _distinct_count(np.concatenate([s.commit_ids for s in selections]))
+    return Totals(person_days=int(len(keys)), developers=developers, commits=commits), keys
+
+
+def _buckets(days: np.ndarray, bucket: str) -> np.ndarray:
+    """Each epoch day's bucket as an integer that orders like time."""
+    if bucket == "week":
+        return (days.astype(np.int64) + EPOCH_MONDAY_OFFSET) // 7
+    months = days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+    if bucket == "month":
+        return months
+    if bucket == "quarter":
+        return months // 3
+    return months // 12
+
+
+def _bucket_start(number: int, bucket: str) -> date:
+    if bucket == "week":
+        return from_epoch_day(number * 7 - EPOCH_MONDAY_OFFSET)
+    months = number * {"month": 1, "quarter": 3, "year": 12}[bucket]
+    return date(1970 + months // 12, months % 12 + 1, 1)
+
+
+def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
+              first_day: int | None = None, last_day: int | None = None) -> list[Row]:
+    """One row per period (empty periods between the first and last included, with zeros)."""
+    pair_days = (keys & 0xFFFFFFFF).astype(np.int64)
+    pair_buckets = _buckets(pair_days, bucket)
+    record_days = np.concatenate([s.days for s in selections]) if selections else np.zeros(0, np.int32)
+    commit_ids = np.concatenate([s.commit_ids for s in selections]) if selections else np.zeros(0, np.int64)
+    if len(selections) > 1:
+        commit_ids, first = np.unique(commit_ids, return_index=True)
+        record_days = record_days[first]
+    if not len(pair_buckets) and first_day is None:
+        return []
+    low = int(pair_buckets.min()) if len(pair_buckets) else None
+    high = int(pair_buckets.max()) if len(pair_buckets) else None
+    if first_day is not None:
+        low = int(_buckets(np.array([first_day]), bucket)[0])
+    if last_day is not None:
+        high = int(_buckets(np.array([last_day]), bucket)[0])
+    if low is None or high is None or high < low:
+        return []
+    size = high - low + 1
+    in_range = (pair_buckets >= low) & (pair_buckets <= high)
+    person_days = np.bincount(pair_buckets[in_range] - low, minlength=size)
+    person_bucket = np.unique(((pair_buckets[in_range] - low) << DAY_BITS) | (keys[in_range] >> DAY_BITS))
+    developers = np.bincount(person_bucket >> DAY_BITS, minlength=size)
+    commit_buckets = _buckets(record_days, bucket) - low
+    commit_buckets = commit_buckets[(commit_buckets >= 0) & (commit_buckets < size)]
+    commits = np.bincount(commit_buckets, minlength=size)
+    rows = []
+    for offset in range(size):
+        start = _bucket_start(low + offset, bucket)
+        rows.append(Row(bucket_label(start, bucket), Totals(int(person_days[offset]), int(developers[offset]),
+                                                            int(commits[offset])), first_day=start))
+    return rows
+
+
+def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, str]) -> list[Row]:
+    """One row per person, most active days first (ties by name)."""
+    persons = keys >> DAY_BITS
+    ids, person_days = np.unique(persons, return_counts=True)
+    all_persons = np.concatenate([s.persons for s in selections]) if selections else np.zeros(0, np.int64)
+    all_commits = np.concatenate([s.commit_ids for s in selections]) if selections else np.zeros(0, np.int64)
+    commit_pairs = np.unique((all_persons.astype(np.int64) << DAY_BITS) | all_commits) if len(selections) > 1 else None
+    if commit_pairs is not None:
+        commit_counts = dict(zip(*np.unique(commit_pairs >> DAY_BITS, return_counts=True)))
+    else:
+        commit_counts = dict(zip(*np.unique(all_persons, return_counts=True)))
+    rows = [Row(names.get(int(p), f"person {int(p)}"), Totals(int(n), 1, int(commit_counts.get(p, 0))))
+            for p, n in zip(ids, person_days)]
+    rows.sort(key=lambda r: (-r.totals.person_days, r.key))
+    return rows

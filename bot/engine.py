@@ -1,0 +1,356 @@
+"""The engine every face asks: track, sync, untrack, list, report.
+
+mirrors (git) -> index (SQLite) -> columns/metric -> Report. The engine holds no
+per-request state; it caches each repository's columns in memory, keyed by the
+repository's generation, so a report is a few numpy passes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+
+from . import columns as col
+from .config import Settings
+from .errors import GadError, MirrorError, QueryError, SourceError, UnknownRepoError
+from .index import Index, RepoRow, utcnow
+from .metric import Report, is_bot
+from .mirrors import (DEFAULT_SCOPE_PREFIXES, IN_ALL, IN_DEFAULT, IN_HEAD, FetchLimits, Mailmap, Mirror,
+                      MirrorStore, open_local)
+from .periods import from_epoch_day, to_epoch_day
+from .query import Query
+from .sources import default_name, redact
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    name: str
+    new_commits: int
+    removed_commits: int
+    commits: int
+    error: str | None = None
+    unchanged: bool = False
+
+
+def _scope_tips(tips: dict[str, bytes]) -> tuple[set[bytes], set[bytes], set[bytes]]:
+    """Tips of every ref, of branches and tags, and of the default branch."""
+    every = {t for n, t in tips.items() if n != "HEAD"}
+    default = {t for n, t in tips.items() if n.startswith(DEFAULT_SCOPE_PREFIXES)}
+    head = {tips["HEAD"]} if "HEAD" in tips else set()
+    return every, default, head
+
+
+class Engine:
+    def __init__(self, settings: Settings, index: Index | None = None):
+        self.settings = settings
+        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.index = index or Index(settings.index_path)
+        limits = FetchLimits(dict(settings.https_tokens), settings.ssh_key, settings.fetch_timeout_seconds,
+                             settings.max_mirror_mb * 1024 * 1024)
+        self.store = MirrorStore(settings.mirrors_dir, limits)
+        self._cache: dict[int, col.RepoColumns] = {}
+        self._cache_lock = threading.Lock()
+        self._refresh_bot_patterns()
+
+    @classmethod
+    def open(cls, settings: Settings) -> "Engine":
+        return cls(settings)
+
+    # -- identity rules ------------------------------------------------------
+    def _patterns_key(self) -> str:
+        return hashlib.sha256("\x00".join(sorted(self.settings.bot_patterns)).encode()).hexdigest()
+
+    def _refresh_bot_patterns(self) -> None:
+        """New operator bot patterns take effect on every repository without re-walking history."""
+        key = self._patterns_key()
+        if self.index.get_meta("bot_patterns") == key:
+            return
+        for repo in self.index.repos():
+            try:
+                data = Mirror(repo.mirror_path).mailmap_blob()[1]
+            except MirrorError:
+                data = b""
+            with self.index.transaction():
+                self._refresh_identities(repo.id, data)
+                self._rebuild_columns(repo.id, bump=True, head_ref=repo.head_ref, mailmap_oid=repo.mailmap_oid)
+        self.index.set_meta("bot_patterns", key)
+
+    def _refresh_identities(self, repo_id: int, mailmap_data: bytes) -> None:
+        mailmap = Mailmap(mailmap_data)
+        identities = self.index.repo_author_identities(repo_id)
+        resolved = []
+        for author_id, name, email in identities:
+            mapped_name, mapped_email = mailmap.resolve(name, email)
+            resolved.append((author_id, mapped_email.lower(), email.lower(),
+                             is_bot(mapped_name, mapped_email, self.settings.bot_patterns),
+                             is_bot(name, email, self.settings.bot_patterns)))
+        people = self.index.person_ids({r[1] for r in resolved} | {r[2] for r in resolved})
+        self.index.set_repo_authors(repo_id, ((a, people[pm], people[pr], bm, br) for a, pm, pr, bm, br in resolved))
+
+    # -- repositories --------------------------------------------------------
+    def repos(self) -> list[RepoRow]:
+        return self.index.repos()
+
+    def repo(self, name: str) -> RepoRow:
+        found = self.index.repo(name)
+        if found is None:
+            raise UnknownRepoError(name, self.known_names())
+        return found
+
+    def known_names(self) -> list[str]:
+        return self.index.repo_names()
+
+    def find_by_source(self, source: str) -> RepoRow | None:
+        for repo in self.index.repos():
+            if repo.source == source:
+                return repo
+        return None
+
+    def track(self, source: str, name: str | None = None, *, in_place: bool = False,
+              progress: Progress | None = None) -> SyncResult:
+        """Mirror (or register in place) a repository and index it; nothing is left behind on failure."""
+        name = name or default_name(source)
+        if self.index.repo(name):
+            raise QueryError(f"A repository named `{name}` is already tracked; choose another name with `as:NAME` "
+                             f"(CLI: --name) or sync it with `sync {name}`.")
+        if in_place:
+            path = open_local(source)
+            Mirror(path)  # fails early, clearly, if it is not readable
+        else:
+            path = self.store.create(source, name, progress)
+        try:
+            repo_id = self.index.add_repo(name, source, path, in_place)
+        except Exception:
+            if not in_place:
+                self.store.remove(path)
+            raise
+        result = self.sync_one(self.index.repo_by_id(repo_id), progress=progress, fetch=False)
+        if result.error:
+            self.untrack(name)
+            raise MirrorError(result.error)
+        return result
+
+    def untrack(self, name: str) -> None:
+        repo = self.repo(name)
+        self.index.remove_repo(repo.id)
+        with self._cache_lock:
+            self._cache.pop(repo.id, None)
+        if not repo.in_place:
+            self.store.remove(repo.mirror_path)
+
+    @contextmanager
+    def _repo_lock(self, repo: RepoRow):
+        """One writer per repository across processes (serve's scheduler and the CLI may overlap)."""
+        lock_dir = self.settings.data_dir / "locks"
+        lock_dir.mkdir(exist_ok=True, mode=0o700)
+        with open(lock_dir / f"{repo.id}.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def sync(self, names: Iterable[str] = (), progress: Progress | None = None,
+             now: datetime | None = None) -> list[SyncResult]:
+        """Fetch and index each named repository (all when none); one failure never stops the others."""
+        repos = [self.repo(n) for n in names] if names else self.index.repos()
+        return [self.sync_one(repo, progress=progress, now=now) for repo in repos]
+
+    def sync_one(self, repo: RepoRow, *, progress: Progress | None = None, fetch: bool = True,
+                 now: datetime | None = None) -> SyncResult:
+        now = now or utcnow()
+        try:
+            with self._repo_lock(repo):
+                mirror = Mirror(repo.mirror_path)
+                if fetch and not repo.in_place:
+                    mirror.fetch(self.store.limits, progress)
+                result = self._index_repo(repo, mirror, progress)
+        except GadError as error:
+            failures = repo.failures + 1
+            delay = timedelta(minutes=min(self.settings.sync_interval_minutes * 2 ** min(failures, 10), 24 * 60))
+            self.index.record_attempt(repo.id, str(error), now, now + delay)
+            log.warning("sync of %s failed: %s", repo.name, error)
+            return SyncResult(repo.name, 0, 0, repo.commits, error=str(error))
+        self.index.record_attempt(repo.id, None, now)
+        return result
+
+    def _index_repo(self, repo: RepoRow, mirror: Mirror, progress: Progress | None) -> SyncResult:
+        """Bring the index in line with the mirror's refs, in one transaction (METRIC.md rule 1)."""
+        new_tips = mirror.ref_tips()
+        old_tips = self.index.stored_tips(repo.id)
+        mailmap_oid, mailmap_data = mirror.mailmap_blob()
+        if new_tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0:
+            return SyncResult(repo.name, 0, 0, repo.commits, unchanged=True)
+        every_new, default_new, head_new = _scope_tips(new_tips)
+        every_old, _, _ = _scope_tips(old_tips)
+        old_present = {t for t in every_old if mirror.has_commit(t)}
+        with self.index.transaction():
+            # Commits no longer reachable from any ref stop counting (deleted refs, force-pushes).
+            if old_present == every_old:
+                gone = mirror.walk_ids(every_old, every_new)
+            else:  # an old tip vanished from the object store: compare with the full set instead
+                gone = list(self.index.member_oids(repo.id) - set(mirror.walk_ids(every_new)))
+            # Sub-scopes are stored as complements, which are small: commits outside branches and
+            # tags (e.g. refs/pull/*), and commits off the default branch.
+            outside_default = set(mirror.walk_ids(every_new, default_new))
+            outside_head = set(mirror.walk_ids(every_new, head_new)) if head_new else None
+
+            def bits_of(oid: bytes) -> int:
+                bits = IN_ALL
+                if oid not in outside_default:
+                    bits |= IN_DEFAULT
+                if outside_head is not None and oid not in outside_head:
+                    bits |= IN_HEAD
+                return bits
+
+            rows = ((f.oid, f.author_name, f.author_email, f.day, f.time, f.offset, f.parents, bits_of(f.oid))
+                    for f in mirror.walk_facts(every_new, old_present))
+            report = (lambda done: progress("index", done, 0)) if progress else None
+            added = self.index.insert_commits(repo.id, rows, self.index.author_ids(), report)
+            for bit, outside in ((IN_DEFAULT, outside_default), (IN_HEAD, outside_head or None)):
+                lacking = self.index.member_oids(repo.id, lacking_bit=bit)
+                if outside is None:  # no default branch at all: nothing is on it
+                    self.index.change_bit(repo.id, self.index.member_oids(repo.id) - lacking, bit, on=False)
+                    continue
+                self.index.change_bit(repo.id, lacking - outside, bit, on=True)
+                self.index.change_bit(repo.id, outside - lacking, bit, on=False)
+            removed = self.index.remove_members(repo.id, gone)
+            self.index.replace_tips(repo.id, new_tips)
+            self._refresh_identities(repo.id, mailmap_data)
+            generation, count = self._rebuild_columns(repo.id, bump=True, head_ref=mirror.head_ref(),
+                                                      mailmap_oid=mailmap_oid)
+        return SyncResult(repo.name, added, removed, count)
+
+    def _rebuild_columns(self, repo_id: int, *, bump: bool, head_ref: str | None, mailmap_oid: str | None) -> tuple[int, int]:
+        """Rebuild the repository's column cache inside the caller's transaction."""
+        repo = self.index.repo_by_id(repo_id)
+        columns = col.RepoColumns.from_rows(repo_id, repo.name, 0, self.index.member_rows(repo_id),
+                                            self.index.repo_author_map(repo_id))
+        skipped = int(np.count_nonzero((columns.days == col.BAD_DAY) & ((columns.bits & IN_DEFAULT) != 0)))
+        generation = self.index.finish_update(repo_id, head_ref=head_ref, mailmap_oid=mailmap_oid,
+                                              commits=len(columns.commit_ids), skipped=skipped)
+        columns.generation = generation
+        self.index.store_columns(repo_id, generation, len(columns.commit_ids), columns.to_blobs())
+        return generation, len(columns.commit_ids)
+
+    # -- reports -------------------------------------------------------------
+    def resolve(self, names: Iterable[str]) -> list[RepoRow]:
+        """Tracked repositories for the names a user typed (projects expand to their repositories)."""
+        resolved: dict[int, RepoRow] = {}
+        for name in names:
+            repo = self.index.repo(name)
+            if repo is None:
+                raise UnknownRepoError(name, self.known_names())
+            resolved[repo.id] = repo
+        return list(resolved.values())
+
+    def columns_of(self, repo: RepoRow) -> col.RepoColumns:
+        """The repository's columns, from memory when its generation has not changed."""
+        generation = self.index.generations([repo.id]).get(repo.id)
+        with self._cache_lock:
+            cached = self._cache.get(repo.id)
+        if cached is not None and cached.generation == generation:
+            return cached
+        row = self.index.load_columns(repo.id)
+        if row is None:
+            raise MirrorError(f"`{repo.name}` has not been indexed yet; run `sync {repo.name}`.")
+        columns = col.RepoColumns.from_blobs(repo.id, repo.name, row, self.index.repo_author_map(repo.id))
+        with self._cache_lock:
+            self._cache[repo.id] = columns
+        return columns
+
+    def _branch_mask(self, repo: RepoRow, columns: col.RepoColumns, branch: str) -> np.ndarray:
+        """Membership of `branch:NAME`: the default branch's set, plus what only NAME has, minus what only HEAD has."""
+        head_mask = (columns.bits & IN_HEAD) != 0
+        if branch == "HEAD":
+            return head_mask
+        mirror = Mirror(repo.mirror_path)
+        tip = mirror.branch_tip(branch)
+        if tip is None:
+            names = mirror.branches()
+            hint = ", ".join(f"`{b}`" for b in names[:8]) + (" ..." if len(names) > 8 else "")
+            raise QueryError(f"`{repo.name}` has no branch `{branch}`; its branches are {hint or 'none'}.")
+        head_tip = self.index.stored_tips(repo.id).get("HEAD")
+        if head_tip is None:
+            only_branch, only_head = mirror.walk_ids([tip]), []
+            mask = np.zeros(len(columns.commit_ids), bool)
+        else:
+            only_branch = mirror.walk_ids([tip], [head_tip])
+            only_head = mirror.walk_ids([head_tip], [tip])
+            mask = head_mask.copy()
+        if only_branch:
+            mask |= np.isin(columns.commit_ids, np.array(self.index.commit_ids_for(only_branch), np.int64))
+        if only_head:
+            mask &= ~np.isin(columns.commit_ids, np.array(self.index.commit_ids_for(only_head), np.int64))
+        return mask
+
+    def _allowed_people(self, globs: tuple[str, ...]) -> np.ndarray:
+        import fnmatch
+
+        rows = self.index.execute("SELECT id, email FROM people").fetchall()
+        size = max((r[0] for r in rows), default=0) + 1
+        allowed = np.zeros(size, bool)
+        for person_id, email in rows:
+            if any(fnmatch.fnmatchcase(email, g) for g in globs):
+                allowed[person_id] = True
+        return allowed
+
+    def report(self, query: Query, today: date | None = None) -> Report:
+        """Answer a Query from the index (never by walking history, except for a named branch's divergence)."""
+        today = today or datetime.now(timezone.utc).date()
+        repos = self.resolve(query.repos)
+        scope_bit = {"default": IN_DEFAULT, "all": IN_ALL, "branch": IN_HEAD}[query.scope.kind]
+        flt = col.Filter(scope_bit=scope_bit,
+                         since_day=to_epoch_day(query.since) if query.since else None,
+                         until_day=to_epoch_day(query.until) if query.until else None,
+                         mailmap=query.mailmap, bots=query.bots,
+                         allowed_people=self._allowed_people(query.authors) if query.authors else None)
+        selections = []
+        for repo in repos:
+            columns = self.columns_of(repo)
+            mask = self._branch_mask(repo, columns, query.scope.branch) if query.scope.kind == "branch" else None
+            selections.append(col.select(columns, flt, mask))
+        totals, keys = col.totals(selections)
+        rows: list = []
+        if query.by in ("week", "month", "quarter", "year"):
+            rows = col.by_period(selections, keys, query.by, first_day=flt.since_day, last_day=flt.until_day)
+        elif query.by == "person":
+            rows = col.by_person(selections, keys, self.index.people_matching(keys >> col.DAY_BITS))
+        elif query.by == "repo":
+            for selection in selections:
+                repo_totals, _ = col.totals([selection])
+                rows.append(col.Row(selection.name, repo_totals))
+            rows.sort(key=lambda r: (-r.totals.person_days, r.key))
+        trend_bucket = self._trend_bucket(query, keys, today)
+        trend = col.by_period(selections, keys, trend_bucket, first_day=flt.since_day,
+                              last_day=flt.until_day if flt.until_day is not None else
+                              (to_epoch_day(today) if flt.since_day is not None else None))
+        as_of = [r.last_success_at for r in repos if r.last_success_at]
+        return Report(repos=tuple(r.name for r in repos), since=query.since, until=query.until,
+                      scope_words=query.words(), totals=totals, by=query.by, rows=tuple(rows),
+                      trend_bucket=trend_bucket, trend=tuple(trend),
+                      skipped=sum(s.skipped for s in selections),
+                      data_as_of=min(as_of) if len(as_of) == len(repos) and as_of else None)
+
+    @staticmethod
+    def _trend_bucket(query: Query, keys: np.ndarray, today: date) -> str:
+        if query.since is not None:
+            end = query.until or today
+            return "week" if (end - query.since).days <= 26 * 7 else "month"
+        if len(keys):
+            days = keys & 0xFFFFFFFF
+            return "week" if int(days.max() - days.min()) <= 26 * 7 else "month"
+        return "month"

@@ -1,0 +1,61 @@
+"""Logging: one line per event, optionally JSON, with every known secret redacted."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterable
+
+_CREDENTIAL_URL = re.compile(r"(?<=://)[^/@\s:]+(:[^/@\s]*)?@")
+_SLACK_TOKEN = re.compile(r"\bxox[abposr]-[A-Za-z0-9-]+|\bxapp-[A-Za-z0-9-]+")
+REDACTED = "***"
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove known secrets, Slack tokens and URL credentials from text."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    text = _SLACK_TOKEN.sub(REDACTED, text)
+    return _CREDENTIAL_URL.sub(REDACTED + "@", text)
+
+
+class RedactingFilter(logging.Filter):
+    def __init__(self, secrets: Iterable[str]):
+        super().__init__()
+        self.secrets = tuple(s for s in secrets if s)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact_text(record.getMessage(), self.secrets)
+        record.args = ()
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info), self.secrets)
+            record.exc_info = None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname,
+                 "logger": record.name, "message": record.getMessage()}
+        for key in ("request_id", "reference", "repo", "channel"):
+            if hasattr(record, key):
+                entry[key] = getattr(record, key)
+        if record.exc_text:
+            entry["traceback"] = record.exc_text
+        return json.dumps(entry)
+
+
+def setup_logging(level: str = "INFO", json_lines: bool = False, secrets: Iterable[str] = ()) -> None:
+    """Configure the root logger once: stderr, one line per event, secrets redacted."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RedactingFilter(secrets))
+    handler.setFormatter(JsonFormatter() if json_lines else
+                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)

@@ -1,0 +1,357 @@
+"""The mirror store: bare git mirrors on local disk, and everything gad-bot reads from git.
+
+pygit2 lives here and nowhere else. A mirror fetches every ref (`+refs/*:refs/*`) with
+prune, so it follows upstream exactly: deleted refs disappear, rewound branches move back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pygit2
+from pygit2.enums import FetchPrune, SortMode
+
+from .errors import MirrorError, SourceError
+
+MIRROR_REFSPEC = "+refs/*:refs/*"
+DEFAULT_SCOPE_PREFIXES = ("refs/heads/", "refs/tags/")
+
+# Bits of a commit's membership in a repository (repo_commits.bits).
+IN_ALL = 1  # reachable from some ref (refs:all)
+IN_DEFAULT = 2  # reachable from a branch or tag (the default scope)
+IN_HEAD = 4  # reachable from the default branch (branch:HEAD)
+
+# Author dates gad-bot will not believe: git writes 0 for an unparseable date, and no
+# time zone is further than 14 hours from UTC.
+MAX_OFFSET_MINUTES = 14 * 60
+LAST_PLAUSIBLE_DAY = 47482  # 2099-12-31 in epoch days
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+@dataclass(frozen=True)
+class CommitFacts:
+    """What the index keeps of one commit."""
+
+    oid: bytes  # raw 20-byte id
+    author_name: str
+    author_email: str
+    time: int
+    offset: int  # minutes east of UTC
+    parents: int
+
+    @property
+    def day(self) -> int | None:
+        """The author's own calendar day (epoch days), or None for an impossible date."""
+        if self.time <= 0 or abs(self.offset) > MAX_OFFSET_MINUTES:
+            return None
+        day = (self.time + self.offset * 60) // 86400
+        return day if day <= LAST_PLAUSIBLE_DAY else None
+
+
+class _Callbacks(pygit2.RemoteCallbacks):
+    """Credentials from the operator's settings, progress, and limits on time and size."""
+
+    def __init__(self, url: str, https_tokens: dict[str, str], ssh_key: Path | None,
+                 progress: Progress | None, deadline: float | None, max_bytes: int | None):
+        super().__init__()
+        self._url, self._tokens, self._ssh_key = url, https_tokens, ssh_key
+        self._progress, self._deadline, self._max_bytes = progress, deadline, max_bytes
+        self._tried_credentials = False
+
+    def credentials(self, url, username_from_url, allowed_types):
+        if self._tried_credentials:  # libgit2 asks again after a refusal; do not loop forever
+            raise MirrorError("The remote refused the configured credentials; check GAD_HTTPS_TOKENS or GAD_SSH_KEY.")
+        self._tried_credentials = True
+        host = (urlsplit(url).hostname or "").lower()
+        if allowed_types & pygit2.enums.CredentialType.USERPASS_PLAINTEXT and host in self._tokens:
+            return pygit2.UserPass("gad-bot", self._tokens[host])
+        if allowed_types & pygit2.enums.CredentialType.SSH_KEY and self._ssh_key:
+            return pygit2.Keypair(username_from_url or "git", str(self._ssh_key) + ".pub", str(self._ssh_key), "")
+        raise MirrorError("The repository needs credentials; the operator can set GAD_HTTPS_TOKENS "
+                          "(HTTPS) or GAD_SSH_KEY (ssh) for its host.")
+
+    def transfer_progress(self, stats):
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise MirrorError("The fetch took longer than GAD_FETCH_TIMEOUT_SECONDS allows; try again later "
+                              "or raise the limit.")
+        if self._max_bytes is not None and stats.received_bytes > self._max_bytes:
+            raise MirrorError("The repository is larger than GAD_MAX_MIRROR_MB allows; the operator can raise the limit.")
+        if self._progress:
+            self._progress("fetch", stats.received_objects + stats.indexed_deltas,
+                           stats.total_objects + stats.total_deltas)
+
+
+@dataclass
+class FetchLimits:
+    https_tokens: dict[str, str]
+    ssh_key: Path | None = None
+    timeout_seconds: int | None = None
+    max_bytes: int | None = None
+
+
+def set_network_timeouts(seconds: int) -> None:
+    """Make a stalled server fail instead of hanging forever (process-wide libgit2 options)."""
+    try:
+        pygit2.option(pygit2.enums.Option.SET_SERVER_CONNECT_TIMEOUT, min(seconds, 60) * 1000)
+        pygit2.option(pygit2.enums.Option.SET_SERVER_TIMEOUT, min(seconds, 300) * 1000)
+    except (AttributeError, ValueError, pygit2.GitError):  # older libgit2: no such options
+        pass
+
+
+def mirror_dir_name(name: str) -> str:
+    """A directory name for a repository name: readable, unique, safe on every file system."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "repo"
+    return f"{safe[:60]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}.git"
+
+
+def _describe(error: Exception) -> str:
+    text = str(error).strip().rstrip(".") or error.__class__.__name__
+    return text.splitlines()[0][:300]
+
+
+class Mirror:
+    """One repository on disk, read through pygit2."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.repo = pygit2.Repository(str(path))
+        except (pygit2.GitError, KeyError) as error:
+            raise MirrorError(f"The mirror at {path} cannot be opened ({_describe(error)}); "
+                              "re-clone it with `gad-bot sync --reclone NAME`.") from None
+
+    # -- network -------------------------------------------------------------
+    def fetch(self, limits: FetchLimits, progress: Progress | None = None) -> None:
+        """Fetch every ref with prune, then point HEAD at the remote's default branch."""
+        try:
+            remote = self.repo.remotes["origin"]
+        except (KeyError, ValueError):
+            raise MirrorError("This mirror has no `origin` remote; re-clone it with `gad-bot sync --reclone NAME`.") from None
+        deadline = time.monotonic() + limits.timeout_seconds if limits.timeout_seconds else None
+        callbacks = _Callbacks(remote.url, limits.https_tokens, limits.ssh_key, progress, deadline, limits.max_bytes)
+        try:
+            remote.fetch(callbacks=callbacks, prune=FetchPrune.PRUNE)
+            heads = remote.list_heads(callbacks=callbacks)
+        except MirrorError:
+            raise
+        except (pygit2.GitError, OSError, ValueError, KeyError) as error:
+            raise MirrorError(f"Fetching from {_redacted(remote.url)} failed: {_describe(error)}.") from None
+        for head in heads:
+            if head.name == "HEAD" and head.symref_target and head.symref_target in self.repo.references:
+                if self.repo.references["HEAD"].target != head.symref_target:
+                    self.repo.set_head(head.symref_target)
+                break
+        else:
+            self._guess_head()
+
+    def _guess_head(self) -> None:
+        """Without an advertised HEAD, keep HEAD on an existing branch (main, then master, then any)."""
+        current = self.head_ref()
+        if current:
+            return
+        branches = sorted(r for r in self.repo.references if r.startswith("refs/heads/"))
+        for candidate in ("refs/heads/main", "refs/heads/master", *branches):
+            if candidate in self.repo.references:
+                self.repo.set_head(candidate)
+                return
+
+    # -- refs ----------------------------------------------------------------
+    def head_ref(self) -> str | None:
+        """The default branch's full ref name, if HEAD points at an existing branch."""
+        try:
+            head = self.repo.references["HEAD"]
+        except KeyError:
+            return None
+        target = head.target
+        if isinstance(target, str):
+            return target if target in self.repo.references else None
+        return None  # detached HEAD: no default branch
+
+    def ref_tips(self) -> dict[str, bytes]:
+        """Every ref under refs/ peeled to the commit it names (refs to trees or blobs are skipped)."""
+        tips: dict[str, bytes] = {}
+        for name in self.repo.references:
+            if not name.startswith("refs/"):
+                continue
+            try:
+                commit = self.repo.references[name].peel(pygit2.Commit)
+            except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+                continue
+            tips[name] = commit.id.raw
+        head = self.head_ref()
+        if head and head in tips:
+            tips["HEAD"] = tips[head]
+        return tips
+
+    def branch_tip(self, branch: str) -> bytes | None:
+        """The commit a branch (short or full name, or HEAD) points at, or None."""
+        tips = self.ref_tips()
+        for candidate in (branch, f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", f"refs/tags/{branch}"):
+            if candidate in tips:
+                return tips[candidate]
+        return None
+
+    def branches(self) -> list[str]:
+        return sorted(r.removeprefix("refs/heads/") for r in self.repo.references if r.startswith("refs/heads/"))
+
+    # -- history -------------------------------------------------------------
+    def _walker(self, push: Iterable[bytes], hide: Iterable[bytes]) -> pygit2.Walker | None:
+        walker = None
+        for oid in set(push):
+            oid_obj = pygit2.Oid(raw=oid)
+            if walker is None:
+                walker = self.repo.walk(oid_obj, SortMode.NONE)
+            else:
+                walker.push(oid_obj)
+        if walker is None:
+            return None
+        for oid in set(hide):
+            try:
+                walker.hide(pygit2.Oid(raw=oid))
+            except (KeyError, pygit2.GitError, ValueError):
+                pass  # an old tip that no longer exists hides nothing
+        return walker
+
+    def walk_ids(self, push: Iterable[bytes], hide: Iterable[bytes] = ()) -> list[bytes]:
+        """Ids of the commits reachable from `push` but not from `hide`."""
+        walker = self._walker(push, hide)
+        if walker is None:
+            return []
+        try:
+            return [commit.id.raw for commit in walker]
+        except (pygit2.GitError, KeyError) as error:
+            raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
+                              "`gad-bot sync --reclone NAME`.") from None
+
+    def walk_facts(self, push: Iterable[bytes], hide: Iterable[bytes] = ()) -> Iterator[CommitFacts]:
+        """The facts of each commit reachable from `push` but not from `hide`."""
+        walker = self._walker(push, hide)
+        if walker is None:
+            return
+        try:
+            for commit in walker:
+                author = commit.author
+                try:
+                    name, email = author.name, author.email
+                except UnicodeDecodeError:
+                    name = author.raw_name.decode("utf-8", "replace")
+                    email = author.raw_email.decode("utf-8", "replace")
+                yield CommitFacts(commit.id.raw, name, email, author.time, author.offset, len(commit.parent_ids))
+        except (pygit2.GitError, KeyError) as error:
+            raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
+                              "`gad-bot sync --reclone NAME`.") from None
+
+    def has_commit(self, oid: bytes) -> bool:
+        try:
+            return isinstance(self.repo.get(pygit2.Oid(raw=oid)), pygit2.Commit)
+        except (ValueError, pygit2.GitError):
+            return False
+
+    # -- identity ------------------------------------------------------------
+    def mailmap_blob(self) -> tuple[str | None, bytes]:
+        """The `.mailmap` on the default branch's tree: (blob id, contents), or (None, b'')."""
+        head = self.head_ref()
+        if not head:
+            return None, b""
+        try:
+            tree = self.repo.references[head].peel(pygit2.Commit).tree
+            entry = tree[".mailmap"]
+            blob = self.repo[entry.id]
+        except (KeyError, pygit2.GitError, ValueError):
+            return None, b""
+        if not isinstance(blob, pygit2.Blob):
+            return None, b""
+        return str(blob.id), blob.data
+
+
+class Mailmap:
+    """A parsed .mailmap; `resolve(name, email)` gives the canonical (name, email)."""
+
+    def __init__(self, data: bytes):
+        self._map = pygit2.Mailmap.from_buffer(data) if data else None
+
+    def resolve(self, name: str, email: str) -> tuple[str, str]:
+        if self._map is None:
+            return name, email
+        try:
+            return self._map.resolve(name, email)
+        except (ValueError, pygit2.GitError):
+            return name, email
+
+
+def _redacted(url: str) -> str:
+    from .sources import redact  # local import: sources is stdlib-only and tiny
+
+    return redact(url)
+
+
+class MirrorStore:
+    """The directory of bare mirrors."""
+
+    def __init__(self, root: Path, limits: FetchLimits):
+        self.root = root
+        self.limits = limits
+        if limits.timeout_seconds:
+            set_network_timeouts(limits.timeout_seconds)
+
+    def create(self, source: str, name: str, progress: Progress | None = None) -> Path:
+        """Clone a bare mirror of every ref of `source`; on any failure nothing is left behind."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        final = self.root / mirror_dir_name(name)
+        if final.exists():
+            shutil.rmtree(final)  # leftovers of an interrupted clone of the same name
+        staging = self.root / (".incoming-" + final.name)
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            repo = pygit2.init_repository(str(staging), bare=True)
+            repo.remotes.create("origin", source, MIRROR_REFSPEC)
+            repo.config["remote.origin.mirror"] = True
+            Mirror(staging).fetch(self.limits, progress)
+            staging.rename(final)
+        except MirrorError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        except (pygit2.GitError, OSError, ValueError) as error:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise MirrorError(f"Cloning {_redacted(source)} failed: {_describe(error)}.") from None
+        return final
+
+    def sweep(self) -> list[Path]:
+        """Remove what an interrupted clone or fetch left: staging directories and stale temporary packs."""
+        removed: list[Path] = []
+        if not self.root.exists():
+            return removed
+        for entry in self.root.iterdir():
+            if entry.name.startswith(".incoming-"):
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+        cutoff = time.time() - 3600  # a running fetch's temporary pack is younger than this
+        for pattern in ("*/objects/pack/tmp_pack_*", "*/objects/pack/pack_git2_*", "*/objects/pack/*.lock"):
+            for temp in self.root.glob(pattern):
+                try:
+                    if temp.stat().st_mtime < cutoff:
+                        temp.unlink()
+                        removed.append(temp)
+                except OSError:
+                    pass
+        return removed
+
+    def remove(self, path: Path) -> None:
+        if path.is_relative_to(self.root) and path.exists():
+            shutil.rmtree(path)
+
+
+def open_local(path: str) -> Path:
+    """The git directory of a local repository (bare or not), or SourceError."""
+    discovered = pygit2.discover_repository(str(Path(path).expanduser().resolve()))
+    if not discovered:
+        raise SourceError(f"`{path}` is not a git repository; give the path of a repository or of a bare mirror.")
+    return Path(discovered)

@@ -1,0 +1,40 @@
+"""Test isolation: no test reads the host's git config, environment or network."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+
+import pygit2
+import pytest
+
+from bot.config import Settings
+from tests.gitbuild import RepoBuilder
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _blank_git_config(tmp_path_factory):
+    empty = tmp_path_factory.mktemp("gitconfig")
+    for level in (pygit2.enums.ConfigLevel.GLOBAL, pygit2.enums.ConfigLevel.XDG, pygit2.enums.ConfigLevel.SYSTEM):
+        pygit2.settings.search_path[level] = str(empty)
+    os.environ.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
+
+
+@pytest.fixture
+def engine(settings):
+    from bot.engine import Engine
+
+    return Engine.open(settings)
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    return RepoBuilder(tmp_path / "upstream")
+
+
+TODAY = date(2026, 12, 3)
