@@ -220,7 +220,7 @@ class Engine:
                     for f in mirror.walk_facts(every_new, old_present))
             report = (lambda done: progress("index", done, 0)) if progress else None
             added = self.index.insert_commits(repo.id, rows, self.index.author_ids(), report)
-            for bit, outside in ((IN_DEFAULT, outside_default), (IN_HEAD, outside_head or None)):
+            for bit, outside in ((IN_DEFAULT, outside_default), (IN_HEAD, outside_head)):
                 lacking = self.index.member_oids(repo.id, lacking_bit=bit)
                 if outside is None:  # no default branch at all: nothing is on it
                     self.index.change_bit(repo.id, self.index.member_oids(repo.id) - lacking, bit, on=False)

@@ -33,7 +33,18 @@ IN_HEAD = 4  # reachable from the default branch (branch:HEAD)
 MAX_OFFSET_MINUTES = 14 * 60
 LAST_PLAUSIBLE_DAY = 47482  # 2099-12-31 in epoch days
 
+IMPOSSIBLE_OFFSET = 100 * 60  # marks a zone libgit2 could not read (it reports those as +0000)
+_ZONE = re.compile(rb"^[+-](0\d|1[0-4])[0-5]\d$")
+
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+def _zone_is_valid(commit: pygit2.Commit) -> bool:
+    """Whether the author line's zone really says +0000 (libgit2 reads garbage such as +9900 as 0)."""
+    raw = commit.read_raw()
+    start = raw.find(b"\nauthor ") + 1 if not raw.startswith(b"author ") else 0
+    line = raw[start:raw.find(b"\n", start)]
+    return bool(_ZONE.match(line.rsplit(b" ", 1)[-1]))
 
 
 @dataclass(frozen=True)
@@ -244,7 +255,10 @@ class Mirror:
                 except UnicodeDecodeError:
                     name = author.raw_name.decode("utf-8", "replace")
                     email = author.raw_email.decode("utf-8", "replace")
-                yield CommitFacts(commit.id.raw, name, email, author.time, author.offset, len(commit.parent_ids))
+                offset = author.offset
+                if offset == 0 and not _zone_is_valid(commit):
+                    offset = IMPOSSIBLE_OFFSET
+                yield CommitFacts(commit.id.raw, name, email, author.time, offset, len(commit.parent_ids))
         except (pygit2.GitError, KeyError) as error:
             raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
                               "`gad-bot sync --reclone NAME`.") from None

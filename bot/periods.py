@@ -6,6 +6,7 @@ arithmetic stays integer; `to_epoch_day`/`from_epoch_day` convert.
 
 from __future__ import annotations
 
+import calendar
 import re
 from datetime import date, datetime, timedelta
 
@@ -35,6 +36,13 @@ def from_epoch_day(number: int) -> date:
 def period_bounds(text: str, today: date) -> tuple[date, date]:
     """The first and last day of the period `text` names; raise QueryError if it names none."""
     text = text.strip()
+    try:
+        return _period_bounds(text, today)
+    except (ValueError, OverflowError):  # a span reaching before the year 1 (`2024y`), or `0000-Q1`
+        raise QueryError(f"`{text}` reaches outside the years 1 to 9999; use {PERIOD_FORMS}.") from None
+
+
+def _period_bounds(text: str, today: date) -> tuple[date, date]:
     span = _SPAN.match(text.lower())
     if span:
         amount, unit = int(span.group(1)), _UNITS[span.group(2)]
@@ -45,17 +53,22 @@ def period_bounds(text: str, today: date) -> tuple[date, date]:
     quarter = _QUARTER.match(text)
     if quarter:
         year, q = int(quarter.group(1)), int(quarter.group(2))
-        start = date(year, 3 * q - 2, 1)
-        return start, start + relativedelta(months=3) - timedelta(days=1)
-    for fmt, length in (("%Y-%m-%d", None), ("%Y-%m", relativedelta(months=1)), ("%Y", relativedelta(years=1))):
+        return date(year, 3 * q - 2, 1), _month_end(year, 3 * q)
+    for fmt in ("%Y-%m-%d", "%Y-%m", "%Y"):
         try:
             start = datetime.strptime(text, fmt).date()
         except ValueError:
             continue
         if fmt == "%Y-%m-%d" and len(text) != 10 or fmt == "%Y-%m" and len(text) != 7 or fmt == "%Y" and len(text) != 4:
             continue  # strptime accepts 2024-1-5; insist on the written forms
-        return start, (start + length - timedelta(days=1)) if length else start
+        # The last day is built directly rather than as "next period minus a day", which overflows in 9999.
+        end = {"%Y-%m-%d": start, "%Y-%m": _month_end(start.year, start.month), "%Y": date(start.year, 12, 31)}[fmt]
+        return start, end
     raise QueryError(f"`{text}` is not a date or period; use {PERIOD_FORMS}.")
+
+
+def _month_end(year: int, month: int) -> date:
+    return date(year, month, calendar.monthrange(year, month)[1])
 
 
 def since_date(text: str, today: date) -> date:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, time
 from typing import Literal, Union
@@ -19,6 +20,7 @@ from .periods import PERIOD_FORMS, since_date, until_date
 
 BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo")
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 # Slack clients "smarten" quotes and dashes; people never mean them in a query.
 _STRAIGHTEN = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
@@ -181,9 +183,15 @@ def _split(text: str) -> list[str]:
     if "\x00" in text:
         raise QueryError("The command contains a NUL character; type it again without it.")
     try:
-        return shlex.split(straighten(text))
+        words = shlex.split(straighten(text))
     except ValueError:
         raise QueryError("A quote is not closed; close it or leave the quotes out.") from None
+    # Quoted words (and words split only by exotic separators) may still hold line breaks, tabs or
+    # invisible characters; they would break the one-line error messages that echo words.
+    if any(unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp") for w in words for c in w):
+        raise QueryError("The command contains a line break, tab or invisible character inside a word; "
+                         "type it again on one line without it.")
+    return words
 
 
 def _on_off(key: str, value: str) -> bool:
@@ -208,7 +216,7 @@ def is_source(word: str) -> bool:
 
 
 def _check_repo_word(word: str) -> str:
-    if is_source(word) or _REPO_WORD.match(word):
+    if is_source(word) or _REPO_WORD.fullmatch(word):
         return word
     raise QueryError(f"`{word}` is not a repository name; names are letters, digits, `.`, `-`, `_` and `/`.")
 
@@ -274,14 +282,18 @@ def parse_query(words: list[str], today: date) -> Query:
                                  + ", ".join(f"`by:{b}`" for b in BREAKDOWNS) + ".")
             options["by"] = value.lower()
         elif key == "mailmap":
+            _one(key, seen, value)
             options["mailmap"] = _on_off(key, value)
         elif key == "bots":
+            _one(key, seen, value)
             options["bots"] = _on_off(key, value)
         elif key == "vs":
+            _one(key, seen, value)
             if value.lower() != "cocomo":
                 raise QueryError(f"`vs:{value}` is not a model gad-bot compares with; use `vs:cocomo`.")
             options["vs_cocomo"] = True
         elif key == "format":
+            _one(key, seen, value)
             if value.lower() not in ("csv",):
                 raise QueryError(f"`format:{value}` is not a format gad-bot writes; use `format:csv`.")
             options["format"] = value.lower()
@@ -304,13 +316,16 @@ def _parse_time(value: str) -> time:
 def _parse_subscribe(words: list[str]) -> Subscribe:
     repos: list[str] = []
     options: dict[str, object] = {}
+    seen: dict[str, str] = {}
     for word in words:
         key, sep, value = word.partition(":")
         key = key.lower()
+        if sep and key in ("day", "time", "tz", "people"):
+            _one(key, seen, value)
         if not sep:
             repos.append(_check_repo_word(word))
         elif key == "day":
-            if value.lower()[:3] not in WEEKDAYS or len(value) < 3:
+            if len(value) < 3 or not any(name.startswith(value.lower()) for name in _WEEKDAY_NAMES):
                 raise QueryError(f"`day:{value}` is not a weekday; use one of " + ", ".join(f"`day:{d}`" for d in WEEKDAYS) + ".")
             options["day"] = value.lower()[:3]
         elif key == "time":
@@ -349,6 +364,8 @@ def parse_command(text: str, today: date) -> Command:
         source, name = rest[0], None
         for word in rest[1:]:
             if word.lower().startswith("as:") and len(word) > 3:
+                if name is not None:
+                    raise QueryError(f"`as:` is given twice; keep one of `as:{name}` and `{word}`.")
                 name = _check_repo_word(word[3:])
             else:
                 raise QueryError(f"`{word}` is not understood after the URL; to name the repository use `as:NAME`.")
@@ -368,7 +385,7 @@ def parse_command(text: str, today: date) -> Command:
     if head == "subscriptions":
         page = 1
         if rest:
-            if not rest[0].isdigit() or int(rest[0]) < 1:
+            if len(rest) > 1 or not re.fullmatch(r"[0-9]{1,6}", rest[0]) or int(rest[0]) < 1:
                 raise QueryError("`subscriptions` takes an optional page number, e.g. `subscriptions 2`.")
             page = int(rest[0])
         return ListSubscriptions(page)

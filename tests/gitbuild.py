@@ -114,7 +114,7 @@ class RepoBuilder:
 
     def git(self, *args: str) -> str:
         """Run real git in this repository (the oracle), with the host's config blanked."""
-        return subprocess.run(["git", *args], cwd=self.path, check=True, capture_output=True, text=True,
+        return subprocess.run(["git", "-c", "mailmap.blob=HEAD:.mailmap", *args], cwd=self.path, check=True, capture_output=True, text=True,
                               env=git_env()).stdout
 
 
@@ -131,7 +131,8 @@ def oracle_gad(path: Path, *, scope: str = "default", mailmap: bool = True, bots
     """METRIC.md's git one-liner, run for real: the number of distinct (person, day) pairs."""
     revs = {"default": ["--branches", "--tags"], "head": ["HEAD"], "all": ["--all"]}[scope]
     fmt = "%aN%x00%aE%x00%ad" if mailmap else "%an%x00%ae%x00%ad"
-    args = ["git", "log", "--use-mailmap" if mailmap else "--no-mailmap", *revs, f"--format={fmt}", "--date=short"]
+    # Mailmap from the default branch's tree, as for a bare mirror (our builders have no work tree).
+    args = ["git", "-c", "mailmap.blob=HEAD:.mailmap", "log", "--use-mailmap" if mailmap else "--no-mailmap", *revs, f"--format={fmt}", "--date=short"]
     if since:
         args.append(f"--since-as-filter={since}T00:00")  # note: filters on committer date; tests avoid relying on it
     out = subprocess.run(args, cwd=path, check=True, capture_output=True, env=git_env()).stdout

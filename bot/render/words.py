@@ -1,0 +1,207 @@
+"""Wording every face shares: periods, figures with units, footnotes, sparklines.
+
+Plain strings only; the Block Kit and terminal renderers escape or style them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime, timezone
+
+from ..metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, UNITS_NOTE, Report, Totals
+
+SPARK_CHARS = "▁▂▃▄▅▆▇█"
+
+BUCKET_WORDS = {"week": ("weekly", "week", "weeks"), "month": ("monthly", "month", "months"),
+                "quarter": ("quarterly", "quarter", "quarters"), "year": ("yearly", "year", "years"),
+                "day": ("daily", "day", "days")}
+
+# What `path:` does with merges; keep in step with the engine's tree-diff rule.
+MERGES_NOTE = ("with path:, a merge commit counts only if it changed files under the path "
+               "compared with its first parent")
+REPO_OVERLAP_NOTE = ("repository rows can add up to more than the total: a person active in several "
+                     "repositories on one day is one person-day in the total")
+
+_PATHS_IN_SCOPE = re.compile(r"(?:^|, )(?:paths|excluding) ")
+
+
+def number(n: int) -> str:
+    """An integer with thousands separators: 12345 -> '12,345'."""
+    return f"{n:,}"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 commit', '3 commits' (with thousands separators)."""
+    return f"{number(n)} {one if n == 1 else (many or one + 's')}"
+
+
+def period_words(since: date | None, until: date | None) -> str:
+    """'since 2024-01-01', 'until 2024-06-30', '2024-01-01 to 2024-06-30', 'on 2024-03-05' or 'all history'."""
+    if since is None and until is None:
+        return "all history"
+    if until is None:
+        return f"since {since.isoformat()}"
+    if since is None:
+        return f"until {until.isoformat()}"
+    if since == until:
+        return f"on {since.isoformat()}"
+    return f"{since.isoformat()} to {until.isoformat()}"
+
+
+def converted_words(person_days: int) -> str | None:
+    """The figure in COCOMO's larger units, one decimal: 38 -> '2.0 person-months', 456 -> '2.0 person-years'."""
+    if person_days >= DAYS_PER_PERSON_YEAR:
+        return f"{person_days / DAYS_PER_PERSON_YEAR:,.1f} person-years"
+    if person_days >= DAYS_PER_PERSON_MONTH:
+        return f"{person_days / DAYS_PER_PERSON_MONTH:,.1f} person-months"
+    return None
+
+
+def days_words(person_days: int) -> str:
+    """'412 person-days (21.7 person-months)'; below 19 person-days, person-days alone."""
+    base = plural(person_days, "person-day")
+    larger = converted_words(person_days)
+    return f"{base} ({larger})" if larger else base
+
+
+def figure_words(totals: Totals) -> str:
+    """The headline figure: '2GAD 412 person-days (21.7 person-months)'."""
+    return f"2GAD {days_words(totals.two_gad)}"
+
+
+def is_converted(report: Report) -> bool:
+    """Whether a figure in person-months/years (or COCOMO) appears, so the units note is due."""
+    return report.cocomo is not None or converted_words(report.two_gad) is not None
+
+
+def uses_paths(report: Report) -> bool:
+    """Whether the query had `path:` filters (the engine may say so in extra, else the scope words do)."""
+    if report.extra.get("paths") or report.extra.get("exclude_paths"):
+        return True
+    return bool(_PATHS_IN_SCOPE.search(report.scope_words or ""))
+
+
+def skipped_words(skipped: int) -> str | None:
+    """'3 commits with impossible author dates left out', or None when nothing was skipped."""
+    if skipped <= 0:
+        return None
+    if skipped == 1:
+        return "1 commit with an impossible author date left out"
+    return f"{number(skipped)} commits with impossible author dates left out"
+
+
+def as_of_words(moment: datetime | None) -> str | None:
+    """'data as of 2026-12-03 08:00 UTC' (naive datetimes are taken as UTC)."""
+    if moment is None:
+        return None
+    return f"data as of {utc_words(moment)}"
+
+
+def utc_words(moment: datetime) -> str:
+    """'2026-12-03 08:00 UTC'."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def footnotes(report: Report, *, scope: bool = True) -> list[str]:
+    """Footnote sentences, most important first: scope, skipped commits, freshness, path/merge rule, units, notes."""
+    notes: list[str] = []
+    if scope and report.scope_words:
+        notes.append(f"Scope: {report.scope_words}")
+    for line in (skipped_words(report.skipped), as_of_words(report.data_as_of)):
+        if line:
+            notes.append(line)
+    if uses_paths(report):
+        notes.append(MERGES_NOTE)
+    if report.by == "repo" and len(report.repos) > 1:
+        notes.append(REPO_OVERLAP_NOTE)
+    if is_converted(report):
+        notes.append(UNITS_NOTE)
+    notes.extend(n for n in report.notes if n)
+    return notes
+
+
+def sparkline(values: Iterable[float]) -> str:
+    """▁..█ scaled to the largest value; zero (or less) is ▁, any positive value at least ▂."""
+    values = [max(0.0, float(v)) for v in values]
+    if not values:
+        return ""
+    top = max(values)
+    if top <= 0:
+        return SPARK_CHARS[0] * len(values)
+    steps = len(SPARK_CHARS) - 1
+    out = []
+    for v in values:
+        if v <= 0:
+            out.append(SPARK_CHARS[0])
+        else:
+            # ceil, so a small non-zero value never looks like an idle period
+            index = -(-v * steps // top)
+            out.append(SPARK_CHARS[min(steps, max(1, int(index)))])
+    return "".join(out)
+
+
+def bucket_words(bucket: str) -> tuple[str, str, str]:
+    """('monthly', 'month', 'months') for a trend bucket."""
+    return BUCKET_WORDS.get(bucket, (bucket + "ly", bucket, bucket + "s"))
+
+
+def trend_words(report: Report, *, max_points: int = 104) -> tuple[str, str] | None:
+    """(caption, sparkline) for report.trend, the last max_points buckets; None without a trend.
+
+    caption: '2GAD per month, 2024-01 to 2024-12, peak 40 in 2024-03'.
+    """
+    trend: Sequence = report.trend
+    if not trend:
+        return None
+    _, one, many = bucket_words(report.trend_bucket)
+    shown = list(trend[-max_points:]) if max_points > 0 else list(trend)
+    values = [row.totals.two_gad for row in shown]
+    peak = max(range(len(shown)), key=lambda i: values[i])
+    span = shown[0].key if len(shown) == 1 else f"{shown[0].key} to {shown[-1].key}"
+    caption = f"2GAD per {one}, {span}"
+    if len(shown) < len(trend):
+        caption += f" (last {len(shown)} of {len(trend)} {many})"
+    caption += f", peak {number(values[peak])} in {shown[peak].key}" if values[peak] else ", no activity"
+    return caption, sparkline(values)
+
+
+def breakdown_title(by: str | None) -> str:
+    """'By month', 'Top contributors by active days', 'By repository'."""
+    if by == "person":
+        return "Top contributors by active days"
+    if by == "repo":
+        return "By repository"
+    return f"By {by}" if by else ""
+
+
+def sorted_rows(report: Report) -> list:
+    """Breakdown rows in display order: periods as given, people and repositories by active days."""
+    rows = list(report.rows)
+    if report.by in ("person", "repo"):
+        rows.sort(key=lambda r: (-r.totals.person_days, -r.totals.commits, r.key))
+    return rows
+
+
+def repos_words(repos: Sequence[str], *, limit: int = 5) -> str:
+    """'web, api and 3 more' style list of repository names (first `limit`)."""
+    if not repos:
+        return "no repositories"
+    shown = list(repos[:limit])
+    rest = len(repos) - len(shown)
+    if rest:
+        return ", ".join(shown) + f" and {rest} more"
+    if len(shown) == 1:
+        return shown[0]
+    return ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def clip(text: str, limit: int, ellipsis: str = "…") -> str:
+    """text cut to at most `limit` characters, ending in an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    if limit <= len(ellipsis):
+        return ellipsis[:limit]
+    return text[: limit - len(ellipsis)] + ellipsis
