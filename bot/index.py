@@ -108,6 +108,49 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             bits BLOB NOT NULL)""",
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
     ]),
+    (2, "projects", [
+        """CREATE TABLE projects (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL)""",
+        """CREATE TABLE project_repos (
+            project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+            PRIMARY KEY (project_id, repo_id)) WITHOUT ROWID""",
+    ]),
+    (3, "subscriptions", [
+        # One subscription per channel: one digest per channel per week, covering all its repositories.
+        """CREATE TABLE subscriptions (
+            id INTEGER PRIMARY KEY,
+            channel_id TEXT NOT NULL UNIQUE,
+            team_id TEXT,
+            weekday INTEGER NOT NULL DEFAULT 0,
+            at TEXT NOT NULL DEFAULT '09:00',
+            tz TEXT NOT NULL DEFAULT 'UTC',
+            people INTEGER NOT NULL DEFAULT 0,
+            created_by TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            paused_reason TEXT,
+            paused_at TEXT)""",
+        """CREATE TABLE subscription_repos (
+            subscription_id INTEGER NOT NULL REFERENCES subscriptions(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            PRIMARY KEY (subscription_id, name)) WITHOUT ROWID""",
+        # The delivery ledger: a row is claimed in a transaction before posting, so a digest
+        # for (channel, week) is posted at most once, whoever tries.
+        """CREATE TABLE deliveries (
+            channel_id TEXT NOT NULL,
+            period_start TEXT NOT NULL,
+            state TEXT NOT NULL,
+            claimed_by TEXT,
+            claimed_at TEXT,
+            posted_at TEXT,
+            message_ts TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            PRIMARY KEY (channel_id, period_start)) WITHOUT ROWID""",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
