@@ -240,6 +240,53 @@ def report(query, as_json, as_csv):
         click.echo(render_text(result))
 
 
+def _check_slack_settings(settings: Settings, socket_mode: bool) -> None:
+    """One clear line for each missing or malformed Slack setting, before anything starts."""
+    if not settings.slack_bot_token:
+        raise ConfigError("SLACK_BOT_TOKEN is not set; copy the Bot User OAuth Token (xoxb-...) from the app's "
+                          "OAuth & Permissions page.")
+    if not settings.slack_bot_token.startswith("xoxb-"):
+        raise ConfigError("SLACK_BOT_TOKEN does not look like a bot token; it starts with xoxb- "
+                          "(OAuth & Permissions > Bot User OAuth Token).")
+    if socket_mode and not settings.slack_app_token.startswith("xapp-"):
+        raise ConfigError("SLACK_APP_TOKEN does not look like an app-level token; it starts with xapp- "
+                          "(Basic Information > App-Level Tokens, scope connections:write).")
+    if not socket_mode and not settings.slack_signing_secret:
+        raise ConfigError("SLACK_SIGNING_SECRET is not set; HTTP mode needs it (Basic Information > Signing Secret), "
+                          "or set SLACK_APP_TOKEN to use Socket Mode instead.")
+
+
+@cli.command()
+@click.option("--port", type=int, default=lambda: int(os.environ.get("PORT", "3000")), show_default="3000",
+              help="HTTP mode: the port for /slack/events and /healthz.")
+@click.option("--host", default="0.0.0.0", show_default=True, help="HTTP mode: the address to listen on.")
+@friendly
+def serve(port, host):
+    """Run the Slack app: Socket Mode when SLACK_APP_TOKEN is set, otherwise HTTP on --port."""
+    from .server import run_server
+
+    settings = _settings()
+    socket_mode = bool(settings.slack_app_token)
+    _check_slack_settings(settings, socket_mode)
+    from .logs import setup_logging
+
+    setup_logging(settings.log_level, settings.log_format == "json", secrets=settings.secrets())
+    run_server(settings, socket_mode=socket_mode, host=host, port=port)
+
+
+@cli.command()
+@friendly
+def healthcheck():
+    """Exit 0 when a `serve` process is alive (its heartbeat is fresh), 1 otherwise; for containers."""
+    from .server import heartbeat_age
+
+    age = heartbeat_age(_settings())
+    if age is None or age > 120:
+        click.echo("gad-bot: no live `serve` process (heartbeat " + ("missing" if age is None else f"{age:.0f}s old") + ").", err=True)
+        sys.exit(1)
+    click.echo(f"ok (heartbeat {age:.0f}s old)")
+
+
 def main() -> None:
     cli(prog_name="gad-bot")
 

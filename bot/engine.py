@@ -111,7 +111,23 @@ class Engine:
         return found
 
     def known_names(self) -> list[str]:
-        return self.index.repo_names()
+        return self.index.repo_names() + list(self.index.projects())
+
+    # -- projects: several repositories as one -------------------------------
+    def project_add(self, name: str, repos: Iterable[str]) -> list[str]:
+        """Create a project (or add repositories to it); return its repositories."""
+        if self.index.repo(name):
+            raise QueryError(f"`{name}` is already a repository's name; choose another name for the project.")
+        members = [self.repo(r) for r in repos]
+        self.index.set_project(name, [m.id for m in members])
+        return self.index.projects()[name]
+
+    def project_remove(self, name: str) -> None:
+        if not self.index.remove_project(name):
+            raise UnknownRepoError(name, list(self.index.projects()))
+
+    def projects(self) -> dict[str, list[str]]:
+        return self.index.projects()
 
     def find_by_source(self, source: str) -> RepoRow | None:
         for repo in self.index.repos():
@@ -252,9 +268,16 @@ class Engine:
         resolved: dict[int, RepoRow] = {}
         for name in names:
             repo = self.index.repo(name)
-            if repo is None:
+            if repo is not None:
+                resolved[repo.id] = repo
+                continue
+            members = self.index.project_repo_ids(name)
+            if members is None:
                 raise UnknownRepoError(name, self.known_names())
-            resolved[repo.id] = repo
+            if not members:
+                raise QueryError(f"Project `{name}` has no repositories; add some with `project add {name} REPO...`.")
+            for repo_id in members:
+                resolved[repo_id] = self.index.repo_by_id(repo_id)
         return list(resolved.values())
 
     def columns_of(self, repo: RepoRow) -> col.RepoColumns:

@@ -470,5 +470,31 @@ class Index:
         marks = ",".join("?" * len(ids))
         return dict(self.db.execute(f"SELECT id, generation FROM repos WHERE id IN ({marks})", ids).fetchall()) if ids else {}
 
+    # -- projects ------------------------------------------------------------
+    def project_repo_ids(self, name: str) -> list[int] | None:
+        row = self.db.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        return [r[0] for r in self.db.execute("SELECT repo_id FROM project_repos WHERE project_id = ?", (row[0],))]
+
+    def set_project(self, name: str, repo_ids: list[int]) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO projects (name, created_at) VALUES (?, ?)", (name, _iso(utcnow())))
+            project_id = db.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()[0]
+            db.conn.executemany("INSERT OR IGNORE INTO project_repos VALUES (?, ?)", ((project_id, r) for r in repo_ids))
+
+    def remove_project(self, name: str) -> bool:
+        return self.db.execute("DELETE FROM projects WHERE name = ?", (name,)).rowcount > 0
+
+    def projects(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for project, repo in self.db.execute(
+                "SELECT p.name, r.name FROM projects p LEFT JOIN project_repos pr ON pr.project_id = p.id "
+                "LEFT JOIN repos r ON r.id = pr.repo_id ORDER BY p.name, r.name"):
+            found.setdefault(project, [])
+            if repo:
+                found[project].append(repo)
+        return found
+
     def integrity_ok(self) -> bool:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -1,0 +1,307 @@
+"""The Bolt app: ack fast, hand the work off, respond. Nothing else.
+
+Every `/gad` text goes through bot.query.parse_command (the same parser as the CLI).
+Bad input is rejected in the ack itself (an ephemeral sentence, within milliseconds);
+everything that touches the index runs in Bolt's lazy-listener pool and answers with
+respond(). Unexpected errors are logged with a reference id; the user sees only the id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import date, datetime, timedelta, timezone
+
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, ServerErrorRetryHandler
+
+from . import query as q
+from .config import Settings
+from .engine import Engine
+from .errors import GadError, PermissionDeniedError, QueryError
+from .render import blocks as kit
+from .sources import SourcePolicy, check_remote_source, redact
+
+log = logging.getLogger(__name__)
+
+RESPONSE_URL_LIFETIME = timedelta(minutes=29)  # Slack keeps a response_url for 30 minutes ...
+RESPONSE_URL_USES = 5  # ... and 5 uses
+PROGRESS_EVERY_SECONDS = 10.0
+ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove)
+
+
+def web_client(settings: Settings, token: str | None = None) -> WebClient:
+    """A Web API client for SLACK_API_URL that retries rate limits (honouring Retry-After) and 5xx."""
+    client = WebClient(token=token if token is not None else settings.slack_bot_token, base_url=settings.slack_api_url)
+    client.retry_handlers.extend([RateLimitErrorRetryHandler(max_retry_count=3), ServerErrorRetryHandler(max_retry_count=2)])
+    return client
+
+
+def _today() -> date:
+    return datetime.now(timezone.utc).date()
+
+
+class Responder:
+    """respond() within Slack's budget for a response_url, then the app's DM with the user."""
+
+    def __init__(self, respond: Callable, client: WebClient, user_id: str, started: float | None = None):
+        self._respond, self._client, self._user = respond, client, user_id
+        self._started = started if started is not None else time.monotonic()
+        self._uses = 0
+        self._last_progress = 0.0
+
+    def _url_alive(self, reserve: int = 0) -> bool:
+        return (self._uses < RESPONSE_URL_USES - reserve
+                and time.monotonic() - self._started < RESPONSE_URL_LIFETIME.total_seconds())
+
+    def progress(self, text: str, blocks: list[dict]) -> None:
+        """An in-place update; skipped when too soon, or when the last use must be kept for the answer."""
+        now = time.monotonic()
+        if now - self._last_progress < PROGRESS_EVERY_SECONDS or not self._url_alive(reserve=1):
+            return
+        self._last_progress = now
+        self._send(text=text, blocks=blocks, replace_original=True)
+
+    def final(self, text: str, blocks: list[dict], *, public: bool = False, replace: bool = False) -> None:
+        if self._url_alive():
+            self._send(text=text, blocks=blocks, response_type="in_channel" if public else "ephemeral",
+                       replace_original=replace)
+            return
+        # The response_url has expired: the answer goes to the user's DM with the app.
+        self._client.chat_postMessage(channel=self._user, text=text, blocks=blocks)
+
+    def _send(self, **kwargs) -> None:
+        self._uses += 1
+        self._respond(**kwargs)
+
+
+class SlackFace:
+    """The /gad command, the Share button and the Home tab."""
+
+    def __init__(self, settings: Settings, engine: Engine, digests=None, today: Callable[[], date] = _today):
+        self.settings = settings
+        self.engine = engine
+        self.digests = digests  # bot.subscriptions face, when digests are enabled
+        self.today = today
+        self.policy = SourcePolicy(allowed_hosts=settings.allowed_hosts, denied_hosts=settings.denied_hosts,
+                                   allow_ssh=settings.ssh_key is not None)
+        self._admin_cache: dict[str, tuple[float, bool]] = {}
+        self._lock = threading.Lock()
+
+    # -- listeners -------------------------------------------------------------
+    def register(self, app: App) -> None:
+        app.command("/gad")(ack=self.ack_command, lazy=[self.run_command])
+        app.action("gad_share")(ack=self.ack_share, lazy=[self.run_share])
+        app.event("app_home_opened")(self.home_opened)
+        app.error(self.on_error)
+
+    def ack_command(self, ack, command) -> None:
+        """Parse and reject in the ack; help is answered right here."""
+        try:
+            parsed = q.parse_command(command.get("text") or "", self.today())
+        except QueryError as error:
+            text, blocks = kit.error_blocks(str(error))
+            ack(text=text, blocks=blocks, response_type="ephemeral")
+            return
+        if isinstance(parsed, q.Help):
+            text, blocks = kit.help_blocks()
+            ack(text=text, blocks=blocks, response_type="ephemeral")
+            return
+        if isinstance(parsed, q.Track):
+            ack(text=f"Tracking {redact(parsed.source)} — I will update this message as it goes.",
+                response_type="ephemeral")
+            return
+        ack()
+
+    def run_command(self, command, respond, client) -> None:
+        user = command.get("user_id", "")
+        responder = Responder(respond, client, user)
+        try:
+            parsed = q.parse_command(command.get("text") or "", self.today())
+            if isinstance(parsed, q.Help):
+                return
+            if isinstance(parsed, ADMIN_COMMANDS):
+                self._require_admin(client, user)
+            self._dispatch(parsed, command, responder, client)
+        except GadError as error:
+            text, blocks = kit.error_blocks(str(error))
+            responder.final(text, blocks)
+        except Exception:
+            reference = uuid.uuid4().hex[:8]
+            log.exception("internal error handling /gad (reference %s)", reference)
+            text, blocks = kit.error_blocks("Something went wrong on gad-bot's side; the operator can find "
+                                            "the details in the logs.", reference)
+            responder.final(text, blocks)
+
+    def _dispatch(self, parsed, command: dict, responder: Responder, client: WebClient) -> None:
+        channel, user = command.get("channel_id", ""), command.get("user_id", "")
+        if isinstance(parsed, q.ShowReport):
+            self._report(parsed.query, command.get("text") or "", responder, client, channel, user)
+        elif isinstance(parsed, q.ListRepos):
+            responder.final(*kit.repos_blocks(self._repo_rows()))
+        elif isinstance(parsed, q.Track):
+            self._track(parsed, responder)
+        elif isinstance(parsed, q.Untrack):
+            self.engine.untrack(parsed.name)
+            if self.digests is not None:
+                self.digests.forget_repo(parsed.name)
+            responder.final(f"Untracked `{parsed.name}`.", [kit.section(f"Untracked {kit.code(parsed.name)}.")])
+        elif isinstance(parsed, q.Sync):
+            names = parsed.names or tuple(r.name for r in self.engine.repos())
+            results = self.engine.sync(names)
+            lines = [f"{kit.code(r.name)}: " + (f"failed — {kit.escape_mrkdwn(r.error)}" if r.error else
+                                                 f"{r.commits:,} commits (+{r.new_commits:,})") for r in results]
+            text = "Synced: " + "; ".join(f"{r.name}" for r in results)
+            responder.final(text, [kit.section("\n".join(lines) or "Nothing is tracked yet.")])
+        elif isinstance(parsed, q.ProjectAdd):
+            members = self.engine.project_add(parsed.name, parsed.repos)
+            responder.final(f"Project {parsed.name}: {', '.join(members)}",
+                            [kit.section(f"Project {kit.code(parsed.name)} now counts "
+                                         + ", ".join(kit.code(m) for m in members) + " as one.")])
+        elif isinstance(parsed, q.ProjectRemove):
+            self.engine.project_remove(parsed.name)
+            responder.final(f"Removed project {parsed.name}.", [kit.section(f"Removed project {kit.code(parsed.name)}.")])
+        elif isinstance(parsed, q.ListProjects):
+            projects = self.engine.projects()
+            lines = [f"{kit.code(n)}: " + ", ".join(kit.code(r) for r in repos) for n, repos in projects.items()]
+            responder.final("Projects", [kit.section("\n".join(lines) or "No projects yet; create one with "
+                                                     "`/gad project add NAME REPO...`.")])
+        elif isinstance(parsed, (q.Subscribe, q.Unsubscribe, q.ListSubscriptions, q.PreviewDigest)):
+            if self.digests is None:
+                raise GadError("Digests are not enabled on this gad-bot.")
+            text, blocks = self.digests.handle(parsed, channel_id=channel, team_id=command.get("team_id"),
+                                               user_id=user, user_tz=self._user_tz(client, user))
+            responder.final(text, blocks)
+
+    # -- reports ---------------------------------------------------------------
+    def _report(self, query: q.Query, query_text: str, responder: Responder, client: WebClient,
+                channel: str, user: str) -> None:
+        report = self.engine.report(query, self.today())
+        text, blocks = kit.report_blocks(report, query_text, public=query.public)
+        if query.format == "csv":
+            self._attach_csv(client, channel, user, report, query_text)
+        responder.final(text, blocks, public=query.public)
+
+    def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str) -> None:
+        from .render.csvout import report_to_csv
+
+        try:
+            client.files_upload_v2(channel=channel, content=report_to_csv(report), filename="gad-report.csv",
+                                   title=f"2GAD: {query_text}"[:200])
+        except SlackApiError as error:
+            log.info("CSV upload to %s failed: %s", channel, error.response.get("error"))
+            raise GadError("I could not attach the CSV here (invite me to this channel, or ask the operator to "
+                           "grant `files:write`); the figures are below.") from None
+
+    def ack_share(self, ack) -> None:
+        ack()
+
+    def run_share(self, body, respond, client) -> None:
+        """The Share button: the same query, answered for everyone in the channel."""
+        user = body.get("user", {}).get("id", "")
+        responder = Responder(respond, client, user)
+        try:
+            value = body["actions"][0].get("value", "")
+            parsed = q.parse_command(value, self.today())
+            if not isinstance(parsed, q.ShowReport):
+                raise QueryError("That button no longer holds a report; ask again with `/gad`.")
+            report = self.engine.report(parsed.query, self.today())
+            text, blocks = kit.report_blocks(report, value, shared_by=user, public=True)
+            responder.final(text, blocks, public=True)
+        except GadError as error:
+            responder.final(*kit.error_blocks(str(error)))
+        except Exception:
+            reference = uuid.uuid4().hex[:8]
+            log.exception("internal error sharing a report (reference %s)", reference)
+            responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
+
+    # -- tracking ----------------------------------------------------------------
+    def _track(self, parsed: q.Track, responder: Responder) -> None:
+        url = check_remote_source(parsed.source, self.policy)
+        shown = redact(url)
+
+        def progress(phase: str, done: int, total: int) -> None:
+            responder.progress(*kit.progress_blocks(f"Tracking {shown}", done, total or None, phase))
+
+        result = self.engine.track(url, parsed.name, progress=progress)
+        text = f"Tracked {result.name}: {result.commits:,} commits indexed."
+        responder.final(text, [kit.section(f"Tracked {kit.code(result.name)}: {result.commits:,} commits indexed. "
+                                           f"Try `/gad {kit.escape_mrkdwn(result.name)} since:12w by:week`.")],
+                        replace=True)
+
+    # -- people ------------------------------------------------------------------
+    def _require_admin(self, client: WebClient, user: str) -> None:
+        if self.settings.admins:
+            if user in self.settings.admins:
+                return
+            who = ", ".join(f"<@{a}>" for a in self.settings.admins[:5])
+            raise PermissionDeniedError(f"Only the people gad-bot's operator listed can do that ({who}); ask one of them.")
+        if self._is_workspace_admin(client, user):
+            return
+        raise PermissionDeniedError("Only workspace admins can do that here; ask an admin, or ask the operator to "
+                                    "add you to GAD_ADMINS.")
+
+    def _is_workspace_admin(self, client: WebClient, user: str) -> bool:
+        with self._lock:
+            cached = self._admin_cache.get(user)
+        if cached and time.monotonic() - cached[0] < 300:
+            return cached[1]
+        try:
+            info = client.users_info(user=user)["user"]
+            answer = bool(info.get("is_admin") or info.get("is_owner"))
+        except SlackApiError:
+            answer = False
+        with self._lock:
+            self._admin_cache[user] = (time.monotonic(), answer)
+        return answer
+
+    def _user_tz(self, client: WebClient, user: str) -> str | None:
+        try:
+            return client.users_info(user=user)["user"].get("tz")
+        except (SlackApiError, KeyError, TypeError):
+            return None
+
+    def _repo_rows(self) -> list[dict]:
+        return [{"name": r.name, "source": redact(r.source), "commits": r.commits, "last_sync": r.last_success_at,
+                 "last_error": r.last_error} for r in self.engine.repos()]
+
+    # -- App Home ----------------------------------------------------------------
+    def home_opened(self, event, client) -> None:
+        if event.get("tab", "home") != "home":
+            return
+        user = event.get("user", "")
+        today = self.today()
+        last_sunday = today - timedelta(days=today.weekday() + 1)
+        week = q.Query(repos=(), since=last_sunday - timedelta(days=6), until=last_sunday)
+        rows = []
+        for repo in self.engine.repos():
+            try:
+                weekly = self.engine.report(q.Query(repos=(repo.name,), since=week.since, until=week.until), today)
+                two_gad = weekly.totals.two_gad
+            except GadError:
+                two_gad = None
+            rows.append({"name": repo.name, "weekly_two_gad": two_gad, "last_sync": repo.last_success_at,
+                         "last_error": repo.last_error, "commits": repo.commits})
+        is_admin = user in self.settings.admins if self.settings.admins else self._is_workspace_admin(client, user)
+        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=is_admin))
+
+    def on_error(self, error, body) -> None:
+        reference = uuid.uuid4().hex[:8]
+        log.error("unhandled Bolt error (reference %s): %s", reference, error)
+
+
+def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebClient | None = None,
+              socket_mode: bool | None = None, today: Callable[[], date] = _today) -> tuple[App, SlackFace]:
+    """The Bolt app with gad-bot's listeners registered; request verification stays on in HTTP mode."""
+    socket_mode = bool(settings.slack_app_token) if socket_mode is None else socket_mode
+    app = App(client=client or web_client(settings), signing_secret=settings.slack_signing_secret or "unused",
+              request_verification_enabled=not socket_mode, token_verification_enabled=True,
+              process_before_response=False, logger=logging.getLogger("gad-bot.bolt"))
+    face = SlackFace(settings, engine, digests=digests, today=today)
+    face.register(app)
+    return app, face

@@ -1,0 +1,196 @@
+"""The /gad command through a real Bolt app: signed requests dispatched, answers on a loopback Slack."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from slack_bolt.request import BoltRequest
+
+from bot.config import Settings
+from bot.engine import Engine
+from bot.slack import build_app
+from tests.conftest import TODAY
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub, block_actions_payload, signed_interaction, signed_request, signed_slash_command
+
+SECRET = "s3cr3t-signing-secret-for-tests"
+
+
+@pytest.fixture
+def stub():
+    with SlackStub() as running:
+        yield running
+
+
+@pytest.fixture
+def bot(tmp_path, stub):
+    upstream = RepoBuilder(tmp_path / "web")
+    upstream.commit(email="ann@example.com", date="2024-01-02")
+    upstream.commit(email="bob@example.com", date="2024-01-03")
+    upstream.commit(email="ann@example.com", date="2024-02-01")
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url,
+                                  "GAD_ADMINS": "UADMIN"})
+    engine = Engine.open(settings)
+    engine.track(str(upstream.path), "web")
+    app, face = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
+    return app, engine
+
+
+def dispatch(app, stub, text, *, user="U123", timestamp=None, secret=SECRET, name=None):
+    fields = stub.slash_fields(text, user_id=user, response_name=name)
+    body, headers = signed_slash_command(secret, fields, timestamp=timestamp)
+    response = app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+    return response, fields["response_url"].rsplit("/", 1)[-1]
+
+
+def ack_body(response) -> dict:
+    return json.loads(response.body) if response.body else {}
+
+
+def answer(stub, name) -> dict:
+    return stub.wait_for_response(name, count=1, timeout=10)[-1]
+
+
+def all_text(message: dict) -> str:
+    return json.dumps(message)
+
+
+def test_report_answers_ephemerally_with_figures(bot, stub):
+    app, _ = bot
+    response, name = dispatch(app, stub, "web since:2024-01 until:2024-01")
+    assert response.status == 200
+    message = answer(stub, name)
+    assert message["response_type"] == "ephemeral"
+    assert "4" in message["text"]  # 2GAD = 2 x 2 person-days
+    assert "gad_share" in all_text(message)  # the Share button
+    assert len(message["blocks"]) <= 50
+
+
+def test_public_token_posts_in_channel_without_share_button(bot, stub):
+    app, _ = bot
+    _, name = dispatch(app, stub, "web public")
+    message = answer(stub, name)
+    assert message["response_type"] == "in_channel"
+    assert "gad_share" not in all_text(message)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("web since:2024-13", "not a period"),
+    ("web colour:blue", "not a token"),
+    ("web since:2024-06 until:2024-01", "starts after"),
+    ("nope", "No repository or project named `nope`"),
+    ("wbe", "did you mean `web`"),
+])
+def test_errors_are_one_ephemeral_sentence(bot, stub, text, fragment):
+    app, _ = bot
+    response, name = dispatch(app, stub, text)
+    assert response.status == 200
+    if response.body:  # rejected in the ack itself
+        body = ack_body(response)
+    else:  # rejected once the index was consulted
+        body = answer(stub, name)
+    assert fragment in all_text(body)
+    assert body.get("response_type", "ephemeral") == "ephemeral"
+    assert "Traceback" not in all_text(body)
+
+
+def test_help_for_empty_and_help(bot, stub):
+    app, _ = bot
+    for text in ("", "help"):
+        response, _ = dispatch(app, stub, text)
+        body = ack_body(response)
+        assert "subscribe" in all_text(body) and "since:" in all_text(body)
+
+
+def test_curly_quotes_are_straightened(bot, stub):
+    app, _ = bot
+    _, name = dispatch(app, stub, "web author:\u201cann@*\u201d")
+    assert "2GAD" in all_text(answer(stub, name))
+
+
+def test_repos_lists_tracked(bot, stub):
+    app, _ = bot
+    _, name = dispatch(app, stub, "repos")
+    assert "web" in all_text(answer(stub, name))
+
+
+def test_admin_commands_refuse_others_politely(bot, stub):
+    app, engine = bot
+    _, name = dispatch(app, stub, "untrack web", user="U999")
+    message = answer(stub, name)
+    assert "Only the people" in all_text(message) and "UADMIN" in all_text(message)
+    assert engine.known_names() == ["web"]
+
+
+def test_track_refuses_unsafe_sources(bot, stub):
+    app, engine = bot
+    for text, fragment in [("track file:///etc", "https"), ("track https://user:hunter2@example.com/x.git", "secret"),
+                           ("track /srv/git/x", "https"), ("track https://127.0.0.1/x.git", "")]:
+        _, name = dispatch(app, stub, text, user="UADMIN")
+        message = answer(stub, name)
+        assert "hunter2" not in all_text(message)
+        assert fragment.lower() in all_text(message).lower()
+    assert engine.known_names() == ["web"]
+
+
+def test_untrack_by_admin(bot, stub):
+    app, engine = bot
+    _, name = dispatch(app, stub, "untrack web", user="UADMIN")
+    assert "Untracked" in all_text(answer(stub, name))
+    assert engine.known_names() == []
+
+
+def test_forged_and_replayed_requests_get_401(bot, stub):
+    app, _ = bot
+    response, _ = dispatch(app, stub, "web", secret="wrong-secret")
+    assert response.status == 401
+    response, _ = dispatch(app, stub, "web", timestamp=int(time.time()) - 6 * 60)
+    assert response.status == 401
+
+
+def test_share_button_posts_for_everyone(bot, stub):
+    app, _ = bot
+    url = stub.response_url("share")
+    payload = block_actions_payload("gad_share", "web since:2024-01", response_url=url)
+    body, headers = signed_interaction(SECRET, payload)
+    response = app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+    assert response.status == 200
+    message = answer(stub, "share")
+    assert message["response_type"] == "in_channel"
+    assert "U123" in all_text(message)  # says who shared it
+
+
+def test_mentions_in_user_text_cannot_ping(bot, stub):
+    app, _ = bot
+    from bot.render.blocks import all_text as shown_texts
+
+    _, name = dispatch(app, stub, "web author:<!channel>")
+    message = answer(stub, name)
+    shown = [message["text"], *shown_texts(message["blocks"])]  # what Slack renders (button values are not)
+    assert "channel" in " ".join(shown)
+    assert not any("<!channel>" in t for t in shown)
+
+
+def test_twenty_at_once_all_acked_and_answered(bot, stub):
+    import concurrent.futures
+
+    app, _ = bot
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        results = list(pool.map(lambda i: dispatch(app, stub, "web by:month", name=f"burst{i}"), range(20)))
+    assert all(r.status == 200 for r, _ in results)
+    for _, name in results:
+        assert "2GAD" in all_text(answer(stub, name))
+
+
+def test_home_tab_lists_repositories(bot, stub):
+    from tests.slackstub import app_home_opened_event, event_callback, signed_event
+
+    app, _ = bot
+    body, headers = signed_event(SECRET, event_callback(app_home_opened_event("U123")))
+    response = app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+    assert response.status == 200
+    stub.wait_for("views.publish", timeout=10)
+    assert "web" in json.dumps(stub.home_views["U123"])
