@@ -125,9 +125,16 @@ def track(source, name, in_place):
 
     if name:
         _check_repo_word(name)
+    source = _normalise_source(source)
+    from .sources import is_local_path
+
+    if is_local_path(source):
+        from .mirrors import open_local
+
+        open_local(source)  # refuse a non-repository before the data directory is touched
     engine = _engine()
     with _ProgressBar(True) as progress:
-        result = engine.track(_normalise_source(source), name, in_place=in_place, progress=progress)
+        result = engine.track(source, name, in_place=in_place, progress=progress)
     click.echo(_summary(result))
 
 
@@ -220,11 +227,13 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
 @friendly
 def report(query, as_json, as_csv):
     """2GAD for QUERY: exactly what a Slack user types after /gad (repositories, then tokens)."""
+    import dataclasses
+
     from .query import parse_query
 
+    parsed = parse_query(list(query), _today())  # a typo fails here, before anything is written
     engine = _engine()
-    words = _track_on_the_fly(engine, list(query))
-    parsed = parse_query(words, _today())
+    parsed = dataclasses.replace(parsed, repos=tuple(dict.fromkeys(_track_on_the_fly(engine, list(parsed.repos)))))
     result = engine.report(parsed, _today())
     if as_json:
         from .render.jsonout import report_to_dict

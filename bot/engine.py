@@ -28,7 +28,7 @@ from .mirrors import (DEFAULT_SCOPE_PREFIXES, IN_ALL, IN_DEFAULT, IN_HEAD, Fetch
                       MirrorStore, open_local)
 from .periods import from_epoch_day, to_epoch_day
 from .query import Query
-from .sources import default_name, redact
+from .sources import default_name, is_local_path, redact
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +146,8 @@ class Engine:
             path = open_local(source)
             Mirror(path)  # fails early, clearly, if it is not readable
         else:
+            if is_local_path(source):
+                open_local(source)  # "not a git repository" beats libgit2's "unsupported URL protocol"
             path = self.store.create(source, name, progress)
         try:
             repo_id = self.index.add_repo(name, source, path, in_place)
