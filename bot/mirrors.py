@@ -269,6 +269,31 @@ class Mirror:
         except (ValueError, pygit2.GitError):
             return False
 
+    # -- trees ---------------------------------------------------------------
+    def tree_of(self, tip: bytes) -> str:
+        """The id of the tree at a commit (the cache key for anything computed from files)."""
+        return str(self.repo[pygit2.Oid(raw=tip)].peel(pygit2.Tree).id)
+
+    def export_tree(self, tip: bytes, dest: Path, max_file_bytes: int = 2_000_000) -> int:
+        """Write the files of the commit's tree under `dest` (no checkout needed in a bare mirror); return files written.
+
+        Symlinks and submodules are skipped; oversized blobs (generated or vendored data) too.
+        """
+        written = 0
+        stack = [(self.repo[pygit2.Oid(raw=tip)].peel(pygit2.Tree), dest)]
+        while stack:
+            tree, where = stack.pop()
+            where.mkdir(parents=True, exist_ok=True)
+            for entry in tree:
+                if entry.filemode == pygit2.enums.FileMode.TREE:
+                    stack.append((self.repo[entry.id], where / entry.name))
+                elif entry.filemode in (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE):
+                    blob = self.repo[entry.id]
+                    if blob.size <= max_file_bytes and "/" not in entry.name and entry.name not in (".", ".."):
+                        (where / entry.name).write_bytes(blob.data)
+                        written += 1
+        return written
+
     # -- identity ------------------------------------------------------------
     def mailmap_blob(self) -> tuple[str | None, bytes]:
         """The `.mailmap` on the default branch's tree: (blob id, contents), or (None, b'')."""
