@@ -124,7 +124,7 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
 
 
 def sparkline(values: Iterable[float]) -> str:
-    """▁..█ scaled to the largest value; zero (or less) is ▁, any positive value at least ▂."""
+    """▁..█ scaled to the largest value (nearest of 8 steps); zero or less is ▁, any positive value at least ▂."""
     values = [max(0.0, float(v)) for v in values]
     if not values:
         return ""
@@ -134,12 +134,9 @@ def sparkline(values: Iterable[float]) -> str:
     steps = len(SPARK_CHARS) - 1
     out = []
     for v in values:
-        if v <= 0:
-            out.append(SPARK_CHARS[0])
-        else:
-            # ceil, so a small non-zero value never looks like an idle period
-            index = -(-v * steps // top)
-            out.append(SPARK_CHARS[min(steps, max(1, int(index)))])
+        # rounded to the nearest step, but a non-zero value never looks like an idle period
+        index = 0 if v <= 0 else max(1, int(v * steps / top + 0.5))
+        out.append(SPARK_CHARS[min(steps, index)])
     return "".join(out)
 
 

@@ -1,0 +1,390 @@
+"""Slack Block Kit builders: each returns (text_fallback, blocks) that Slack will never reject.
+
+Limits kept here (https://docs.slack.dev/reference/block-kit): 50 blocks per message and 100 per
+home view, 3000 characters per text object, 150 per header, 10 context elements, 75 per button
+label, 2000 per button value. Everything a user or a repository controls is escaped for mrkdwn
+(`&`, `<`, `>`) so `<!channel>` or `<@U123>` in a name cannot ping anyone, and mrkdwn objects are
+sent with `verbatim: true` so bare `@here` is not auto-parsed either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from ..metric import Report, Row
+from ..query import EXAMPLES, GRAMMAR
+from . import words
+
+MAX_BLOCKS = 50
+MAX_HOME_BLOCKS = 100
+SECTION_LIMIT = 3000
+HEADER_LIMIT = 150
+CONTEXT_ELEMENTS = 10
+BUTTON_TEXT_LIMIT = 75
+BUTTON_VALUE_LIMIT = 2000
+FALLBACK_LIMIT = 1000  # notification text; Slack allows far more, people read far less
+NAME_LIMIT = 80  # characters of a repository name, key or e-mail shown in a message
+BREAKDOWN_ROWS = 25
+REPOS_PER_MESSAGE = 200
+SHARE_ACTION_ID = "gad_share"
+CSV_HINT = "use `format:csv` for all"
+
+_NOTE_ROOM = 200  # kept free at the end of a section for a "… and N more" line
+_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_SPACES = re.compile(r"\s+")
+
+
+# -- text helpers -----------------------------------------------------------------------------
+
+
+def escape_mrkdwn(text: str) -> str:
+    """Escape Slack's three control characters: & -> &amp;, < -> &lt;, > -> &gt;."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _fit_escaped(raw: str, limit: int) -> str:
+    """escape_mrkdwn(raw), with raw cut (ending in …) as little as needed for the escaped text to fit."""
+    text = escape_mrkdwn(raw)
+    if len(text) <= limit:
+        return text
+    low, high = 0, min(len(raw), limit)  # the longest prefix whose escaped form, plus …, fits
+    while low < high:
+        mid = (low + high + 1) // 2
+        if len(escape_mrkdwn(raw[:mid])) + 1 <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return escape_mrkdwn(raw[:low]) + "…" if limit >= 1 else ""
+
+
+def _prose(raw: str, limit: int) -> str:
+    """Free text (scope words, notes, error messages) escaped; backticks kept only while they pair up."""
+    text = _fit_escaped(raw, limit)
+    return text.replace("`", "ˋ") if text.count("`") % 2 else text
+
+
+def code(raw: str, limit: int = NAME_LIMIT) -> str:
+    """A user-controlled name as an inline code span: cut, one line, no backticks, escaped."""
+    one_line = _SPACES.sub(" ", raw).strip().replace("`", "ˋ")  # U+02CB cannot close the span
+    return "`" + _fit_escaped(one_line or "(empty)", limit) + "`"
+
+
+def _safe_cut(text: str, n: int) -> str:
+    """text[:n], moved back so it never ends inside an &amp;/&lt;/&gt; entity."""
+    cut = text[: max(0, n)]
+    amp = cut.rfind("&", max(0, len(cut) - 5))
+    if amp != -1 and ";" not in cut[amp:]:
+        cut = cut[:amp]
+    return cut
+
+
+def _clip_mrkdwn(text: str, limit: int = SECTION_LIMIT) -> str:
+    """Already-escaped mrkdwn cut to `limit` (ending in …), at a line end if one is near, never inside
+    an entity, and with a code span the cut opened closed again."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    newline = cut.rfind("\n")
+    if newline > limit // 2:
+        cut = cut[:newline]
+    cut = _safe_cut(cut, limit - 1)
+    if cut.count("`") % 2:
+        cut = _safe_cut(cut, limit - 2)
+        if cut.count("`") % 2:
+            cut += "`"
+    return cut + "…"
+
+
+def plain(raw: str, limit: int = SECTION_LIMIT, *, emoji: bool = True) -> dict:
+    """A plain_text object (escaped too: Slack decodes the entities)."""
+    return {"type": "plain_text", "text": _fit_escaped(raw or "…", limit), "emoji": emoji}
+
+
+def mrkdwn(text: str, limit: int = SECTION_LIMIT) -> dict:
+    """A mrkdwn object from already-escaped text; verbatim so bare @here or #channel stay text."""
+    return {"type": "mrkdwn", "text": _clip_mrkdwn(text or "…", limit), "verbatim": True}
+
+
+def section(text: str) -> dict:
+    return {"type": "section", "text": mrkdwn(text)}
+
+
+def header(raw: str) -> dict:
+    return {"type": "header", "text": plain(raw, HEADER_LIMIT)}
+
+
+def context(texts: Sequence[str]) -> dict:
+    """A context block from already-escaped mrkdwn strings; the 10th element takes any overflow."""
+    texts = [t for t in texts if t] or ["…"]
+    if len(texts) > CONTEXT_ELEMENTS:
+        texts = [*texts[: CONTEXT_ELEMENTS - 1], " · ".join(texts[CONTEXT_ELEMENTS - 1:])]
+    return {"type": "context", "elements": [mrkdwn(t) for t in texts]}
+
+
+def divider() -> dict:
+    return {"type": "divider"}
+
+
+def _fallback(raw: str) -> str:
+    return _fit_escaped(_SPACES.sub(" ", raw).strip(), FALLBACK_LIMIT)
+
+
+def fit_blocks(blocks: Sequence[dict], limit: int = MAX_BLOCKS, note: str | None = None) -> list[dict]:
+    """At most `limit` blocks: when there are more, the last kept block is a context note saying so."""
+    blocks = list(blocks)
+    if len(blocks) <= limit:
+        return blocks
+    kept = blocks[: limit - 1]
+    left = len(blocks) - len(kept)
+    return [*kept, context([note or f"… and {left} more blocks not shown ({CSV_HINT})"])]
+
+
+def _packed(lines: Sequence[str], max_blocks: int, more: Callable[[int], str],
+            title: str | None = None, hidden: int = 0) -> list[dict]:
+    """Escaped lines packed into at most max_blocks sections of <= 3000 characters.
+
+    Lines that do not fit, plus `hidden` ones the caller already left out, are summarised by more(n).
+    """
+    budget = SECTION_LIMIT - _NOTE_ROOM
+    chunks: list[str] = []
+    current = title or ""
+    shown = 0
+    for line in lines:
+        line = _clip_mrkdwn(line, budget)
+        candidate = f"{current}\n{line}" if current else line
+        if len(candidate) > budget:
+            if len(chunks) + 1 >= max(1, max_blocks):
+                break
+            chunks.append(current)
+            candidate = line
+        current = candidate
+        shown += 1
+    left = len(lines) - shown + hidden
+    if left > 0:
+        current = f"{current}\n{more(left)}" if current else more(left)
+    if current:
+        chunks.append(current)
+    return [section(chunk) for chunk in chunks]
+
+
+# -- reports ----------------------------------------------------------------------------------
+
+
+def _row_line(by: str | None, row: Row, rank: int) -> str:
+    t = row.totals
+    if by == "person":
+        return (f"{rank}. {code(row.key)} — {words.plural(t.person_days, 'active day')} · "
+                f"2GAD {words.number(t.two_gad)} · {words.plural(t.commits, 'commit')}")
+    return (f"{code(row.key)} — 2GAD {words.number(t.two_gad)} · "
+            f"{words.plural(t.developers, 'developer')} · {words.plural(t.commits, 'commit')}")
+
+
+def _breakdown(report: Report, max_blocks: int) -> list[dict]:
+    rows = words.sorted_rows(report)
+    title = f"*{words.breakdown_title(report.by)}*"
+    if not rows:
+        return [section(f"{title}\nNo rows: nothing was counted.")]
+    more = lambda n: f"… and {words.number(n)} more ({CSV_HINT})"  # noqa: E731
+    if report.by in ("person", "repo"):
+        hidden, rows = max(0, len(rows) - BREAKDOWN_ROWS), rows[:BREAKDOWN_ROWS]
+    else:
+        # periods: the most recent matter most in a chat message
+        hidden, rows = max(0, len(rows) - BREAKDOWN_ROWS), rows[-BREAKDOWN_ROWS:]
+        if hidden:
+            many = words.bucket_words(report.by or "")[2]
+            title += f" (latest {len(rows)} of {words.number(len(rows) + hidden)} {many}; {CSV_HINT})"
+            hidden = 0
+    lines = [_row_line(report.by, row, i) for i, row in enumerate(rows, 1)]
+    return _packed(lines, max_blocks, more, title, hidden)
+
+
+def _names(repos: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(code(name) for name in repos[:limit])
+    return shown + (f" and {len(repos) - limit} more" if len(repos) > limit else "")
+
+
+def _sharer(shared_by: str) -> str:
+    # a Slack user id comes from Slack itself, so mentioning it is safe; anything else is text
+    return f"<@{shared_by}>" if _USER_ID.match(shared_by) else escape_mrkdwn(words.clip(shared_by, NAME_LIMIT))
+
+
+def share_value(query_text: str) -> str:
+    """The share button's value: the query, cut at a word boundary to stay within 2000 characters."""
+    if len(query_text) <= BUTTON_VALUE_LIMIT:
+        return query_text
+    cut = query_text[:BUTTON_VALUE_LIMIT]
+    space = cut.rfind(" ")
+    return cut[:space] if space > 0 else cut
+
+
+def report_blocks(report: Report, query_text: str, *, shared_by: str | None = None,
+                  public: bool = False) -> tuple[str, list[dict]]:
+    """The answer to `/gad ...`: figure, period, scope, trend, breakdown, COCOMO, footnotes, share button."""
+    totals = report.totals
+    period = words.period_words(report.since, report.until)
+    fallback = _fallback(f"{words.repos_words(report.repos, limit=3)}: {words.figure_words(totals)}, {period}")
+
+    head = [header(f"2GAD for {words.repos_words(report.repos, limit=3)}")]
+    figure = [f"*{escape_mrkdwn(words.figure_words(totals))}*",
+              f"{words.plural(totals.developers, 'developer')} · {words.plural(totals.commits, 'commit')} · "
+              f"{words.plural(totals.person_days, 'active day')} (GAD)",
+              f"*Period:* {period}"]
+    if report.scope_words:
+        figure.append(f"*Scope:* {_prose(report.scope_words, 1000)}")
+    figure.append(f"*{'Repository' if len(report.repos) == 1 else 'Repositories'}:* {_names(report.repos)}")
+    body = [section("\n".join(figure))]
+
+    trend = words.trend_words(report)
+    if trend:
+        caption, spark = trend
+        label = words.bucket_words(report.trend_bucket)[0].capitalize()
+        body.append(section(f"*{label} trend:* {escape_mrkdwn(caption)}\n`{spark}`"))
+
+    cocomo = []
+    if report.cocomo is not None:
+        c = report.cocomo
+        cocomo.append(section(
+            f"*vs COCOMO* (basic, organic; {_prose(c.counter, 200)}, {words.number(c.sloc)} SLOC)\n"
+            f"COCOMO {c.person_months:,.1f} person-months · 2GAD {c.two_gad_person_months:,.1f} person-months · "
+            f"ratio {c.ratio:.2f} (2GAD / COCOMO)"))
+
+    notes = [_prose(n, 2000) for n in words.footnotes(report, scope=False)]
+    if shared_by:
+        notes.insert(0, f"Shared by {_sharer(shared_by)}")
+    tail = [context(notes)] if notes else []
+    if not public:
+        tail.append({"type": "actions", "elements": [{
+            "type": "button", "action_id": SHARE_ACTION_ID,
+            "text": plain("Share in channel", BUTTON_TEXT_LIMIT), "value": share_value(query_text)}]})
+
+    room = MAX_BLOCKS - len(head) - len(tail)
+    if report.by:
+        body.extend(_breakdown(report, max(1, room - len(body) - len(cocomo))))
+    body = fit_blocks([*body, *cocomo], room)
+    return fallback, [*head, *body, *tail]
+
+
+# -- other messages ---------------------------------------------------------------------------
+
+
+def error_blocks(message: str, reference: str | None = None) -> tuple[str, list[dict]]:
+    """A one-sentence error (its backticks kept as formatting) and an optional reference id."""
+    blocks = [section(f":warning: {_prose(message, SECTION_LIMIT - len(':warning: '))}")]
+    if reference:
+        blocks.append(context([f"Reference: {code(reference)}"]))
+    return _fallback(message), blocks  # fallback is plain notification text: backticks are harmless
+
+
+def help_blocks() -> tuple[str, list[dict]]:
+    """The grammar and examples for `/gad help`."""
+    examples = "\n".join(f"• {code('/gad ' + e, 200)}" for e in EXAMPLES)
+    blocks = [
+        header("How to use /gad"),
+        section("*2GAD* is Git Active Days x 2: every day a person committed counts as two person-days "
+                "of effort.\n*Report:* " + _fit_escaped(GRAMMAR, 2500)),
+        section("*Examples*\n" + examples),
+        context([escape_mrkdwn(words.UNITS_NOTE)]),
+    ]
+    return "How to use /gad: /gad REPO [since:PERIOD] [by:month] ... or /gad help", blocks
+
+
+def _repo_line(row: dict) -> str:
+    commits = row.get("commits")
+    parts = [code(str(row.get("name", "")))]
+    parts.append(words.plural(int(commits), "commit") if commits is not None else "not indexed yet")
+    last_sync = row.get("last_sync")
+    parts.append(f"synced {words.utc_words(last_sync)}" if isinstance(last_sync, datetime) else "never synced")
+    line = " · ".join(parts)
+    if row.get("source"):
+        line += f" · from {code(str(row['source']), 120)}"
+    if row.get("last_error"):
+        line += f"\n    :warning: last sync failed: {_prose(str(row['last_error']), 300)}"
+    return line
+
+
+def repos_blocks(rows: Sequence[dict]) -> tuple[str, list[dict]]:
+    """`/gad repos`: one line per tracked repository (name, commits, last sync, source, last error)."""
+    if not rows:
+        text = "No repositories are tracked yet; an admin can add one with `/gad track URL`."
+        return "No repositories are tracked yet.", [section(text)]
+    rows = list(rows)
+    failing = sum(1 for r in rows if r.get("last_error"))
+    shown = rows[:REPOS_PER_MESSAGE]
+    tail = []
+    fallback = words.plural(len(rows), "tracked repository", "tracked repositories")
+    if failing:
+        fallback += f", {failing} failing to sync"
+        tail.append(context([f":warning: {words.plural(failing, 'repository', 'repositories')} "
+                             "failed their last sync (marked :warning: above)."]))
+    body = _packed([_repo_line(r) for r in shown], MAX_BLOCKS - 1 - len(tail),
+                   lambda n: f"… and {words.number(n)} more", hidden=len(rows) - len(shown))
+    blocks = [header(f"Tracked repositories ({len(rows)})"), *body, *tail]
+    return fallback, fit_blocks(blocks, MAX_BLOCKS)
+
+
+def progress_bar(done: int, total: int | None, width: int = 20) -> str:
+    """'██████░░░░░░░░░░░░░░' (all ░ when the total is unknown)."""
+    if not total or total <= 0:
+        return "░" * width
+    filled = min(max(done, 0), total) * width // total
+    return "█" * filled + "░" * (width - filled)
+
+
+def progress_blocks(title: str, done: int, total: int | None, phase: str) -> tuple[str, list[dict]]:
+    """A progress message to update while a large repository is cloned and indexed."""
+    if total and total > 0:
+        done = min(max(done, 0), total)
+        pct = f" {done * 100 // total}%"
+        count = f"{words.number(done)} of {words.number(total)}"
+    else:
+        pct, count = "", f"{words.number(max(done, 0))} so far"
+    text = (f"*{_prose(title, 300)}* — {_prose(phase, 200)}\n"
+            f"`{progress_bar(done, total)}`{pct} ({count})")
+    return _fallback(f"{title}: {phase}{pct}"), [section(text)]
+
+
+def _home_line(row: dict) -> str:
+    parts = [code(str(row.get("name", "")))]
+    weekly = row.get("two_gad", row.get("weekly"))
+    week = row.get("week")
+    if weekly is None:
+        parts.append("no weekly figure yet")
+    else:
+        parts.append(f"2GAD {words.number(int(weekly))} person-days "
+                     + (f"in {escape_mrkdwn(str(week))}" if week else "last week"))
+    trend = row.get("trend")
+    if trend:
+        parts.append(f"`{words.sparkline(list(trend)[-26:])}`")
+    line = " · ".join(parts)
+    if row.get("last_error"):
+        line += " · :warning: last sync failed"
+    return line
+
+
+def home_view(rows_with_weekly: Sequence[dict], *, is_admin: bool) -> dict:
+    """The App Home tab (views.publish): how to use /gad and each tracked repository's latest weekly 2GAD.
+
+    Rows: {"name", "two_gad" (latest week's 2GAD or None), optional "week" label, "trend" (ints), "last_error"}.
+    """
+    blocks: list[dict] = [
+        header("gad-bot: effort in 2GAD"),
+        section("*2GAD* (Git Active Days x 2) measures effort in person-days: every day a person "
+                "committed counts as two person-days.\nType `/gad REPO` in any channel, e.g. "
+                f"{code('/gad ' + EXAMPLES[0], 200)}; `/gad help` lists everything you can ask."),
+    ]
+    if is_admin:
+        blocks.append(section("*Admin:* `/gad track URL [as:NAME]` adds a repository, `/gad untrack NAME` "
+                              "removes it, `/gad sync NAME` refreshes it now."))
+    blocks += [divider(), header(f"Tracked repositories ({len(rows_with_weekly)})")]
+    tail = [context([escape_mrkdwn(words.UNITS_NOTE)])]
+    if rows_with_weekly:
+        room = MAX_HOME_BLOCKS - len(blocks) - len(tail)
+        blocks += _packed([_home_line(r) for r in rows_with_weekly], room,
+                          lambda n: f"… and {words.number(n)} more; `/gad repos` lists them all")
+    else:
+        blocks.append(section("Nothing is tracked yet." + (" Add a repository with `/gad track URL`."
+                                                           if is_admin else " Ask an admin to track one.")))
+    return {"type": "home", "blocks": fit_blocks([*blocks, *tail], MAX_HOME_BLOCKS)}
+

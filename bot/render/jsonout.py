@@ -1,0 +1,62 @@
+"""The report as plain JSON-serialisable data (`format:json`, the CLI's `--json`)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+from ..metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, Report, Row
+from . import words
+
+
+def _day(value: date | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _moment(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC; a naive datetime is taken as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).isoformat()
+
+
+def row_to_dict(row: Row) -> dict:
+    """{key, person_days, two_gad, developers, commits} (+ first_day for period rows)."""
+    t = row.totals
+    out = {"key": row.key, "person_days": t.person_days, "two_gad": t.two_gad,
+           "developers": t.developers, "commits": t.commits}
+    if row.first_day is not None:
+        out["first_day"] = row.first_day.isoformat()
+    return out
+
+
+def report_to_dict(report: Report) -> dict:
+    """Every figure, word and footnote of a report; dates as ISO strings, nothing but JSON types."""
+    t = report.totals
+    c = report.cocomo
+    return {
+        "person_days": t.person_days,
+        "two_gad": t.two_gad,
+        "two_gad_person_months": round(t.two_gad / DAYS_PER_PERSON_MONTH, 2),
+        "two_gad_person_years": round(t.two_gad / DAYS_PER_PERSON_YEAR, 2),
+        "developers": t.developers,
+        "commits": t.commits,
+        "since": _day(report.since),
+        "until": _day(report.until),
+        "period": words.period_words(report.since, report.until),
+        "scope": report.scope_words,
+        "repos": list(report.repos),
+        "by": report.by,
+        "rows": [row_to_dict(r) for r in report.rows],
+        "trend_bucket": report.trend_bucket,
+        "trend": [row_to_dict(r) for r in report.trend],
+        "skipped": report.skipped,
+        "data_as_of": _moment(report.data_as_of),
+        "notes": list(report.notes),
+        "footnotes": words.footnotes(report),
+        "units": {"person_month_days": DAYS_PER_PERSON_MONTH, "person_year_days": DAYS_PER_PERSON_YEAR},
+        "cocomo": None if c is None else {
+            "counter": c.counter, "sloc": c.sloc, "person_months": c.person_months,
+            "two_gad_person_months": c.two_gad_person_months, "ratio": c.ratio},
+    }

@@ -1,0 +1,131 @@
+"""Terminal text for the CLI, laid out by rich and returned as a string (no colour unless asked)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from datetime import datetime
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..metric import Report
+from ..query import EXAMPLES, GRAMMAR
+from . import words
+
+_BY_LABEL = {"person": "person", "repo": "repository"}
+
+
+def _console(width: int, color: bool) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system="standard" if color else None,
+                      force_terminal=color, force_jupyter=False, force_interactive=False,
+                      no_color=not color, highlight=False, markup=False, emoji=False,
+                      legacy_windows=False, _environ={})  # pure: ignore COLUMNS, NO_COLOR, FORCE_COLOR
+    return console, out
+
+
+def _render(parts: Sequence[RenderableType | str], width: int, color: bool) -> str:
+    console, out = _console(width, color)
+    for part in parts:
+        console.print(Text(part) if isinstance(part, str) else part)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
+
+
+def headline(report: Report) -> str:
+    """'web and api: 2GAD 412 person-days (21.7 person-months), since 2024-01-01'."""
+    return (f"{words.repos_words(report.repos)}: {words.figure_words(report.totals)}, "
+            f"{words.period_words(report.since, report.until)}")
+
+
+def _totals_table(report: Report) -> Table:
+    t = report.totals
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("2GAD", words.days_words(t.two_gad))
+    grid.add_row("active days", f"{words.number(t.person_days)} (GAD: days with commits, summed over people)")
+    grid.add_row("developers", words.number(t.developers))
+    grid.add_row("commits", words.number(t.commits))
+    grid.add_row("period", words.period_words(report.since, report.until))
+    grid.add_row("repositories" if len(report.repos) != 1 else "repository", ", ".join(report.repos) or "none")
+    if report.cocomo is not None:
+        c = report.cocomo
+        grid.add_row("vs COCOMO", f"{c.person_months:,.1f} person-months by basic COCOMO ({c.counter}, "
+                                  f"{words.number(c.sloc)} SLOC); 2GAD {c.two_gad_person_months:,.1f} "
+                                  f"person-months; ratio {c.ratio:.2f}")
+    return grid
+
+
+def _breakdown_table(report: Report) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title=words.breakdown_title(report.by), title_justify="left",
+                  show_edge=False, pad_edge=False, padding=(0, 1))
+    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
+    for name in ("2GAD", "active days", "developers", "commits"):
+        table.add_column(name, justify="right", no_wrap=True)
+    rows = words.sorted_rows(report)
+    for i, row in enumerate(rows):
+        r = row.totals
+        table.add_row(row.key, words.number(r.two_gad), words.number(r.person_days),
+                      words.number(r.developers), words.number(r.commits), end_section=i == len(rows) - 1)
+    t = report.totals
+    table.add_row("total", words.number(t.two_gad), words.number(t.person_days),
+                  words.number(t.developers), words.number(t.commits))
+    return table
+
+
+def render_text(report: Report, *, width: int = 100, color: bool = False) -> str:
+    """The report for a terminal: headline, totals, breakdown, trend sparkline and footnotes."""
+    parts: list[RenderableType | str] = [Text(headline(report), style="bold"), "", _totals_table(report)]
+    if report.by:
+        parts += ["", _breakdown_table(report)]
+    trend = words.trend_words(report, max_points=max(8, width - 4))
+    if trend:
+        caption, spark = trend
+        parts += ["", f"Trend: {caption}", f"  {spark}"]
+    notes = words.footnotes(report)
+    if notes:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for note in notes:
+            grid.add_row("  -", note)
+        parts += ["", "Notes:", grid]
+    return _render(parts, width, color)
+
+
+def render_repos_text(rows: Sequence[dict], *, width: int = 100, color: bool = False) -> str:
+    """`gad-bot repos`: name, commits, last sync, status and (already redacted) source of each repository."""
+    if not rows:
+        return "No repositories are tracked yet; add one with `gad-bot track URL`.\n"
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("name", overflow="fold")
+    table.add_column("commits", justify="right", no_wrap=True)
+    table.add_column("last sync", no_wrap=True)
+    table.add_column("status", overflow="fold")
+    table.add_column("source", overflow="fold")
+    for row in rows:
+        commits = row.get("commits")
+        last_sync = row.get("last_sync")
+        error = row.get("last_error")
+        table.add_row(str(row.get("name", "")),
+                      words.number(int(commits)) if commits is not None else "-",
+                      words.utc_words(last_sync) if isinstance(last_sync, datetime) else "never",
+                      f"failed: {error}" if error else "ok",
+                      str(row.get("source") or ""))
+    failing = sum(1 for r in rows if r.get("last_error"))
+    summary = words.plural(len(rows), "repository", "repositories") + " tracked"
+    if failing:
+        summary += f", {failing} failing to sync"
+    return _render([table, "", summary], width, color)
+
+
+def render_help_text(prefix: str = "") -> str:
+    """The command grammar and examples, as plain text (backticks dropped); `prefix` goes before examples."""
+    grammar = GRAMMAR.replace("`", "")
+    lines = ["2GAD (Git Active Days x 2) measures software effort in person-days.", "",
+             "Usage:", *(f"  {prefix if i == 0 else ''}{line}" for i, line in enumerate(grammar.splitlines())), "", "Examples:", *(f"  {prefix}{e}" for e in EXAMPLES),
+             "", words.UNITS_NOTE]
+    return "\n".join(lines) + "\n"
