@@ -266,7 +266,7 @@ def _check_slack_settings(settings: Settings, socket_mode: bool) -> None:
 
 
 @cli.command()
-@click.option("--port", type=int, default=lambda: int(os.environ.get("PORT", "3000")), show_default="3000",
+@click.option("--port", type=int, default=3000, show_default=True,
               help="HTTP mode: the port for /slack/events and /healthz.")
 @click.option("--host", default="0.0.0.0", show_default=True, help="HTTP mode: the address to listen on.")
 @friendly

@@ -202,8 +202,31 @@ class Engine:
             self.index.record_attempt(repo.id, str(error), now, now + delay)
             log.warning("sync of %s failed: %s", repo.name, error)
             return SyncResult(repo.name, 0, 0, repo.commits, error=str(error))
+        try:
+            self._index_paths(repo)
+        except GadError as error:  # the commits are indexed; paths catch up on the next sync
+            log.warning("path indexing of %s stopped: %s", repo.name, error)
         self.index.record_attempt(repo.id, None, now)
         return result
+
+    PATH_BATCH = 5_000
+
+    def _index_paths(self, repo: RepoRow, progress: Progress | None = None) -> int:
+        """Record the paths changed by each new commit, in resumable batches of one transaction each."""
+        mirror = Mirror(repo.mirror_path)
+        cache = self.index.path_ids()
+        done = 0
+        while True:
+            pending = self.index.pending_path_commits(repo.id, self.PATH_BATCH)
+            if not pending:
+                return done
+            changed = [(commit_id, [] if parents > 1 else mirror.changed_paths(oid))
+                       for commit_id, oid, parents in pending]
+            with self.index.transaction():
+                self.index.store_paths(changed, cache)
+            done += len(pending)
+            if progress:
+                progress("paths", done, 0)
 
     def _index_repo(self, repo: RepoRow, mirror: Mirror, progress: Progress | None) -> SyncResult:
         """Bring the index in line with the mirror's refs, in one transaction (METRIC.md rule 1)."""
@@ -343,10 +366,15 @@ class Engine:
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
+        touching = self._path_commits(repos, query) if (query.paths or query.exclude_paths) else None
         selections = []
         for repo in repos:
             columns = self.columns_of(repo)
             mask = self._branch_mask(repo, columns, query.scope.branch) if query.scope.kind == "branch" else None
+            if touching is not None:
+                if mask is None:
+                    mask = (columns.bits & scope_bit) != 0
+                mask = mask & np.isin(columns.commit_ids, touching)
             selections.append(col.select(columns, flt, mask))
         totals, keys = col.totals(selections)
         rows: list = []
@@ -368,7 +396,17 @@ class Engine:
                       scope_words=query.words(), totals=totals, by=query.by, rows=tuple(rows),
                       trend_bucket=trend_bucket, trend=tuple(trend),
                       skipped=sum(s.skipped for s in selections),
-                      data_as_of=min(as_of) if len(as_of) == len(repos) and as_of else None)
+                      data_as_of=min(as_of) if len(as_of) == len(repos) and as_of else None,
+                      extra={"paths": query.paths, "exclude_paths": query.exclude_paths}
+                      if (query.paths or query.exclude_paths) else {})
+
+    def _path_commits(self, repos: list[RepoRow], query: Query) -> np.ndarray:
+        for repo in repos:
+            pending = self.index.pending_path_count(repo.id)
+            if pending:
+                raise GadError(f"`{repo.name}` is still indexing which paths its commits changed ({pending:,} commits "
+                               f"to go); try `path:` again after the next sync (`sync {repo.name}`).")
+        return np.array(self.index.commits_touching(query.paths, query.exclude_paths), np.int64)
 
     @staticmethod
     def _trend_bucket(query: Query, keys: np.ndarray, today: date) -> str:

@@ -151,6 +151,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             error TEXT,
             PRIMARY KEY (channel_id, period_start)) WITHOUT ROWID""",
     ]),
+    (4, "paths", [
+        # Which paths each non-merge commit changed against its first parent (for `path:`).
+        "CREATE TABLE paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)",
+        """CREATE TABLE commit_paths (
+            commit_id INTEGER NOT NULL REFERENCES commits(id) ON DELETE CASCADE,
+            path_id INTEGER NOT NULL REFERENCES paths(id),
+            PRIMARY KEY (path_id, commit_id)) WITHOUT ROWID""",
+        "ALTER TABLE commits ADD COLUMN paths_done INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX commits_paths_pending ON commits(paths_done) WHERE paths_done = 0",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -469,6 +479,59 @@ class Index:
         ids = list(repo_ids)
         marks = ",".join("?" * len(ids))
         return dict(self.db.execute(f"SELECT id, generation FROM repos WHERE id IN ({marks})", ids).fetchall()) if ids else {}
+
+    # -- paths ---------------------------------------------------------------
+    def pending_path_commits(self, repo_id: int, limit: int) -> list[tuple[int, bytes, int]]:
+        """(id, oid, parents) of this repository's commits whose changed paths are not indexed yet."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT c.id, c.oid, c.parents FROM repo_commits rc JOIN commits c ON c.id = rc.commit_id "
+            "WHERE rc.repo_id = ? AND c.paths_done = 0 LIMIT ?", (repo_id, limit))]
+
+    def pending_path_count(self, repo_id: int) -> int:
+        return self.db.execute("SELECT count(*) FROM repo_commits rc JOIN commits c ON c.id = rc.commit_id "
+                               "WHERE rc.repo_id = ? AND c.paths_done = 0", (repo_id,)).fetchone()[0]
+
+    def store_paths(self, changed: list[tuple[int, list[str]]], path_cache: dict[str, int]) -> None:
+        """Record the paths each commit changed and mark the commits done (caller holds the transaction)."""
+        conn = self.db.conn
+        rows = []
+        for commit_id, paths in changed:
+            for path in paths:
+                path_id = path_cache.get(path)
+                if path_id is None:
+                    conn.execute("INSERT OR IGNORE INTO paths (path) VALUES (?)", (path,))
+                    path_id = conn.execute("SELECT id FROM paths WHERE path = ?", (path,)).fetchone()[0]
+                    path_cache[path] = path_id
+                rows.append((commit_id, path_id))
+        conn.executemany("INSERT OR IGNORE INTO commit_paths (commit_id, path_id) VALUES (?, ?)", rows)
+        conn.executemany("UPDATE commits SET paths_done = 1 WHERE id = ?", ((c,) for c, _ in changed))
+
+    def path_ids(self) -> dict[str, int]:
+        return {p: i for i, p in self.db.execute("SELECT id, path FROM paths")}
+
+    def commits_touching(self, include: tuple[str, ...], exclude: tuple[str, ...]) -> list[int]:
+        """Ids of commits that changed a path under some `include` prefix (any path when none) and not under `exclude`."""
+
+        def under(prefixes: tuple[str, ...]) -> tuple[str, list[str]]:
+            # "a/b" matches the file a/b and everything in the directory a/b/ (range scans on the unique index)
+            clauses, params = [], []
+            for prefix in prefixes:
+                clauses.append("(p.path = ? OR (p.path >= ? AND p.path < ?))")
+                params += [prefix, prefix + "/", prefix + "0"]  # '0' sorts right after '/'
+            return " OR ".join(clauses), params
+
+        where, params = [], []
+        if include:
+            clause, values = under(include)
+            where.append(f"({clause})")
+            params += values
+        if exclude:
+            clause, values = under(exclude)
+            where.append(f"NOT ({clause})")
+            params += values
+        sql = ("SELECT DISTINCT cp.commit_id FROM paths p JOIN commit_paths cp ON cp.path_id = p.id"
+               + (" WHERE " + " AND ".join(where) if where else ""))
+        return [r[0] for r in self.db.execute(sql, params)]
 
     # -- projects ------------------------------------------------------------
     def project_repo_ids(self, name: str) -> list[int] | None:

@@ -146,6 +146,12 @@ class Mirror:
             remote = self.repo.remotes["origin"]
         except (KeyError, ValueError):
             raise MirrorError("This mirror has no `origin` remote; re-clone it with `gad-bot sync --reclone NAME`.") from None
+        # libgit2's tag auto-following would never move an existing tag; the mirror refspec moves
+        # every ref, tags included, so auto-following is switched off.
+        config = self.repo.config
+        if "remote.origin.tagopt" not in config or config["remote.origin.tagopt"] != "--no-tags":
+            config["remote.origin.tagopt"] = "--no-tags"
+            remote = self.repo.remotes["origin"]  # re-read with the new setting
         deadline = time.monotonic() + limits.timeout_seconds if limits.timeout_seconds else None
         callbacks = _Callbacks(remote.url, limits.https_tokens, limits.ssh_key, progress, deadline, limits.max_bytes)
         try:
@@ -262,6 +268,22 @@ class Mirror:
         except (pygit2.GitError, KeyError) as error:
             raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
                               "`gad-bot sync --reclone NAME`.") from None
+
+    def changed_paths(self, oid: bytes) -> list[str]:
+        """Paths a non-merge commit changed against its parent (every path of a root commit).
+
+        Both sides of a rename count, as in `git log -- PATH` (no rename detection).
+        """
+        commit = self.repo[pygit2.Oid(raw=oid)]
+        if commit.parents:
+            diff = commit.tree.diff_to_tree(commit.parents[0].tree, swap=True)
+        else:
+            diff = commit.tree.diff_to_tree(swap=True)
+        paths: set[str] = set()
+        for delta in diff.deltas:
+            paths.add(delta.old_file.path)
+            paths.add(delta.new_file.path)
+        return sorted(paths)
 
     def has_commit(self, oid: bytes) -> bool:
         try:

@@ -68,7 +68,7 @@ _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?$")
 _NUMERIC_LABEL = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$")
 _SSH_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,31}$")
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#]*@")
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#]*@")  # anywhere: logs hold URLs inside sentences
 _DEFAULT_PORTS = {"https": 443, "ssh": 22}
 
 # Names that never belong to a public host (RFC 6761, RFC 8375, common internal suffixes).
@@ -251,13 +251,21 @@ class _Parsed:
         return f"{self.scheme}://{user}{host}{port}{self.path}{query}"
 
 
-def _split_authority(text: str, scheme: str) -> tuple[str | None, str, str]:
+def _split_url(text: str) -> tuple[str, str, str, str | None]:
+    """(authority, path, query, fragment) of `scheme://...`; query is "" and fragment None when absent."""
+    rest = text.split("://", 1)[1]
+    authority, rest = re.match(r"([^/?#]*)(.*)", rest, re.S).groups()  # type: ignore[union-attr]
+    rest, hash_, fragment = rest.partition("#")
+    path, _, query = rest.partition("?")
+    return authority, path, query, fragment if hash_ else None
+
+
+def _split_authority(authority: str, scheme: str) -> tuple[str | None, str, str]:
     """(ssh user or None, host text, port text) from the URL's authority."""
-    authority = re.split(r"[/?#]", text.split("://", 1)[1], maxsplit=1)[0]
     user = None
     if "@" in authority:
         userinfo, _, authority = authority.rpartition("@")
-        if scheme == "ssh" and _SSH_USER.match(userinfo):
+        if scheme == "ssh" and _SSH_USER.fullmatch(userinfo):
             user = userinfo  # a login name such as `git`, which ssh URLs need; never a password
         else:
             raise _credentials_refusal()
@@ -298,12 +306,12 @@ def _normal_host(raw: str) -> tuple[str, ipaddress.IPv4Address | ipaddress.IPv6A
     if len(host) > 253:
         raise bad
     labels = host.split(".")
-    if _NUMERIC_LABEL.match(labels[-1]):
+    if _NUMERIC_LABEL.fullmatch(labels[-1]):
         address = _inet_aton(host)
         if address is None:
             raise _Refused(f"`{_show(raw)}` is not a valid IP address", f"type a URL such as {_EXAMPLE}")
         return str(address), address
-    if not all(_LABEL.match(label) for label in labels):
+    if not all(_LABEL.fullmatch(label) for label in labels):
         raise bad
     for label in labels:
         if label.startswith("xn--"):
@@ -358,7 +366,8 @@ def _check(text: Any, policy: SourcePolicy, redirect: bool = False) -> _Parsed:
             raise _Refused("`user@host:path` (scp-like) sources are not accepted", f"write it as {ssh}")
         raise _Refused(f"`{_show(text)}` is not a URL", "type the whole address starting with `https://`, e.g. " + _EXAMPLE)
     scheme = scheme_match.group(1).lower()
-    user, raw_host, port_text = _split_authority(text, scheme)
+    authority, path, query, _fragment = _split_url(text)
+    user, raw_host, port_text = _split_authority(authority, scheme)
     if scheme == "file":
         raise _Refused("local `file://` URLs cannot be tracked from Slack",
                        f"type a URL such as {_EXAMPLE}, or ask the operator to run `gad-bot track PATH` on the server")
@@ -373,11 +382,7 @@ def _check(text: Any, policy: SourcePolicy, redirect: bool = False) -> _Parsed:
                        f"type an `https://` URL such as {_EXAMPLE}, or ask the operator to set GAD_SSH_KEY")
     if scheme not in ("https", "ssh"):
         raise _Refused(f"`{_show(scheme)}://` URLs are not accepted", f"type an `https://` URL such as {_EXAMPLE}")
-    try:
-        parts = urllib.parse.urlsplit(text)
-    except ValueError:
-        raise _Refused("the URL cannot be parsed", f"type a URL such as {_EXAMPLE}") from None
-    if (parts.query or parts.fragment or "?" in text or "#" in text) and not redirect:
+    if ("?" in text or "#" in text) and not redirect:
         raise _Refused("a repository URL has no `?...` or `#...` part", f"type it without them, e.g. {_EXAMPLE}")
     if port_text:
         if not re.fullmatch(r"[0-9]{1,5}", port_text) or not 0 < int(port_text) < 65536:
@@ -390,7 +395,7 @@ def _check(text: Any, policy: SourcePolicy, redirect: bool = False) -> _Parsed:
         allowed = ", ".join(f"`{_show(h, 40)}`" for h in policy.allowed_hosts[:5])
         raise _Refused(f"`{host}` is not among the hosts this workspace mirrors from ({allowed})",
                        "track a repository on one of them, or ask the operator to add the host to GAD_ALLOWED_HOSTS")
-    path = parts.path.rstrip("/")
+    path = path.rstrip("/")
     segments = urllib.parse.unquote(path).split("/")[1:]
     if not path or not any(segments):
         raise _Refused(f"the URL names the host `{host}` but no repository", f"add the path, e.g. {_EXAMPLE}")
@@ -398,7 +403,7 @@ def _check(text: Any, policy: SourcePolicy, redirect: bool = False) -> _Parsed:
         raise _Refused("the URL path has `.` or `..` segments", f"type the repository's own address, e.g. {_EXAMPLE}")
     _check_addresses(host, address, policy)
     path = urllib.parse.quote(path, safe="/%!$&'()*+,;=:@-._~")
-    query = urllib.parse.quote(parts.query, safe="/%!$&'()*+,;=:@-._~?") if redirect else ""
+    query = urllib.parse.quote(query, safe="/%!$&'()*+,;=:@-._~?") if redirect else ""
     return _Parsed(scheme, user, host, port, path, query)
 
 
@@ -424,7 +429,10 @@ def check_redirect(from_url: str, to_url: str, policy: SourcePolicy) -> str:
             if not isinstance(to_url, str):
                 raise _Refused("the redirect target is not text", "track the final URL directly")
             _check_characters(to_url)
-            target = urllib.parse.urljoin(base, to_url)
+            try:
+                target = urllib.parse.urljoin(base, to_url)
+            except ValueError:
+                raise _Refused("the redirect target cannot be parsed", "track the final URL directly") from None
         target = target.split("#", 1)[0]
         return _check(target, policy, redirect=True).url(with_query=True)
     except _Refused as refused:
@@ -435,9 +443,12 @@ def check_redirect(from_url: str, to_url: str, policy: SourcePolicy) -> str:
 def redact(url: str) -> str:
     """`url` with any user name, password or token replaced by `***`, for messages and logs; never raises."""
     try:
+        if isinstance(url, (bytes, bytearray)):
+            url = bytes(url).decode("utf-8", errors="replace")
         text = url if isinstance(url, str) else str(url)
-        if _SCHEME.match(text):
-            return _USERINFO.sub(lambda m: m.group(1) + "***@", text, count=1)
+        text, found = _USERINFO.subn(lambda m: m.group(1) + "***@", text)
+        if found or "://" in text:
+            return text
         head, slash, tail = text.partition("/")  # scp-like `user@host:path`, or a URL missing its scheme
         return ("***@" + head.rpartition("@")[2] if "@" in head else head) + slash + tail
     except Exception:

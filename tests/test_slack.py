@@ -165,11 +165,11 @@ def test_share_button_posts_for_everyone(bot, stub):
 
 def test_mentions_in_user_text_cannot_ping(bot, stub):
     app, _ = bot
-    from bot.render.blocks import all_text as shown_texts
+    from tests.test_render import all_texts
 
     _, name = dispatch(app, stub, "web author:<!channel>")
     message = answer(stub, name)
-    shown = [message["text"], *shown_texts(message["blocks"])]  # what Slack renders (button values are not)
+    shown = all_texts(message["text"], message["blocks"])  # what Slack renders (button values are not)
     assert "channel" in " ".join(shown)
     assert not any("<!channel>" in t for t in shown)
 

@@ -18,8 +18,8 @@ BUCKET_WORDS = {"week": ("weekly", "week", "weeks"), "month": ("monthly", "month
                 "day": ("daily", "day", "days")}
 
 # What `path:` does with merges; keep in step with the engine's tree-diff rule.
-MERGES_NOTE = ("with path:, a merge commit counts only if it changed files under the path "
-               "compared with its first parent")
+MERGES_NOTE = ("with path:, merge commits are not counted: they integrate work rather than author it "
+               "(the commits `git log --no-merges --full-history -- PATH` lists)")
 REPO_OVERLAP_NOTE = ("repository rows can add up to more than the total: a person active in several "
                      "repositories on one day is one person-day in the total")
 
