@@ -1,0 +1,91 @@
+"""`path:` subsystems and projects, against `git log --no-merges --full-history -- PATH`."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.errors import QueryError, UnknownRepoError
+from bot.query import parse_query
+from tests.conftest import TODAY
+from tests.gitbuild import RepoBuilder, git_env
+
+
+def ask(engine, text):
+    return engine.report(parse_query(text.split(), TODAY), TODAY)
+
+
+def oracle(b: RepoBuilder, *pathspec: str) -> int:
+    out = b.git("log", "--branches", "--tags", "--no-merges", "--full-history", "--format=%aE%x00%ad",
+                "--date=short", "--", *pathspec)
+    return len({line.lower() for line in out.splitlines() if line})
+
+
+@pytest.fixture
+def tree(tmp_path):
+    b = RepoBuilder(tmp_path / "kernel")
+    b.commit(email="a@example.com", date="2024-01-01", files={"drivers/gpu/drm/i915/a.c": "1", "docs/x.md": "d",
+                                                             "net/core.c": "n"})
+    b.commit(email="b@example.com", date="2024-01-02", files={"drivers/gpu/drm/i915/a.c": "2"})
+    b.commit(email="c@example.com", date="2024-01-03", files={"docs/x.md": "d2"})
+    b.commit(email="d@example.com", date="2024-01-04", files={"drivers/gpu-old.c": "not under drivers/gpu"})
+    # a rename out of the directory: both sides changed
+    b.commit(email="e@example.com", date="2024-01-05",
+             files={"drivers/gpu/drm/i915/a.c": None, "drivers/misc/a.c": "2"})
+    side = b.commit("topic", parents=[b.tip("main")], email="f@example.com", date="2024-01-06",
+                    files={"drivers/gpu/new.c": "x"})
+    b.commit(email="g@example.com", date="2024-01-07", files={"net/core.c": "n2"})
+    b.merge("main", side, email="merger@example.com", date="2024-01-08", files={"drivers/gpu/merge.c": "m"})
+    b.commit(email="h@example.com", date="2024-01-09", files={"docs/x.md": "d3", "net/core.c": "n3"})
+    b.commit(email="i@example.com", date="2024-01-10", files={"drivers/gpu/drm/i915/a.c": None})  # nothing to delete
+    return b
+
+
+@pytest.mark.parametrize("tokens, pathspec", [
+    ("path:drivers/gpu", ("drivers/gpu",)),
+    ("path:drivers/gpu/drm/i915", ("drivers/gpu/drm/i915",)),
+    ("path:drivers/gpu/drm/i915/a.c", ("drivers/gpu/drm/i915/a.c",)),
+    ("path:drivers/misc", ("drivers/misc",)),
+    ("path:docs path:net", ("docs", "net")),
+    ("path:!docs", (".", ":!docs")),
+    ("path:drivers path:!drivers/gpu", ("drivers", ":!drivers/gpu")),
+    ("path:nonexistent", ("nonexistent",)),
+])
+def test_path_figures_equal_git_log(engine, tree, tokens, pathspec):
+    engine.track(str(tree.path), "kernel")
+    assert ask(engine, f"kernel {tokens}").totals.person_days == oracle(tree, *pathspec)
+
+
+def test_merges_do_not_count_and_the_answer_says_so(engine, tree):
+    engine.track(str(tree.path), "kernel")
+    report = ask(engine, "kernel path:drivers/gpu by:person")
+    assert "merger@example.com" not in {r.key for r in report.rows}
+    assert report.extra["paths"] == ("drivers/gpu",)
+    from bot.render.words import MERGES_NOTE, footnotes
+
+    assert MERGES_NOTE in footnotes(report)
+
+
+def test_paths_are_indexed_incrementally(engine, tree):
+    engine.track(str(tree.path), "kernel")
+    tree.commit(email="late@example.com", date="2024-02-01", files={"drivers/gpu/late.c": "x"})
+    engine.sync(["kernel"])
+    assert ask(engine, "kernel path:drivers/gpu").totals.person_days == oracle(tree, "drivers/gpu")
+    assert engine.index.pending_path_count(engine.repo("kernel").id) == 0
+
+
+def test_project_is_a_union_usable_wherever_a_repository_is(engine, tmp_path):
+    a, b = RepoBuilder(tmp_path / "a"), RepoBuilder(tmp_path / "b")
+    a.commit(email="x@example.com", date="2024-03-01")
+    b.commit(email="x@example.com", date="2024-03-01")
+    b.commit(email="y@example.com", date="2024-03-02")
+    engine.track(str(a.path), "a")
+    engine.track(str(b.path), "b")
+    assert engine.project_add("suite", ["a", "b"]) == ["a", "b"]
+    report = ask(engine, "suite")
+    assert report.totals.person_days == 2  # x on 03-01 once, y on 03-02
+    assert {r.key: r.totals.person_days for r in ask(engine, "suite by:repo").rows} == {"a": 1, "b": 2}
+    with pytest.raises(QueryError):
+        engine.project_add("a", ["b"])  # a project cannot shadow a repository
+    engine.project_remove("suite")
+    with pytest.raises(UnknownRepoError):
+        ask(engine, "suite")
