@@ -152,14 +152,18 @@ def _normalise_source(source: str) -> str:
 
 @cli.command()
 @click.argument("names", nargs=-1)
+@click.option("--reclone", is_flag=True, help="Replace each named mirror with a fresh clone (for a damaged mirror); "
+                                              "keeps its projects and subscriptions.")
 @friendly
-def sync(names):
+def sync(names, reclone):
     """Fetch (with prune) and index what is new, for NAMES or every tracked repository."""
     engine = _engine()
+    if reclone and not names:
+        raise QueryError("Name the repositories to re-clone, e.g. `gad-bot sync --reclone myrepo`.")
     failed = False
     with _ProgressBar(True) as progress:
         for name in names or [r.name for r in engine.repos()]:
-            result = engine.sync([name], progress=progress)[0]
+            result = engine.reclone(name, progress) if reclone else engine.sync([name], progress=progress)[0]
             failed |= bool(result.error)
             click.echo(_summary(result))
     if failed:
@@ -294,6 +298,43 @@ def healthcheck():
         click.echo("gad-bot: no live `serve` process (heartbeat " + ("missing" if age is None else f"{age:.0f}s old") + ").", err=True)
         sys.exit(1)
     click.echo(f"ok (heartbeat {age:.0f}s old)")
+
+
+@cli.command()
+@friendly
+def doctor():
+    """Check tokens, scopes, mode, data directory, mirrors and schedules; exit 1 when something needs fixing."""
+    from .doctor import run_checks
+    from .slack import web_client
+
+    settings = _settings()
+    engine = _engine()
+    checks = run_checks(settings, engine, lambda: web_client(settings))
+    for check in checks:
+        click.echo(check.line())
+    failing = [c for c in checks if not c.ok and not c.warning]
+    click.echo(f"{len(failing)} problem(s) to fix" if failing else "everything needed is in place")
+    if failing:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, writable=True))
+@click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
+@friendly
+def backup(path, force):
+    """Write a consistent copy of the index to PATH while the bot runs (mirrors can be re-fetched)."""
+    from pathlib import Path
+
+    target = Path(path).expanduser()
+    if target.exists() and not force:
+        raise QueryError(f"{target} already exists; choose another path or add --force to overwrite it.")
+    if target.exists():
+        target.unlink()
+    engine = _engine()
+    engine.index.backup(target)
+    click.echo(f"backed up the index to {target} ({target.stat().st_size:,} bytes); restore: stop gad-bot, "
+               f"copy it to {engine.settings.index_path}, start gad-bot")
 
 
 def main() -> None:

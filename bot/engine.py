@@ -161,6 +161,17 @@ class Engine:
             raise MirrorError(result.error)
         return result
 
+    def reclone(self, name: str, progress: Progress | None = None) -> SyncResult:
+        """Replace a damaged mirror with a fresh clone, keeping the repository's name, projects and subscriptions."""
+        repo = self.repo(name)
+        if repo.in_place:
+            raise MirrorError(f"`{name}` is registered in place, so gad-bot does not own its copy; repair it with git "
+                              "(e.g. `git fsck`, or clone it again), then run `gad-bot sync` for it.")
+        with self._repo_lock(repo):
+            path = self.store.create(repo.source, repo.name, progress, replace=repo.mirror_path)
+            self.index.set_mirror_path(repo.id, path)
+        return self.sync_one(self.index.repo_by_id(repo.id), progress=progress, fetch=False)
+
     def untrack(self, name: str) -> None:
         repo = self.repo(name)
         self.index.remove_repo(repo.id)
@@ -392,13 +403,18 @@ class Engine:
                               last_day=flt.until_day if flt.until_day is not None else
                               (to_epoch_day(today) if flt.since_day is not None else None))
         as_of = [r.last_success_at for r in repos if r.last_success_at]
-        return Report(repos=tuple(r.name for r in repos), since=query.since, until=query.until,
+        report = Report(repos=tuple(r.name for r in repos), since=query.since, until=query.until,
                       scope_words=query.words(), totals=totals, by=query.by, rows=tuple(rows),
                       trend_bucket=trend_bucket, trend=tuple(trend),
                       skipped=sum(s.skipped for s in selections),
                       data_as_of=min(as_of) if len(as_of) == len(repos) and as_of else None,
                       extra={"paths": query.paths, "exclude_paths": query.exclude_paths}
                       if (query.paths or query.exclude_paths) else {})
+        if query.vs_cocomo:
+            from .cocomo import with_cocomo  # runs a line counter only when asked
+
+            report = with_cocomo(self, repos, query, report)
+        return report
 
     def _path_commits(self, repos: list[RepoRow], query: Query) -> np.ndarray:
         for repo in repos:

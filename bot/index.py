@@ -13,6 +13,10 @@ Tables (after migration 1):
     repo_commits  which commits each repository has, and in which scopes (bits)
     columns       per repository, the numpy arrays a report reads (a cache, rebuilt per sync)
     meta          small key/value facts (e.g. the bot patterns the identities were built with)
+    projects, project_repos                       several repositories counted as one (migration 2)
+    subscriptions, subscription_repos, deliveries weekly digests and their exactly-once ledger (3)
+    paths, commit_paths                           which paths each non-merge commit changed, for path: (4)
+    cocomo_cache                                  source line counts per (tree id, counter), for vs:cocomo (5)
 """
 
 from __future__ import annotations
@@ -160,6 +164,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             PRIMARY KEY (path_id, commit_id)) WITHOUT ROWID""",
         "ALTER TABLE commits ADD COLUMN paths_done INTEGER NOT NULL DEFAULT 0",
         "CREATE INDEX commits_paths_pending ON commits(paths_done) WHERE paths_done = 0",
+    ]),
+    (5, "cocomo_cache", [
+        """CREATE TABLE cocomo_cache (
+            tree_id TEXT NOT NULL,
+            counter TEXT NOT NULL,
+            sloc INTEGER NOT NULL,
+            counted_at TEXT NOT NULL,
+            PRIMARY KEY (tree_id, counter)) WITHOUT ROWID""",
     ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -558,6 +570,22 @@ class Index:
             if repo:
                 found[project].append(repo)
         return found
+
+    def backup(self, dest: Path, pages_per_step: int = 1024) -> None:
+        """A consistent copy of the index while others keep reading and writing (SQLite online backup)."""
+        _create_private(dest)
+        target = sqlite3.connect(dest)
+        try:
+            source = sqlite3.connect(self.path, timeout=30)
+            try:
+                source.backup(target, pages=pages_per_step)  # restarts by itself when a writer changes a page
+            finally:
+                source.close()
+            target.execute("PRAGMA journal_mode = DELETE")  # a single self-contained file
+            if target.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+                raise OSError("the copy failed its integrity check")
+        finally:
+            target.close()
 
     def integrity_ok(self) -> bool:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

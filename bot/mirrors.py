@@ -199,9 +199,23 @@ class Mirror:
             if not name.startswith("refs/"):
                 continue
             try:
-                commit = self.repo.references[name].peel(pygit2.Commit)
-            except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
-                continue
+                target = self.repo.references[name].resolve().target
+            except (KeyError, pygit2.GitError):
+                continue  # a dangling symbolic ref names nothing
+            # A ref whose object cannot be read means a damaged mirror, never "this ref is gone":
+            # treating it as gone would silently drop history from every figure.
+            try:
+                obj = self.repo[target]
+            except (KeyError, pygit2.GitError, ValueError) as error:
+                raise MirrorError(f"The mirror is damaged: {name} points at an object it cannot read "
+                                  f"({_describe(error)}); re-clone it with `gad-bot sync --reclone NAME`.") from None
+            try:
+                commit = obj.peel(pygit2.Commit)
+            except (pygit2.InvalidSpecError, ValueError):
+                continue  # a tag of a tree or blob (e.g. linux's v2.6.11): no history
+            except (KeyError, pygit2.GitError) as error:
+                raise MirrorError(f"The mirror is damaged: {name} cannot be followed to a commit "
+                                  f"({_describe(error)}); re-clone it with `gad-bot sync --reclone NAME`.") from None
             tips[name] = commit.id.raw
         head = self.head_ref()
         if head and head in tips:
@@ -363,12 +377,16 @@ class MirrorStore:
         if limits.timeout_seconds:
             set_network_timeouts(limits.timeout_seconds)
 
-    def create(self, source: str, name: str, progress: Progress | None = None) -> Path:
-        """Clone a bare mirror of every ref of `source`; on any failure nothing is left behind."""
+    def create(self, source: str, name: str, progress: Progress | None = None, *, replace: Path | None = None) -> Path:
+        """Clone a bare mirror of every ref of `source`; on any failure nothing is left behind.
+
+        With `replace`, the fresh clone goes to a new directory and the (damaged) old one is removed
+        once the clone is complete. A new path matters: libgit2 caches pack files by path.
+        """
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        final = self.root / mirror_dir_name(name)
+        final = self.root / mirror_dir_name(f"{name}@{time.time_ns()}" if replace else name)
         if final.exists():
-            shutil.rmtree(final)  # leftovers of an interrupted clone of the same name
+            shutil.rmtree(final)  # leftovers of an interrupted clone of a repository no longer tracked
         staging = self.root / (".incoming-" + final.name)
         shutil.rmtree(staging, ignore_errors=True)
         try:
@@ -377,6 +395,8 @@ class MirrorStore:
             repo.config["remote.origin.mirror"] = True
             Mirror(staging).fetch(self.limits, progress)
             staging.rename(final)
+            if replace is not None:
+                self.remove(replace)
         except MirrorError:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -390,11 +410,11 @@ class MirrorStore:
         removed: list[Path] = []
         if not self.root.exists():
             return removed
+        cutoff = time.time() - 3600  # a clone or fetch still running in another process is younger than this
         for entry in self.root.iterdir():
-            if entry.name.startswith(".incoming-"):
+            if entry.name.startswith(".incoming-") and entry.stat().st_mtime < cutoff:
                 shutil.rmtree(entry, ignore_errors=True)
                 removed.append(entry)
-        cutoff = time.time() - 3600  # a running fetch's temporary pack is younger than this
         for pattern in ("*/objects/pack/tmp_pack_*", "*/objects/pack/pack_git2_*", "*/objects/pack/*.lock"):
             for temp in self.root.glob(pattern):
                 try:

@@ -1,0 +1,382 @@
+"""`vs:cocomo`: Basic COCOMO (organic mode) from the physical source lines at the head of the scope.
+
+    sloc = an established counter (SLOCCount, as in the original 2GAD study, else cloc)
+           run over the files of the tree at the head of the scope, cached per tree id
+    COCOMO person-months = 2.4 * KSLOC ** 1.05      (the formula SLOCCount prints)
+    2GAD person-months   = 2GAD person-days / 19    (METRIC.md "Units": COCOMO's 152-hour month)
+    ratio                = 2GAD person-months / COCOMO person-months
+
+stdlib only: git is read through the `Mirror` methods `tree_of` and `export_tree`, the index
+through `Index.db`. See docs/cocomo.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import GadError, QueryError
+from .metric import DAYS_PER_PERSON_MONTH, Cocomo, Report
+
+if TYPE_CHECKING:  # the engine imports this module lazily; no import cycle at run time
+    from .engine import Engine
+    from .index import Index, RepoRow
+    from .query import Query, Scope
+
+log = logging.getLogger(__name__)
+
+# Basic COCOMO, organic mode (Boehm 1981), exactly as SLOCCount prints it.
+EFFORT_FACTOR = 2.4
+EFFORT_EXPONENT = 1.05
+FORMULA = "person-months = 2.4 x KSLOC^1.05"
+
+DEFAULT_TIMEOUT_SECONDS = 600
+
+INSTALL_HINT = ("Counting source lines for `vs:cocomo` needs SLOCCount or cloc on the gad-bot server and neither "
+                "is installed; ask the operator to run `apt-get install sloccount` (Debian/Ubuntu; or install "
+                "`cloc`) and try again.")
+
+# The cache of line counts: one row per (tree, counter). Migration 4 ("cocomo_cache") in bot/index.py.
+# tree_id is the tree's hex id, followed by the path filters when the count was restricted to some
+# paths (see `tree_key`); counter is the counter's name and version, so an upgrade recounts.
+MIGRATION_SQL = """CREATE TABLE cocomo_cache (
+            tree_id TEXT NOT NULL,
+            counter TEXT NOT NULL,
+            sloc INTEGER NOT NULL,
+            counted_at TEXT NOT NULL,
+            PRIMARY KEY (tree_id, counter)) WITHOUT ROWID"""
+
+
+# -- arithmetic ----------------------------------------------------------------
+def basic_cocomo_person_months(sloc: int) -> float:
+    """Basic COCOMO, organic mode: 2.4 x KSLOC^1.05 person-months (SLOCCount's 'Development Effort Estimate')."""
+    if sloc < 0:
+        raise ValueError("SLOC cannot be negative")
+    return EFFORT_FACTOR * (sloc / 1000) ** EFFORT_EXPONENT
+
+
+def compare(two_gad_person_days: int, counter: str, sloc: int) -> Cocomo:
+    """COCOMO beside 2GAD, both in person-months (19 person-days each); ratio = 2GAD / COCOMO (NaN when COCOMO is 0)."""
+    cocomo_pm = basic_cocomo_person_months(sloc)
+    two_gad_pm = two_gad_person_days / DAYS_PER_PERSON_MONTH
+    ratio = two_gad_pm / cocomo_pm if cocomo_pm > 0 else math.nan
+    return Cocomo(counter=counter, sloc=sloc, person_months=cocomo_pm, two_gad_person_months=two_gad_pm, ratio=ratio)
+
+
+def footnote(cocomo: Cocomo, where: str = "the head of the default branch", *, repos: int = 1,
+             period: bool = False) -> str:
+    """The answer's footnote: the formula, the counter, where lines were counted, the unit conversion."""
+    summed = f", summed over the heads of {repos} repositories" if repos > 1 else ""
+    text = (f"COCOMO: basic, organic mode, {FORMULA} (as SLOCCount prints it), from {cocomo.sloc:,} physical "
+            f"source lines counted by {cocomo.counter} at {where}{summed}; 2GAD converted at 1 person-month = "
+            f"{DAYS_PER_PERSON_MONTH} person-days (152 h); ratio = 2GAD / COCOMO.")
+    if period:
+        text += " The lines are today's, at the head; 2GAD covers only the chosen period."
+    return text
+
+
+# -- counters ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Counter:
+    """An installed line counter."""
+
+    kind: str  # "sloccount" or "cloc"
+    path: str  # the executable
+    name: str  # shown in the answer and part of the cache key, e.g. "SLOCCount 2.26"
+
+
+@functools.lru_cache(maxsize=8)
+def _version(path: str, mtime: float) -> str | None:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30,
+                             stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"\d+(?:\.\d+)+", out)
+    return found.group(0) if found else None
+
+
+def detect_counter() -> Counter:
+    """SLOCCount if on PATH (what the original 2GAD study used), else cloc; else GadError saying how to install one."""
+    for kind, label in (("sloccount", "SLOCCount"), ("cloc", "cloc")):
+        path = shutil.which(kind)
+        if path:
+            try:
+                mtime = os.stat(path).st_mtime
+            except OSError:
+                continue
+            version = _version(path, mtime)
+            return Counter(kind, path, f"{label} {version}" if version else label)
+    raise GadError(INSTALL_HINT)
+
+
+def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    """Run a counter in its own process group, so a timeout kills its helpers too (SLOCCount forks many)."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(cwd), "TMPDIR": str(cwd), "LC_ALL": "C"}
+    with subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.communicate()
+            raise
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+_SLOCCOUNT_TOTAL = re.compile(r"^Total Physical Source Lines of Code \(SLOC\)\s*=\s*([\d,]+)\s*$", re.M)
+_SLOCCOUNT_EFFORT = re.compile(
+    r"^Development Effort Estimate, Person-Years \(Person-Months\)\s*=\s*([\d,.]+)\s*\(([\d,.]+)\)\s*$", re.M)
+
+
+def parse_sloccount(output: str) -> int | None:
+    """The physical SLOC total SLOCCount printed ('... (SLOC) = 1,234'); 0 for 'SLOC total is zero'; else None."""
+    found = _SLOCCOUNT_TOTAL.search(output)
+    if found:
+        return int(found.group(1).replace(",", ""))
+    if "SLOC total is zero" in output:
+        return 0
+    return None
+
+
+def parse_sloccount_effort(output: str) -> tuple[float, float] | None:
+    """SLOCCount's own COCOMO figure: (person-years, person-months) as printed, or None."""
+    found = _SLOCCOUNT_EFFORT.search(output)
+    if not found:
+        return None
+    return float(found.group(1).replace(",", "")), float(found.group(2).replace(",", ""))
+
+
+def parse_cloc(output: str) -> int | None:
+    """SUM.code of `cloc --json` (cloc prints `{}` when it finds no source at all); None when unreadable."""
+    start = output.find("{")
+    if start < 0:
+        return None
+    try:
+        data = json.loads(output[start:])
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    summary = data.get("SUM", {})
+    total = summary.get("code", 0) if isinstance(summary, dict) else None
+    return total if isinstance(total, int) and not isinstance(total, bool) else None
+
+
+def run_counter(counter: Counter, directory: Path, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> int:
+    """Physical SLOC of the files under `directory` by `counter`."""
+    with tempfile.TemporaryDirectory(prefix="gad-count-") as scratch:
+        scratch_path = Path(scratch)
+        if counter.kind == "sloccount":
+            data_dir = scratch_path / "slocdata"  # SLOCCount empties its data directory: never the sources
+            data_dir.mkdir()
+            args = [counter.path, "--datadir", str(data_dir), str(directory)]
+        else:
+            args = [counter.path, "--json", "--quiet", str(directory)]
+        started = time.monotonic()
+        try:
+            done = _run(args, scratch_path, timeout)
+        except subprocess.TimeoutExpired:
+            raise GadError(f"Counting source lines with {counter.name} took longer than {timeout:g} seconds, so there "
+                           "is no COCOMO figure; ask again without `vs:cocomo`.") from None
+        except OSError as error:
+            raise GadError(f"{counter.name} could not be run ({error.strerror or error}); ask the operator to "
+                           "check its installation.") from None
+    sloc = parse_sloccount(done.stdout) if counter.kind == "sloccount" else parse_cloc(done.stdout)
+    if sloc is None or (done.returncode != 0 and sloc != 0):
+        # Its output may name files of the repository: the log gets it, the user only the exit status.
+        log.warning("%s failed (exit %s): %s", counter.name, done.returncode, (done.stderr or done.stdout)[-2000:])
+        raise GadError(f"{counter.name} failed to count the source lines (exit {done.returncode}); ask the operator "
+                       "to check its installation and gad-bot's log.")
+    log.info("%s counted %d SLOC in %.1f s", counter.name, sloc, time.monotonic() - started)
+    return sloc
+
+
+# -- the cache -----------------------------------------------------------------
+class SlocCache:
+    """SLOC per (tree, counter) in the index's `cocomo_cache` table (migration 4)."""
+
+    def __init__(self, index: "Index"):
+        self.index = index
+
+    def get(self, tree_id: str, counter: str) -> int | None:
+        row = self.index.db.execute("SELECT sloc FROM cocomo_cache WHERE tree_id = ? AND counter = ?",
+                                    (tree_id, counter)).fetchone()
+        return None if row is None else int(row[0])
+
+    def put(self, tree_id: str, counter: str, sloc: int) -> None:
+        self.index.db.execute(
+            "INSERT INTO cocomo_cache (tree_id, counter, sloc, counted_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (tree_id, counter) DO UPDATE SET sloc = excluded.sloc, counted_at = excluded.counted_at",
+            (tree_id, counter, int(sloc), datetime.now(timezone.utc).isoformat(timespec="seconds")))
+
+
+def ensure_table(index: "Index") -> None:
+    """Create the cache table when migration 4 has not (for tests, and for an index older than the wiring)."""
+    if not index.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cocomo_cache'").fetchone():
+        index.db.execute(MIGRATION_SQL)
+
+
+# -- counting a tree -----------------------------------------------------------
+def tree_key(tree_id: str, paths: Iterable[str] = (), exclude_paths: Iterable[str] = ()) -> str:
+    """The cache key: the tree id, plus the path filters when the count is restricted ('<tree> path:src path:!docs')."""
+    words = [f"path:{p}" for p in sorted(set(paths))] + [f"path:!{p}" for p in sorted(set(exclude_paths))]
+    return " ".join([tree_id, *words])
+
+
+def _inside(root: Path, relative: str) -> Path | None:
+    target = (root / relative)
+    try:
+        target.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    return target
+
+
+def _restrict(exported: Path, selected: Path, paths: tuple[str, ...], exclude_paths: tuple[str, ...]) -> Path:
+    """Apply `path:` filters to an exported tree: drop excluded paths, keep only included ones (same layout)."""
+    for relative in exclude_paths:
+        target = _inside(exported, relative)
+        if target is None or not target.exists():
+            continue
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+    if not paths:
+        return exported
+    selected.mkdir()
+    kept = sorted(set(paths))
+    kept = [p for p in kept if not any(p.startswith(q + "/") for q in kept)]  # src/net is inside src
+    for relative in kept:
+        source = _inside(exported, relative)
+        if source is None or not source.exists():
+            continue
+        destination = selected / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        source.rename(destination)
+    return selected
+
+
+def count_sloc(mirror, tip: bytes, cache: SlocCache | None, *, counter: Counter | None = None,
+               paths: Iterable[str] = (), exclude_paths: Iterable[str] = (),
+               timeout: float = DEFAULT_TIMEOUT_SECONDS, workdir: Path | None = None) -> tuple[str, int]:
+    """(counter name, physical SLOC) of the tree at commit `tip`, from the cache when that tree was counted before.
+
+    `mirror` needs `tree_of(tip)` and `export_tree(tip, dest)` (bot.mirrors.Mirror). `paths` keep only
+    those paths, `exclude_paths` drop them (the query's `path:` filters); each is a path inside the tree.
+    """
+    counter = counter or detect_counter()
+    paths, exclude_paths = tuple(paths), tuple(exclude_paths)
+    key = tree_key(mirror.tree_of(tip), paths, exclude_paths)
+    if cache is not None:
+        cached = cache.get(key, counter.name)
+        if cached is not None:
+            return counter.name, cached
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with tempfile.TemporaryDirectory(prefix="gad-tree-", dir=workdir) as scratch:
+        exported = Path(scratch) / "tree"
+        exported.mkdir()
+        mirror.export_tree(tip, exported)
+        target = _restrict(exported, Path(scratch) / "selected", paths, exclude_paths)
+        sloc = run_counter(counter, target, timeout)
+    if cache is not None:
+        cache.put(key, counter.name, sloc)
+    return counter.name, sloc
+
+
+# -- the engine's side ---------------------------------------------------------
+def where_words(scope: "Scope", paths: Iterable[str] = (), exclude_paths: Iterable[str] = ()) -> str:
+    """Where the lines were counted, for the footnote: 'the head of the default branch, under src'."""
+    if scope.kind == "branch" and scope.branch != "HEAD":
+        text = f"the tip of branch {scope.branch}"
+    else:
+        text = "the head of the default branch"
+    paths, exclude_paths = tuple(paths), tuple(exclude_paths)
+    if paths:
+        text += ", under " + ", ".join(paths)
+    if exclude_paths:
+        text += ", excluding " + ", ".join(exclude_paths)
+    return text
+
+
+def head_tip(engine: "Engine", repo: "RepoRow", mirror, scope: "Scope") -> bytes:
+    """The commit 'at the head of the scope': the named branch's tip for branch:NAME, else the default branch's."""
+    if scope.kind == "branch" and scope.branch != "HEAD":
+        tip = mirror.branch_tip(scope.branch)
+        if tip is None:
+            raise QueryError(f"`{repo.name}` has no branch `{scope.branch}` to count source lines at; "
+                             "name one of its branches with `branch:NAME`.")
+        return tip
+    tip = engine.index.stored_tips(repo.id).get("HEAD")
+    if tip is None:
+        raise QueryError(f"`{repo.name}` has no default branch, so COCOMO has no head to count source lines at; "
+                         "name a branch with `branch:NAME vs:cocomo`.")
+    return tip
+
+
+def measure(engine: "Engine", repos: Iterable["RepoRow"], query: "Query",
+            timeout: float = DEFAULT_TIMEOUT_SECONDS) -> tuple[str, int]:
+    """(counter name, SLOC summed over each repository's head); identical trees (forks) are counted once."""
+    from .mirrors import Mirror  # pygit2 stays out of this module's import
+
+    counter = detect_counter()
+    cache = SlocCache(engine.index)
+    workdir = engine.settings.data_dir / "tmp"
+    seen: set[str] = set()
+    total = 0
+    for repo in repos:
+        mirror = Mirror(repo.mirror_path)
+        tip = head_tip(engine, repo, mirror, query.scope)
+        key = tree_key(mirror.tree_of(tip), query.paths, query.exclude_paths)
+        if key in seen:
+            continue
+        seen.add(key)
+        _, sloc = count_sloc(mirror, tip, cache, counter=counter, paths=query.paths,
+                             exclude_paths=query.exclude_paths, timeout=timeout, workdir=workdir)
+        total += sloc
+    return counter.name, total
+
+
+def cocomo_for(engine: "Engine", repos: Iterable["RepoRow"], query: "Query", report: Report,
+               timeout: float = DEFAULT_TIMEOUT_SECONDS) -> Cocomo:
+    """Basic COCOMO from the SLOC at the head of the query's scope, beside the report's 2GAD."""
+    counter, sloc = measure(engine, repos, query, timeout)
+    return compare(report.two_gad, counter, sloc)
+
+
+def with_cocomo(engine: "Engine", repos: Iterable["RepoRow"], query: "Query", report: Report,
+                timeout: float = DEFAULT_TIMEOUT_SECONDS) -> Report:
+    """The report with `cocomo` set and the COCOMO footnote added (what Engine.report calls for `vs:cocomo`).
+
+    With no source lines at all there is nothing to compare with: the report says so in a note instead.
+    """
+    repos = list(repos)
+    counter, sloc = measure(engine, repos, query, timeout)
+    where = where_words(query.scope, query.paths, query.exclude_paths)
+    if sloc == 0:
+        note = (f"vs:cocomo: {counter} found no source lines at {where}, so basic COCOMO predicts nothing "
+                "to compare 2GAD with.")
+        return dataclasses.replace(report, notes=(*report.notes, note))
+    cocomo = compare(report.two_gad, counter, sloc)
+    note = footnote(cocomo, where, repos=len(repos), period=query.since is not None or query.until is not None)
+    return dataclasses.replace(report, cocomo=cocomo, notes=(*report.notes, note))

@@ -1,0 +1,145 @@
+"""`gad-bot doctor`: one checklist of everything an operator can get wrong, each line saying how to fix it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from .config import Settings
+from .errors import GadError
+from .sources import redact
+
+# What the features use; manifest.yml asks for exactly these (tests/test_manifest.py checks both).
+NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read")
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    what: str
+    fix: str = ""  # how to fix it, when not ok
+    warning: bool = False  # worth knowing, not worth failing for
+
+    def line(self) -> str:
+        mark = "ok  " if self.ok else ("warn" if self.warning else "FAIL")
+        return f"[{mark}] {self.what}" + (f" -- {self.fix}" if self.fix and not self.ok else "")
+
+
+def check_data_dir(settings: Settings) -> Check:
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with tempfile.NamedTemporaryFile(dir=settings.data_dir):
+            pass
+    except OSError as error:
+        return Check(False, f"data directory {settings.data_dir} is not writable ({error.strerror})",
+                     "give the service user write access, or point GAD_DATA_DIR elsewhere")
+    mode = os.stat(settings.data_dir).st_mode & 0o777
+    if mode & 0o077:
+        return Check(False, f"data directory {settings.data_dir} is readable by others (mode {mode:o})",
+                     f"chmod 700 {settings.data_dir}", warning=True)
+    return Check(True, f"data directory {settings.data_dir} is writable and private")
+
+
+def check_index(engine) -> list[Check]:
+    index = engine.index
+    checks = [Check(True, f"index schema version {index.schema_version()} (migrations applied)")]
+    if index.db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+        checks.append(Check(False, "the index failed SQLite's quick_check",
+                            "restore the latest `gad-bot backup`, or move index.sqlite away and `gad-bot track` again"))
+    else:
+        checks.append(Check(True, "index passes SQLite's quick_check"))
+    return checks
+
+
+def check_slack(settings: Settings, client_factory) -> list[Check]:
+    from slack_sdk.errors import SlackApiError
+
+    checks: list[Check] = []
+    if not settings.slack_bot_token:
+        return [Check(False, "SLACK_BOT_TOKEN is not set", "copy the Bot User OAuth Token (xoxb-...) from "
+                      "OAuth & Permissions", warning=True)]
+    client = client_factory()
+    try:
+        response = client.auth_test()
+    except SlackApiError as error:
+        reason = error.response.get("error", "error")
+        return [Check(False, f"Slack refused SLACK_BOT_TOKEN ({reason})",
+                      "reinstall the app and copy the new Bot User OAuth Token into SLACK_BOT_TOKEN")]
+    except Exception as error:  # network: the API URL is wrong or unreachable
+        return [Check(False, f"cannot reach the Slack API at {settings.slack_api_url} ({type(error).__name__})",
+                      "check SLACK_API_URL and the network/proxy")]
+    checks.append(Check(True, f"bot token valid for team {response.get('team', '?')} as @{response.get('user', '?')}"))
+    granted = {s.strip() for s in (response.headers.get("x-oauth-scopes") or response.headers.get("X-OAuth-Scopes") or "").split(",") if s.strip()}
+    missing = [s for s in NEEDED_SCOPES if s not in granted]
+    if missing:
+        checks.append(Check(False, "missing bot scopes: " + ", ".join(missing),
+                            "add them under OAuth & Permissions (or re-create the app from manifest.yml) and reinstall"))
+    else:
+        checks.append(Check(True, "granted scopes cover " + ", ".join(NEEDED_SCOPES)))
+    if settings.slack_app_token:
+        if not settings.slack_app_token.startswith("xapp-"):
+            checks.append(Check(False, "SLACK_APP_TOKEN is not an app-level token (xapp-...)",
+                                "create one under Basic Information > App-Level Tokens with connections:write"))
+        else:
+            try:
+                client.apps_connections_open(app_token=settings.slack_app_token)
+                checks.append(Check(True, "Socket Mode: the app-level token opens a connection"))
+            except SlackApiError as error:
+                checks.append(Check(False, f"Socket Mode: Slack refused SLACK_APP_TOKEN ({error.response.get('error')})",
+                                    "enable Socket Mode and create an app-level token with connections:write"))
+    elif settings.slack_signing_secret:
+        checks.append(Check(True, "HTTP mode: signing secret set (Slack must reach https://YOUR-HOST/slack/events)"))
+    else:
+        checks.append(Check(False, "neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP mode) is set",
+                            "set SLACK_APP_TOKEN for Socket Mode (no public URL needed) or SLACK_SIGNING_SECRET"))
+    return checks
+
+
+def check_mirrors(engine, now: datetime) -> list[Check]:
+    from .mirrors import Mirror
+
+    repos = engine.repos()
+    if not repos:
+        return [Check(True, "no repositories tracked yet (`gad-bot track URL`)", warning=True)]
+    stale_after = timedelta(minutes=3 * engine.settings.sync_interval_minutes)
+    checks = []
+    for repo in repos:
+        try:
+            Mirror(repo.mirror_path).ref_tips()
+        except GadError as error:
+            checks.append(Check(False, f"{repo.name}: mirror unreadable ({error})",
+                                f"gad-bot sync --reclone {repo.name}"))
+            continue
+        if repo.last_error:
+            checks.append(Check(False, f"{repo.name}: last sync failed: {redact(repo.last_error)}",
+                                f"check the source {redact(repo.source)}; gad-bot retries with backoff", warning=True))
+        elif repo.last_success_at is None or now - repo.last_success_at > stale_after:
+            when = repo.last_success_at.strftime("%Y-%m-%d %H:%M UTC") if repo.last_success_at else "never"
+            checks.append(Check(False, f"{repo.name}: last synced {when}",
+                                "is `gad-bot serve` running? or run `gad-bot sync`", warning=True))
+        else:
+            checks.append(Check(True, f"{repo.name}: {repo.commits:,} commits, synced "
+                                      f"{repo.last_success_at.strftime('%Y-%m-%d %H:%M UTC')}"))
+    return checks
+
+
+def check_schedule(engine, now: datetime) -> list[Check]:
+    try:
+        from .schedule import next_digest_times
+    except ImportError:
+        return []
+    times = next_digest_times(engine, now)
+    if not times:
+        return [Check(True, "no digest subscriptions", warning=True)]
+    return [Check(True, f"digest for {channel}: next at {when.isoformat(timespec='minutes')}") if when else
+            Check(False, f"digest for {channel} is paused", "see `/gad subscriptions` in that channel; "
+                  "subscribe again once fixed", warning=True)
+            for channel, when in times]
+
+
+def run_checks(settings: Settings, engine, client_factory, now: datetime | None = None) -> list[Check]:
+    now = now or datetime.now(timezone.utc)
+    return [check_data_dir(settings), *check_index(engine), *check_slack(settings, client_factory),
+            *check_mirrors(engine, now), *check_schedule(engine, now)]

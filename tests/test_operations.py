@@ -1,0 +1,144 @@
+"""Operating gad-bot: doctor against a loopback Slack, migrations from the first schema, backups, re-clones."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from bot.config import Settings
+from bot.doctor import NEEDED_SCOPES, run_checks
+from bot.engine import Engine
+from bot.index import MIGRATIONS, SCHEMA_VERSION, Index
+from bot.query import parse_query
+from bot.slack import web_client
+from tests.conftest import TODAY
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub
+
+
+@pytest.fixture
+def stub():
+    with SlackStub(scopes=list(NEEDED_SCOPES)) as running:
+        yield running
+
+
+def doctor(tmp_path, stub, token, **env):
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": token,
+                                  "SLACK_API_URL": stub.api_url, "SLACK_SIGNING_SECRET": "x" * 32, **env})
+    engine = Engine.open(settings)
+    return run_checks(settings, engine, lambda: web_client(settings))
+
+
+def failing(checks):
+    return [c for c in checks if not c.ok and not c.warning]
+
+
+def test_doctor_all_good(tmp_path, stub):
+    checks = doctor(tmp_path, stub, stub.good_token)
+    assert failing(checks) == []
+    assert any("bot token valid" in c.line() for c in checks)
+
+
+def test_doctor_bad_token_says_how_to_fix(tmp_path, stub):
+    checks = doctor(tmp_path, stub, "xoxb-wrong")
+    bad = failing(checks)
+    assert len(bad) == 1 and "invalid_auth" in bad[0].line() and "reinstall" in bad[0].line()
+    assert "xoxb-wrong" not in "\n".join(c.line() for c in checks)
+
+
+def test_doctor_missing_scope(tmp_path, stub):
+    stub.scopes = ["commands", "chat:write"]
+    bad = failing(doctor(tmp_path, stub, stub.good_token))
+    assert len(bad) == 1 and "files:write" in bad[0].line() and "users:read" in bad[0].line()
+
+
+def test_doctor_flags_a_broken_mirror(tmp_path, stub, upstream):
+    import shutil
+
+    upstream.commit()
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
+    engine = Engine.open(settings)
+    engine.track(str(upstream.path), "up")
+    shutil.rmtree(engine.repo("up").mirror_path)
+    bad = failing(doctor(tmp_path, stub, stub.good_token))
+    assert any("gad-bot sync --reclone up" in c.line() for c in bad)
+
+
+def test_manifest_asks_for_exactly_the_scopes_doctor_needs():
+    import yaml
+    from pathlib import Path
+
+    manifest = yaml.safe_load((Path(__file__).parent.parent / "manifest.yml").read_text())
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == set(NEEDED_SCOPES)
+
+
+def test_first_schema_upgrades_in_place_keeping_data(tmp_path, upstream):
+    """A database made by the first release (migration 1 only) opens with this one, untouched by hand."""
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    for statement in MIGRATIONS[0][2]:
+        conn.execute(statement)
+    conn.execute("INSERT INTO migrations VALUES (1, 'engine', '2026-01-01T00:00:00+00:00')")
+    conn.execute("INSERT INTO repos (name, source, mirror_path, created_at) VALUES ('old', '/x', '/x', '2026-01-01')")
+    conn.commit()
+    conn.close()
+    index = Index(path)
+    assert index.schema_version() == SCHEMA_VERSION
+    assert [r.name for r in index.repos()] == ["old"]
+    assert {r["version"] for r in index.rows("SELECT version FROM migrations")} == set(range(1, SCHEMA_VERSION + 1))
+
+
+def test_backup_while_a_sync_writes_is_consistent(tmp_path, settings, upstream):
+    for day in range(1, 29):
+        upstream.commit(email=f"p{day % 5}@example.com", date=f"2024-02-{day:02d}")
+    engine = Engine.open(settings)
+    engine.track(str(upstream.path), "up")
+    for day in range(1, 29):
+        upstream.commit(email=f"q{day % 3}@example.com", date=f"2024-03-{day:02d}")
+    writer = threading.Thread(target=lambda: engine.sync(["up"]))
+    writer.start()
+    copies = []
+    for n in range(5):
+        target = tmp_path / f"copy{n}.sqlite"
+        engine.index.backup(target)
+        copies.append(target)
+    writer.join()
+    for target in copies:
+        copy = Engine(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / f"restored-{target.stem}")}), Index(target))
+        figures = copy.report(parse_query(["up"], TODAY)).totals.person_days
+        assert figures in (28, 56)  # before or after the sync, never in between
+        assert copy.index.integrity_ok()
+
+
+def test_backup_cli_refuses_to_overwrite(tmp_path, upstream):
+    from tests.test_cli import run
+
+    upstream.commit()
+    data = tmp_path / "data"
+    run("track", str(upstream.path), "--name", "up", data=data)
+    target = tmp_path / "b.sqlite"
+    assert run("backup", str(target), data=data).returncode == 0
+    again = run("backup", str(target), data=data)
+    assert again.returncode == 2 and "--force" in again.stderr
+
+
+def test_reclone_keeps_projects_and_figures(tmp_path, settings):
+    origin = RepoBuilder(tmp_path / "origin", bare=True)
+    origin.commit(email="a@example.com", date="2024-01-01")
+    origin.commit(email="b@example.com", date="2024-01-02")
+    engine = Engine.open(settings)
+    engine.track(str(origin.path), "up")
+    engine.project_add("suite", ["up"])
+    mirror = engine.repo("up").mirror_path
+    for pack in (mirror / "objects" / "pack").glob("*.pack"):
+        pack.write_bytes(pack.read_bytes()[:40])  # truncate: the mirror is damaged
+    result = engine.sync(["up"])[0]
+    assert result.error and "reclone" in result.error
+    assert engine.repo("up").last_error
+    fixed = engine.reclone("up")
+    assert fixed.error is None
+    assert engine.repo("up").last_error is None
+    assert engine.report(parse_query(["suite"], TODAY)).totals.person_days == 2
