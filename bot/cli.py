@@ -184,7 +184,7 @@ def _repo_dicts(engine) -> list[dict]:
 
     return [{"name": r.name, "source": redact(r.source), "in_place": r.in_place, "commits": r.commits,
              "skipped": r.skipped, "last_sync": r.last_sync_at, "last_success": r.last_success_at,
-             "last_error": r.last_error} for r in engine.repos()]
+             "last_error": r.last_error, "next_attempt": r.next_attempt_at} for r in engine.repos()]
 
 
 @cli.command()

@@ -201,6 +201,14 @@ class Engine:
     def sync_one(self, repo: RepoRow, *, progress: Progress | None = None, fetch: bool = True,
                  now: datetime | None = None) -> SyncResult:
         now = now or utcnow()
+        if fetch and not repo.in_place and not repo.mirror_path.exists():
+            # e.g. the index was restored on a new host: the mirror comes back from its source
+            log.info("mirror of %s is missing; cloning it again", repo.name)
+            try:
+                return self.reclone(repo.name, progress)
+            except GadError as error:
+                self.index.record_attempt(repo.id, str(error), now, now + timedelta(minutes=self.settings.sync_interval_minutes))
+                return SyncResult(repo.name, 0, 0, repo.commits, error=str(error))
         try:
             with self._repo_lock(repo):
                 mirror = Mirror(repo.mirror_path)

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import sqlite_utils
 
+from .errors import ConfigError
+
 BATCH = 20_000
 
 
@@ -270,6 +272,10 @@ class Index:
         applied: list[int] = []
         with self._lock:
             self.db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+            newest = self.schema_version()
+            if newest > SCHEMA_VERSION:
+                raise ConfigError(f"{self.path} was written by a newer gad-bot (schema {newest}, this one knows "
+                                  f"{SCHEMA_VERSION}); upgrade gad-bot, or restore a backup made before the upgrade.")
             for version, name, statements in MIGRATIONS:
                 with self.transaction() as db:
                     if db.execute("SELECT 1 FROM migrations WHERE version = ?", (version,)).fetchone():

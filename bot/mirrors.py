@@ -426,7 +426,7 @@ class MirrorStore:
         return removed
 
     def remove(self, path: Path) -> None:
-        if path.is_relative_to(self.root) and path.exists():
+        if path.resolve().is_relative_to(self.root.resolve()) and path.exists():
             shutil.rmtree(path)
 
 

@@ -1,0 +1,162 @@
+"""APScheduler jobs in `gad-bot serve`: weekly digests and the periodic sync.
+
+    scheduler = DigestScheduler(engine, slack_client_factory(settings))
+    scheduler.start()          # jobs built from the database; a catch-up sweep runs at once
+    scheduler.reload()         # after /gad subscribe or /gad unsubscribe (also noticed within a minute)
+    scheduler.shutdown(wait=True)
+
+Jobs (a BackgroundScheduler with an in-memory job store, rebuilt from SQLite at every start):
+- `digest:<channel>`: one per active subscription, a CronTrigger in the subscription's own time
+  zone (day of week, hour, minute). It runs `run_due_digests(..., channels=[channel])`.
+- `digest-sweep`: every SWEEP_MINUTES (and once at start) `run_due_digests` for every channel. The
+  ledger makes it a no-op when nothing is owed; it delivers what fell due while the bot was down
+  (within the grace period) and anything a cron job missed (a misfire while the process was busy,
+  a failed post due for a retry). DST cannot skip a digest: a wall time skipped by the change fires
+  one hour later by the new clock, and a wall time that happens twice fires twice, the second
+  finding the ledger row already there.
+- `sync`: every GAD_SYNC_INTERVAL_MINUTES, fetch and index every tracked repository whose back-off
+  (repos.next_attempt_at, set by Engine.sync_one after a failure) has passed.
+- `subscriptions-watch`: every WATCH_SECONDS, rebuild the digest jobs if the subscriptions changed
+  (e.g. from another process), so a missed `reload()` costs at most a minute.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from . import subscriptions as subs
+from .digest import ClientFactory, DeliveryResult, run_due_digests
+from .index import utcnow
+
+log = logging.getLogger(__name__)
+
+SWEEP_MINUTES = 5
+WATCH_SECONDS = 60
+FIRST_SYNC_DELAY = timedelta(seconds=30)
+DIGEST_PREFIX = "digest:"
+
+
+def job_id(channel_id: str) -> str:
+    return f"{DIGEST_PREFIX}{channel_id}"
+
+
+def sync_due_repos(engine, now: datetime | None = None) -> list:
+    """Sync every tracked repository not in back-off; one failure never stops the others."""
+    now = now or utcnow()
+    results = []
+    for repo in engine.repos():
+        if repo.next_attempt_at and repo.next_attempt_at > now:
+            continue
+        try:
+            results.append(engine.sync_one(repo, now=now))
+        except Exception:  # sync_one records GadErrors itself; anything else is a bug worth a log line
+            log.exception("sync of %s failed", repo.name)
+    return results
+
+
+class DigestScheduler:
+    def __init__(self, engine, client_factory: ClientFactory | None, *, clock: Callable[[], datetime] = utcnow,
+                 scheduler: BackgroundScheduler | None = None, sweep_minutes: float = SWEEP_MINUTES,
+                 watch_seconds: float = WATCH_SECONDS, sync: bool = True):
+        self.engine = engine
+        self.client_factory = client_factory
+        self.clock = clock
+        self.sweep_minutes = sweep_minutes
+        self.watch_seconds = watch_seconds
+        self.sync_enabled = sync
+        self.scheduler = scheduler or BackgroundScheduler(timezone=timezone.utc)
+        self._lock = threading.RLock()
+        self._signatures: dict[str, tuple] = {}
+        self._fingerprint: str | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+    def start(self) -> None:
+        """Build every job from the database and start the scheduler thread; catch-up runs at once."""
+        wall = datetime.now(timezone.utc)
+        grace = int(self.engine.settings.digest_grace_hours * 3600)
+        self.scheduler.add_job(self.sweep, IntervalTrigger(minutes=self.sweep_minutes, timezone=timezone.utc),
+                               id="digest-sweep", name="deliver every digest owed", replace_existing=True,
+                               next_run_time=wall, coalesce=True, max_instances=1, misfire_grace_time=grace)
+        if self.sync_enabled:
+            self.scheduler.add_job(self.sync_all, IntervalTrigger(minutes=self.engine.settings.sync_interval_minutes,
+                                                                  timezone=timezone.utc),
+                                   id="sync", name="sync every tracked repository", replace_existing=True,
+                                   next_run_time=wall + FIRST_SYNC_DELAY, coalesce=True, max_instances=1,
+                                   misfire_grace_time=None)
+        self.scheduler.add_job(self.watch, IntervalTrigger(seconds=self.watch_seconds, timezone=timezone.utc),
+                               id="subscriptions-watch", name="follow subscription changes", replace_existing=True,
+                               coalesce=True, max_instances=1)
+        self.reload()
+        self.scheduler.start()
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop the scheduler; with wait=True, running jobs (a digest being posted) finish first."""
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=wait)
+
+    def reload(self) -> None:
+        """Make the digest jobs match the subscriptions table: add, change or remove `digest:<channel>` jobs."""
+        with self._lock:
+            grace = int(self.engine.settings.digest_grace_hours * 3600)
+            wanted = {job_id(s.channel_id): s for s in subs.all_subscriptions(self.engine.index, include_paused=False)}
+            for job in self.scheduler.get_jobs():
+                if job.id.startswith(DIGEST_PREFIX) and job.id not in wanted:
+                    self.scheduler.remove_job(job.id)
+                    self._signatures.pop(job.id, None)
+            present = {job.id for job in self.scheduler.get_jobs()}
+            for jid, sub in wanted.items():
+                signature = (sub.weekday, sub.at, sub.tz)
+                if jid in present and self._signatures.get(jid) == signature:
+                    continue
+                self.scheduler.add_job(self.run_channel, self.trigger_for(sub), args=[sub.channel_id], id=jid,
+                                       name=f"weekly digest for {sub.channel_id}", replace_existing=True,
+                                       coalesce=True, max_instances=1, misfire_grace_time=grace)
+                self._signatures[jid] = signature
+            self._fingerprint = subs.fingerprint(self.engine.index)
+
+    @staticmethod
+    def trigger_for(sub: subs.Subscription) -> CronTrigger:
+        return CronTrigger(**sub.cron_fields(), timezone=sub.zone)
+
+    def digest_job_ids(self) -> list[str]:
+        return sorted(job.id for job in self.scheduler.get_jobs() if job.id.startswith(DIGEST_PREFIX))
+
+    # -- jobs ------------------------------------------------------------------
+    def run_channel(self, channel_id: str) -> list[DeliveryResult]:
+        return self._run(channels=[channel_id])
+
+    def sweep(self) -> list[DeliveryResult]:
+        return self._run(channels=None)
+
+    def _run(self, channels) -> list[DeliveryResult]:
+        try:
+            results = run_due_digests(self.engine, self.client_factory, at=self.clock(), channels=channels,
+                                      clock=self.clock)
+        except Exception:
+            log.exception("delivering digests failed")
+            return []
+        for result in results:
+            level = logging.INFO if result.state in ("posted", "skipped") else logging.WARNING
+            log.log(level, "digest %s", result.line())
+        return results
+
+    def sync_all(self) -> list:
+        try:
+            return sync_due_repos(self.engine, self.clock())
+        except Exception:
+            log.exception("the periodic sync failed")
+            return []
+
+    def watch(self) -> None:
+        try:
+            if subs.fingerprint(self.engine.index) != self._fingerprint:
+                self.reload()
+        except Exception:
+            log.exception("following subscription changes failed")
