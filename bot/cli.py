@@ -96,7 +96,8 @@ def cli():
     """gad-bot: 2GAD (Git Active Days x 2, in person-days) for your repositories, in Slack and here."""
     try:
         settings = _settings()
-        level = settings.log_level
+        # One-shot commands print their own results; their log stays quiet unless asked for.
+        level = settings.log_level if "GAD_LOG_LEVEL" in os.environ else "WARNING"
         json_logs = settings.log_format == "json"
     except ConfigError:
         level, json_logs = "WARNING", False
@@ -111,7 +112,8 @@ def _summary(result) -> str:
     if result.unchanged:
         return f"{result.name}: up to date ({result.commits:,} commits)"
     return (f"{result.name}: {result.commits:,} commits indexed "
-            f"(+{result.new_commits:,} new, -{result.removed_commits:,} gone)")
+            f"(+{result.new_commits:,} new, -{result.removed_commits:,} gone) "
+            f"in {result.seconds:.1f} s; changed paths in {result.path_seconds:.1f} s")
 
 
 @cli.command()
@@ -298,6 +300,30 @@ def healthcheck():
         click.echo("gad-bot: no live `serve` process (heartbeat " + ("missing" if age is None else f"{age:.0f}s old") + ").", err=True)
         sys.exit(1)
     click.echo(f"ok (heartbeat {age:.0f}s old)")
+
+
+@cli.command()
+@click.option("--at", "at", metavar="ISO-8601-TIME", help="Deliver what is due at this instant (default: now).")
+@click.option("--dry-run", is_flag=True, help="Build the due digests and print them; post nothing, record nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@friendly
+def digest(at, dry_run, as_json):
+    """Deliver every weekly digest due now (or --at) that has not been delivered yet, then exit."""
+    from .digest import parse_at, run_due_digests, slack_client_factory
+
+    settings = _settings()
+    engine = _engine()
+    results = run_due_digests(engine, slack_client_factory(settings), at=parse_at(at) if at else None,
+                              dry_run=dry_run)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2, default=str))
+    else:
+        for result in results:
+            click.echo(result.line())
+        if not results:
+            click.echo("no digest is due")
+    if any(r.state in ("failed", "unknown") for r in results):
+        sys.exit(1)
 
 
 @cli.command()

@@ -57,7 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
 
-from .errors import DigestError, UnknownRepoError
+from .errors import DigestError, GadError, UnknownRepoError
 from .index import Index, RepoRow, _iso, parse_time, utcnow
 from .metric import Row, Totals
 from .query import Query
@@ -578,6 +578,15 @@ def _why_skipped(record: DeliveryRecord | None) -> str:
     return f"{record.state}: {record.error or ''}".rstrip(": ")
 
 
+def parse_at(text: str) -> datetime:
+    """`gad-bot digest --at TEXT`: an ISO-8601 instant; without an offset it is taken as UTC."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise DigestError(f"`{text}` is not an ISO-8601 time; use e.g. 2026-11-30T09:00Z or 2026-11-30T10:00+01:00.") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
 def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime | None = None, dry_run: bool = False,
                     *, channels: Iterable[str] | None = None, sync: bool = True, workers: int = 8,
                     clock: Callable[[], datetime] = utcnow, sleep: Callable[[float], None] = _time.sleep,
@@ -642,8 +651,15 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
         sub, period, due_at = item
         try:
             digest = build_digest(engine, sub, period, cache=cache, stale=stale, now=at)
-        except DigestError as error:
-            return DeliveryResult(sub.channel_id, period, due_at, "failed", str(error))
+        except Exception as error:
+            if not isinstance(error, GadError):
+                log.exception("building the digest for %s failed", sub.channel_id)
+            why = str(error) if isinstance(error, GadError) else f"internal error: {error}"
+            if not dry_run:  # a ledger row bounds the retries (MAX_CLAIMS), as for a failed post
+                claim = ledger.claim(sub.channel_id, period, clock())
+                if claim is not None:
+                    ledger.finish(claim, "failed", clock(), error=why)
+            return DeliveryResult(sub.channel_id, period, due_at, "failed", why)
         if dry_run:
             from .render.digest import digest_blocks
 

@@ -107,7 +107,9 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
     checks = []
     for repo in repos:
         try:
-            Mirror(repo.mirror_path).ref_tips()
+            mirror = Mirror(repo.mirror_path)
+            mirror.check_loose_objects()
+            mirror.ref_tips()
         except GadError as error:
             checks.append(Check(False, f"{repo.name}: mirror unreadable ({error})",
                                 f"gad-bot sync --reclone {repo.name}"))

@@ -7,10 +7,12 @@ repository's generation, so a report is a few numpy passes.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +45,8 @@ class SyncResult:
     commits: int
     error: str | None = None
     unchanged: bool = False
+    seconds: float = 0.0  # fetching and indexing commits
+    path_seconds: float = 0.0  # indexing which paths the new commits changed
 
 
 def _scope_tips(tips: dict[str, bytes]) -> tuple[set[bytes], set[bytes], set[bytes]]:
@@ -209,11 +213,14 @@ class Engine:
             except GadError as error:
                 self.index.record_attempt(repo.id, str(error), now, now + timedelta(minutes=self.settings.sync_interval_minutes))
                 return SyncResult(repo.name, 0, 0, repo.commits, error=str(error))
+        started = time.perf_counter()
         try:
             with self._repo_lock(repo):
                 mirror = Mirror(repo.mirror_path)
                 if fetch and not repo.in_place:
                     mirror.fetch(self.store.limits, progress)
+                else:
+                    mirror.check_loose_objects()
                 result = self._index_repo(repo, mirror, progress)
         except GadError as error:
             failures = repo.failures + 1
@@ -221,12 +228,16 @@ class Engine:
             self.index.record_attempt(repo.id, str(error), now, now + delay)
             log.warning("sync of %s failed: %s", repo.name, error)
             return SyncResult(repo.name, 0, 0, repo.commits, error=str(error))
+        indexed = time.perf_counter()
         try:
-            self._index_paths(repo)
+            self._index_paths(repo, progress)
         except GadError as error:  # the commits are indexed; paths catch up on the next sync
             log.warning("path indexing of %s stopped: %s", repo.name, error)
         self.index.record_attempt(repo.id, None, now)
-        return result
+        done = time.perf_counter()
+        log.info("synced %s: %d new commits in %.2f s, changed paths in %.2f s", repo.name, result.new_commits,
+                 indexed - started, done - indexed)
+        return dataclasses.replace(result, seconds=indexed - started, path_seconds=done - indexed)
 
     PATH_BATCH = 5_000
 

@@ -368,12 +368,30 @@ class Index:
                 author_cache[key] = found
             return found
 
+        # Ids are handed out here, so each row is one plain INSERT; only when other commits exist
+        # (forks, or rows left by a fallback re-walk) are the batch's ids looked up first.
+        next_id = (conn.execute("SELECT max(id) FROM commits").fetchone()[0] or 0) + 1
+        others_exist = next_id > 1
+
         def flush() -> None:
-            conn.executemany("INSERT INTO commits (oid, author_id, day, time, offset, parents) VALUES (?, ?, ?, ?, ?, ?) "
-                             "ON CONFLICT(oid) DO NOTHING", ((r[0], r[1], r[3], r[4], r[5], r[6]) for r in batch))
-            conn.executemany("INSERT INTO repo_commits (repo_id, commit_id, bits) SELECT ?, id, ? FROM commits WHERE oid = ? "
-                             "ON CONFLICT(repo_id, commit_id) DO UPDATE SET bits = excluded.bits",
-                             ((repo_id, r[7], r[0]) for r in batch))
+            nonlocal next_id
+            known: dict[bytes, int] = {}
+            if others_exist:
+                self._stage(r[0] for r in batch)
+                known = dict(conn.execute("SELECT s.oid, c.id FROM staged s JOIN commits c ON c.oid = s.oid"))
+            fresh, members = [], []
+            for r in batch:
+                commit_id = known.get(r[0])
+                if commit_id is None:
+                    commit_id = next_id
+                    next_id += 1
+                    known[r[0]] = commit_id
+                    fresh.append((commit_id, r[0], r[1], r[3], r[4], r[5], r[6]))
+                members.append((repo_id, commit_id, r[7]))
+            conn.executemany("INSERT INTO commits (id, oid, author_id, day, time, offset, parents) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
+            conn.executemany("INSERT INTO repo_commits (repo_id, commit_id, bits) VALUES (?, ?, ?) "
+                             "ON CONFLICT(repo_id, commit_id) DO UPDATE SET bits = excluded.bits", members)
             batch.clear()
 
         for oid, name, email, day, time_, offset, parents, bits in rows:
@@ -503,7 +521,7 @@ class Index:
         """(id, oid, parents) of this repository's commits whose changed paths are not indexed yet."""
         return [tuple(r) for r in self.db.execute(
             "SELECT c.id, c.oid, c.parents FROM repo_commits rc JOIN commits c ON c.id = rc.commit_id "
-            "WHERE rc.repo_id = ? AND c.paths_done = 0 LIMIT ?", (repo_id, limit))]
+            "WHERE rc.repo_id = ? AND c.paths_done = 0 ORDER BY c.id LIMIT ?", (repo_id, limit))]  # walk order: shared trees
 
     def pending_path_count(self, repo_id: int) -> int:
         return self.db.execute("SELECT count(*) FROM repo_commits rc JOIN commits c ON c.id = rc.commit_id "

@@ -7,9 +7,11 @@ prune, so it follows upstream exactly: deleted refs disappear, rewound branches 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +92,10 @@ class _Callbacks(pygit2.RemoteCallbacks):
                           "(HTTPS) or GAD_SSH_KEY (ssh) for its host.")
 
     def transfer_progress(self, stats):
+        # libgit2 calls this once per object; look at the clock and report only every 512 calls.
+        self._calls = getattr(self, "_calls", 0) + 1
+        if self._calls % 512 and stats.received_objects != stats.total_objects:
+            return
         if self._deadline is not None and time.monotonic() > self._deadline:
             raise MirrorError("The fetch took longer than GAD_FETCH_TIMEOUT_SECONDS allows; try again later "
                               "or raise the limit.")
@@ -142,6 +148,7 @@ class Mirror:
     # -- network -------------------------------------------------------------
     def fetch(self, limits: FetchLimits, progress: Progress | None = None) -> None:
         """Fetch every ref with prune, then point HEAD at the remote's default branch."""
+        self.check_loose_objects()
         try:
             remote = self.repo.remotes["origin"]
         except (KeyError, ValueError):
@@ -179,6 +186,27 @@ class Mirror:
             if candidate in self.repo.references:
                 self.repo.set_head(candidate)
                 return
+
+    def check_loose_objects(self, limit: int = 20_000) -> None:
+        """Refuse a mirror with a truncated loose object: libgit2 1.9 loops forever inflating one.
+
+        Mirrors keep almost everything in packs (libgit2 checks those itself); loose objects come
+        from copying a local repository, so there are few. Beyond `limit` the check is skipped.
+        """
+        objects = self.path / "objects"
+        loose = [p for p in objects.glob("[0-9a-f][0-9a-f]/*") if len(p.name) == 38]
+        if len(loose) > limit:
+            return
+        for path in loose:
+            try:
+                inflater = zlib.decompressobj()
+                inflater.decompress(path.read_bytes())
+                complete = inflater.eof
+            except (zlib.error, OSError):
+                complete = False
+            if not complete:
+                raise MirrorError(f"The mirror is damaged: object {path.parent.name}{path.name} is truncated or "
+                                  "unreadable; re-clone it with `gad-bot sync --reclone NAME`.")
 
     # -- refs ----------------------------------------------------------------
     def head_ref(self) -> str | None:
@@ -286,11 +314,13 @@ class Mirror:
     def changed_paths(self, oid: bytes) -> list[str]:
         """Paths a non-merge commit changed against its parent (every path of a root commit).
 
-        Both sides of a rename count, as in `git log -- PATH` (no rename detection).
+        Both sides of a rename count, as in `git log -- PATH` (no rename detection). libgit2's tree
+        diff beat a Python walk that skips identical subtrees (114 vs 163 us a commit, measured on
+        the benchmark history): loading tree objects dominates either way.
         """
         commit = self.repo[pygit2.Oid(raw=oid)]
-        if commit.parents:
-            diff = commit.tree.diff_to_tree(commit.parents[0].tree, swap=True)
+        if commit.parent_ids:
+            diff = commit.tree.diff_to_tree(self.repo[commit.parent_ids[0]].tree, swap=True)
         else:
             diff = commit.tree.diff_to_tree(swap=True)
         paths: set[str] = set()
@@ -393,7 +423,9 @@ class MirrorStore:
             repo = pygit2.init_repository(str(staging), bare=True)
             repo.remotes.create("origin", source, MIRROR_REFSPEC)
             repo.config["remote.origin.mirror"] = True
-            Mirror(staging).fetch(self.limits, progress)
+            repo.config["remote.origin.tagopt"] = "--no-tags"
+            if not _copy_local(source, repo, staging):
+                Mirror(staging).fetch(self.limits, progress)
             staging.rename(final)
             if replace is not None:
                 self.remove(replace)
@@ -428,6 +460,41 @@ class MirrorStore:
     def remove(self, path: Path) -> None:
         if path.resolve().is_relative_to(self.root.resolve()) and path.exists():
             shutil.rmtree(path)
+
+
+def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bool:
+    """Clone a local repository the way `git clone --mirror --local` does: hard-link its object files
+    (copy across file systems) and copy its refs. libgit2's local transport would instead build a new
+    pack with a delta search, which for a million commits takes minutes. False: not applicable, fetch."""
+    if "://" in source or not Path(source).expanduser().exists():
+        return False
+    try:
+        origin = pygit2.Repository(str(Path(source).expanduser()))
+    except (pygit2.GitError, KeyError):
+        return False
+    objects = Path(origin.path) / "objects"
+    if (objects / "info" / "alternates").exists():
+        return False  # borrowed objects live elsewhere: let a real fetch gather them
+    for path in objects.rglob("*"):
+        if not path.is_file() or path.parent.name == "info" or path.name.startswith(("tmp_", "pack_git2_")):
+            continue
+        target = mirror_path / "objects" / path.relative_to(objects)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copy2(path, target)
+    for name in origin.references:
+        if not name.startswith("refs/"):
+            continue
+        # a symbolic ref (str target) stays symbolic, a direct one keeps its object id
+        mirror.references.create(name, origin.references[name].target, force=True)
+    head = origin.references.get("HEAD")
+    if head is not None and isinstance(head.target, str) and head.target in mirror.references:
+        mirror.set_head(head.target)
+    else:
+        Mirror(mirror_path)._guess_head()
+    return True
 
 
 def open_local(path: str) -> Path:

@@ -1,6 +1,6 @@
 """APScheduler jobs in `gad-bot serve`: weekly digests and the periodic sync.
 
-    scheduler = DigestScheduler(engine, slack_client_factory(settings))
+    scheduler = DigestScheduler(settings, engine, slack_client_factory(settings))
     scheduler.start()          # jobs built from the database; a catch-up sweep runs at once
     scheduler.reload()         # after /gad subscribe or /gad unsubscribe (also noticed within a minute)
     scheduler.shutdown(wait=True)
@@ -62,10 +62,15 @@ def sync_due_repos(engine, now: datetime | None = None) -> list:
 
 
 class DigestScheduler:
-    def __init__(self, engine, client_factory: ClientFactory | None, *, clock: Callable[[], datetime] = utcnow,
-                 scheduler: BackgroundScheduler | None = None, sweep_minutes: float = SWEEP_MINUTES,
-                 watch_seconds: float = WATCH_SECONDS, sync: bool = True):
+    def __init__(self, settings, engine, client_factory: ClientFactory | None = None, *,
+                 clock: Callable[[], datetime] = utcnow, scheduler: BackgroundScheduler | None = None,
+                 sweep_minutes: float = SWEEP_MINUTES, watch_seconds: float = WATCH_SECONDS, sync: bool = True):
+        """`client_factory` returns a fresh WebClient per call (default: SLACK_API_URL with SLACK_BOT_TOKEN)."""
+        from .digest import slack_client_factory
+
+        self.settings = settings
         self.engine = engine
+        client_factory = client_factory or slack_client_factory(settings)
         self.client_factory = client_factory
         self.clock = clock
         self.sweep_minutes = sweep_minutes
@@ -80,12 +85,12 @@ class DigestScheduler:
     def start(self) -> None:
         """Build every job from the database and start the scheduler thread; catch-up runs at once."""
         wall = datetime.now(timezone.utc)
-        grace = int(self.engine.settings.digest_grace_hours * 3600)
+        grace = int(self.settings.digest_grace_hours * 3600)
         self.scheduler.add_job(self.sweep, IntervalTrigger(minutes=self.sweep_minutes, timezone=timezone.utc),
                                id="digest-sweep", name="deliver every digest owed", replace_existing=True,
                                next_run_time=wall, coalesce=True, max_instances=1, misfire_grace_time=grace)
         if self.sync_enabled:
-            self.scheduler.add_job(self.sync_all, IntervalTrigger(minutes=self.engine.settings.sync_interval_minutes,
+            self.scheduler.add_job(self.sync_all, IntervalTrigger(minutes=self.settings.sync_interval_minutes,
                                                                   timezone=timezone.utc),
                                    id="sync", name="sync every tracked repository", replace_existing=True,
                                    next_run_time=wall + FIRST_SYNC_DELAY, coalesce=True, max_instances=1,
@@ -104,7 +109,7 @@ class DigestScheduler:
     def reload(self) -> None:
         """Make the digest jobs match the subscriptions table: add, change or remove `digest:<channel>` jobs."""
         with self._lock:
-            grace = int(self.engine.settings.digest_grace_hours * 3600)
+            grace = int(self.settings.digest_grace_hours * 3600)
             wanted = {job_id(s.channel_id): s for s in subs.all_subscriptions(self.engine.index, include_paused=False)}
             for job in self.scheduler.get_jobs():
                 if job.id.startswith(DIGEST_PREFIX) and job.id not in wanted:
@@ -143,7 +148,7 @@ class DigestScheduler:
             log.exception("delivering digests failed")
             return []
         for result in results:
-            level = logging.INFO if result.state in ("posted", "skipped") else logging.WARNING
+            level = {"posted": logging.INFO, "skipped": logging.DEBUG}.get(result.state, logging.WARNING)
             log.log(level, "digest %s", result.line())
         return results
 
@@ -160,3 +165,15 @@ class DigestScheduler:
                 self.reload()
         except Exception:
             log.exception("following subscription changes failed")
+
+
+def next_digest_times(engine, now: datetime | None = None) -> list[tuple[str, datetime | None]]:
+    """Each subscribed channel with the next time its digest is due (None while paused), for `gad-bot doctor`."""
+    now = now or utcnow()
+    times = []
+    for sub in subs.all_subscriptions(engine.index, include_paused=True):
+        if sub.paused_reason:
+            times.append((sub.channel_id, None))
+            continue
+        times.append((sub.channel_id, DigestScheduler.trigger_for(sub).get_next_fire_time(None, now)))
+    return times

@@ -100,18 +100,31 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
             server.close()
 
     server = None
+    handler = None
+    if socket_mode:  # connect first: a refused app token is a setting to fix, said before anything starts
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+        from slack_sdk.errors import SlackApiError
+
+        handler = SocketModeHandler(app, settings.slack_app_token, web_client=web_client(settings, token=""))
+        quiet = logging.getLogger("gad-bot.bolt")
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)  # a refusal here becomes the one line below, not a log record too
+        try:
+            handler.connect()
+        except SlackApiError as error:
+            raise ConfigError(f"Slack refused SLACK_APP_TOKEN ({error.response.get('error', 'error')}); create an "
+                              "app-level token with connections:write under Basic Information.") from None
+        finally:
+            quiet.setLevel(level)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     heartbeat.start()
     if scheduler is not None:
         scheduler.start()
     try:
-        if socket_mode:
-            from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-            handler = SocketModeHandler(app, settings.slack_app_token, web_client=web_client(settings, token=""))
-            handler.connect()
+        if handler is not None:
             log.info("gad-bot serving in Socket Mode")
+            print("gad-bot: serving in Socket Mode", flush=True)
             stop.wait()
             handler.close()
         else:

@@ -295,13 +295,23 @@ class SlackFace:
         log.error("unhandled Bolt error (reference %s): %s", reference, error)
 
 
+class _DropTokenNotice(logging.Filter):
+    """Bolt reads SLACK_BOT_TOKEN from the environment itself and then warns that the client we pass wins."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "As you gave `client` as well" not in record.getMessage()
+
+
 def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebClient | None = None,
               socket_mode: bool | None = None, today: Callable[[], date] = _today) -> tuple[App, SlackFace]:
     """The Bolt app with gad-bot's listeners registered; request verification stays on in HTTP mode."""
     socket_mode = bool(settings.slack_app_token) if socket_mode is None else socket_mode
+    bolt_log = logging.getLogger("gad-bot.bolt")
+    if not any(isinstance(f, _DropTokenNotice) for f in bolt_log.filters):
+        bolt_log.addFilter(_DropTokenNotice())
     app = App(client=client or web_client(settings), signing_secret=settings.slack_signing_secret or "unused",
               request_verification_enabled=not socket_mode, token_verification_enabled=True,
-              process_before_response=False, logger=logging.getLogger("gad-bot.bolt"))
+              process_before_response=False, logger=bolt_log)
     face = SlackFace(settings, engine, digests=digests, today=today)
     face.register(app)
     return app, face

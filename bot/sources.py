@@ -447,9 +447,10 @@ def redact(url: str) -> str:
             url = bytes(url).decode("utf-8", errors="replace")
         text = url if isinstance(url, str) else str(url)
         text, found = _USERINFO.subn(lambda m: m.group(1) + "***@", text)
-        if found or "://" in text:
+        if found:
             return text
-        head, slash, tail = text.partition("/")  # scp-like `user@host:path`, or a URL missing its scheme
+        # scp-like `user@host:path`, `ext::TOKEN@host`, or a URL missing its scheme: an "@" before the first "/"
+        head, slash, tail = text.partition("/")
         return ("***@" + head.rpartition("@")[2] if "@" in head else head) + slash + tail
     except Exception:
         return "***"

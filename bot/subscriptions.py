@@ -7,8 +7,9 @@ repository or project names (`subscription_repos`). The Slack layer calls:
     unsubscribe(engine, channel_id, Unsubscribe(...), now=...)
     channel_view(engine, channel_id, now)            # for `/gad subscriptions`
 
-and then `DigestScheduler.reload()` (bot/schedule.py) so the cron job follows the change; the
-scheduler also notices changes made by other processes within a minute (`fingerprint`).
+usually through `DigestFace(settings, engine).handle(parsed, channel_id=..., user_tz=...)`, which
+also renders the answer and calls `on_change` (the scheduler's `reload()`) so the cron job follows
+the change; the scheduler also notices changes made by other processes within a minute (`fingerprint`).
 
 When is a digest due? A subscription says "weekday at HH:MM in zone Z". The digest delivered on
 local date D covers the last full week before D: Monday `monday(D) - 7` to Sunday `monday(D) - 1`
@@ -24,6 +25,8 @@ the way APScheduler's CronTrigger resolves it:
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -34,7 +37,7 @@ from .query import WEEKDAYS, Subscribe, Unsubscribe
 
 DEFAULT_WEEKDAY = 0  # Monday
 DEFAULT_AT = time(9, 0)
-UNSET = object()
+log = logging.getLogger(__name__)
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -318,3 +321,73 @@ def channel_view(engine, channel_id: str, now: datetime | None = None) -> Channe
             untracked.append(name)
     period, due = sub.next_due(now)
     return ChannelView(sub, tuple(tracked), tuple(untracked), period, due, last_delivery(engine.index, channel_id, now), now)
+
+
+def forget_repo(index: Index, name: str, now: datetime | None = None) -> list[str]:
+    """An untracked repository leaves every subscription; subscriptions left empty end. Returns the channels."""
+    now = now or utcnow()
+    with index.transaction() as db:
+        channels = [r[0] for r in db.execute(
+            "SELECT s.channel_id FROM subscriptions s JOIN subscription_repos r ON r.subscription_id = s.id "
+            "WHERE r.name = ? ORDER BY s.channel_id", (name,))]
+        db.execute("DELETE FROM subscription_repos WHERE name = ?", (name,))
+        db.execute("DELETE FROM subscriptions WHERE NOT EXISTS "
+                   "(SELECT 1 FROM subscription_repos r WHERE r.subscription_id = subscriptions.id)")
+        if channels:
+            marks = ",".join("?" * len(channels))
+            db.execute(f"UPDATE subscriptions SET updated_at = ? WHERE channel_id IN ({marks})", (_iso(now), *channels))
+    return channels
+
+
+class DigestFace:
+    """What the Slack layer calls for `/gad subscribe|unsubscribe|subscriptions|digest` (and after untrack).
+
+        face = DigestFace(settings, engine); face.on_change = scheduler.reload
+        text, blocks = face.handle(parsed, channel_id=..., team_id=..., user_id=..., user_tz=...)
+
+    Every answer is (fallback text, blocks) for an ephemeral reply. `on_change` is called after any
+    change to the subscriptions (the scheduler rebuilds its jobs); its failure never fails the command.
+    """
+
+    def __init__(self, settings, engine, *, on_change: Callable[[], None] | None = None,
+                 clock: Callable[[], datetime] = utcnow):
+        self.settings = settings
+        self.engine = engine
+        self.on_change = on_change
+        self.clock = clock
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:  # the scheduler also notices changes by itself within a minute
+                log.exception("rebuilding the digest jobs failed")
+
+    def handle(self, parsed, *, channel_id: str, team_id: str | None = None, user_id: str | None = None,
+               user_tz: str | None = None) -> tuple[str, list[dict]]:
+        from .digest import preview_digest
+        from .query import ListSubscriptions, PreviewDigest
+        from .render import digest as render
+
+        now = self.clock()
+        if isinstance(parsed, Subscribe):
+            result = subscribe(self.engine, channel_id, parsed, user_tz=user_tz, user_id=user_id, team_id=team_id,
+                               now=now)
+            self._changed()
+            return render.subscribe_blocks(result, next_due=result.subscription.next_due(now)[1])
+        if isinstance(parsed, Unsubscribe):
+            result = unsubscribe(self.engine, channel_id, parsed, now=now)
+            if result.removed:
+                self._changed()
+            return render.unsubscribe_blocks(result)
+        if isinstance(parsed, ListSubscriptions):
+            return render.subscriptions_blocks(channel_view(self.engine, channel_id, now), parsed.page)
+        if isinstance(parsed, PreviewDigest):
+            return preview_digest(self.engine, channel_id, now)
+        raise TypeError(f"not a digest command: {parsed!r}")
+
+    def forget_repo(self, name: str) -> list[str]:
+        channels = forget_repo(self.engine.index, name, self.clock())
+        if channels:
+            self._changed()
+        return channels

@@ -133,12 +133,21 @@ def test_reclone_keeps_projects_and_figures(tmp_path, settings):
     engine.track(str(origin.path), "up")
     engine.project_add("suite", ["up"])
     mirror = engine.repo("up").mirror_path
-    for pack in (mirror / "objects" / "pack").glob("*.pack"):
-        pack.write_bytes(pack.read_bytes()[:40])  # truncate: the mirror is damaged
-    result = engine.sync(["up"])[0]
-    assert result.error and "reclone" in result.error
-    assert engine.repo("up").last_error
-    fixed = engine.reclone("up")
-    assert fixed.error is None
+    damaged = [p for p in (mirror / "objects").glob("*/*") if p.parent.name not in ("info",)]
+    assert damaged
+    for path in damaged:
+        data = path.read_bytes()
+        path.unlink()  # a new file, not the hard-linked one: the origin stays intact
+        path.write_bytes(data[:len(data) // 2])  # truncated: the mirror is damaged
+    origin.commit(email="c@example.com", date="2024-01-03")  # the next sync must read the old history
+    # a separate process, as in production (libgit2 keeps packs it opened in this one)
+    from tests.test_cli import run
+
+    data = settings.data_dir
+    failed = run("sync", "up", data=data)
+    assert failed.returncode == 1 and "reclone" in failed.stdout
+    assert engine.repo("up").last_error and engine.report(parse_query(["suite"], TODAY)).totals.person_days == 2
+    fixed = run("sync", "--reclone", "up", data=data)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert engine.repo("up").last_error is None
-    assert engine.report(parse_query(["suite"], TODAY)).totals.person_days == 2
+    assert engine.report(parse_query(["suite"], TODAY)).totals.person_days == 3

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from .. import metric

@@ -1,0 +1,166 @@
+"""The scheduler in `serve`: jobs rebuilt from the database, catch-up at start, periodic sync with back-off."""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from bot import subscriptions as subs
+from bot.digest import Ledger, run_due_digests
+from bot.query import Subscribe, Unsubscribe
+from bot.schedule import DigestScheduler, job_id, sync_due_repos
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub
+from tests.test_digest import CREATED, DUE, WEEK, build_repos, factory, make_engine, posts
+
+UTC = timezone.utc
+
+
+@pytest.fixture
+def engine(tmp_path):
+    engine = make_engine(tmp_path, GAD_SYNC_INTERVAL_MINUTES="15")
+    for name, b in build_repos(tmp_path / "up").items():
+        engine.track(str(b.path), name, in_place=True)
+    return engine
+
+
+@pytest.fixture
+def stub():
+    with SlackStub() as s:
+        yield s
+
+
+class Clock:
+    def __init__(self, moment: datetime):
+        self.moment = moment
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+
+@pytest.fixture
+def scheduler(engine, stub):
+    made: list[DigestScheduler] = []
+
+    def make(clock=None, **kw) -> DigestScheduler:
+        s = DigestScheduler(engine.settings, engine, factory(stub), clock=clock or Clock(DUE - timedelta(days=3)), **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.shutdown(wait=True)
+
+
+def test_start_builds_one_job_per_active_subscription(engine, scheduler):
+    subs.subscribe(engine, "C1", Subscribe(("web",)), now=CREATED)
+    subs.subscribe(engine, "C2", Subscribe(("api",), day="fri", at=time(16, 30), tz="Europe/London"), now=CREATED)
+    subs.subscribe(engine, "C3", Subscribe(("docs",)), now=CREATED)
+    subs.pause(engine.index, "C3", "is_archived")
+    s = scheduler()
+    s.start()
+    assert s.digest_job_ids() == ["digest:C1", "digest:C2"]
+    ids = {job.id for job in s.scheduler.get_jobs()}
+    assert {"digest-sweep", "sync", "subscriptions-watch"} <= ids
+    job = s.scheduler.get_job("digest:C2")
+    assert job.trigger.timezone == ZoneInfo("Europe/London")
+    assert "day_of_week='fri'" in str(job.trigger) and "hour='16'" in str(job.trigger)
+    assert s.scheduler.get_job("sync").trigger.interval == timedelta(minutes=15)
+    # the cron job fires exactly when the digest falls due
+    now = datetime.now(UTC)
+    sub = subs.get(engine.index, "C2")
+    assert job.next_run_time == sub.next_due(now)[1]
+
+
+def test_reload_follows_subscribe_change_and_unsubscribe(engine, scheduler):
+    subs.subscribe(engine, "C1", Subscribe(("web",)), now=CREATED)
+    s = scheduler()
+    s.start()
+    subs.subscribe(engine, "C4", Subscribe(("web",), tz="Asia/Tokyo"), now=CREATED)
+    s.reload()
+    assert s.digest_job_ids() == ["digest:C1", "digest:C4"]
+    subs.subscribe(engine, "C4", Subscribe(("web",), at=time(7, 15)), now=CREATED)
+    s.reload()
+    trigger = s.scheduler.get_job("digest:C4").trigger
+    assert "hour='7'" in str(trigger) and "minute='15'" in str(trigger) and trigger.timezone == ZoneInfo("Asia/Tokyo")
+    subs.unsubscribe(engine, "C1", Unsubscribe(("all",)))
+    subs.pause(engine.index, "C4", "channel_not_found")
+    s.reload()
+    assert s.digest_job_ids() == []
+
+
+def test_changes_made_elsewhere_are_noticed(engine, scheduler, tmp_path):
+    s = scheduler()
+    s.reload()  # not started: the jobs are pending, which is enough to see them
+    other = make_engine(tmp_path)  # e.g. another process on the same data directory
+    subs.subscribe(other, "C7", Subscribe(("web",)), now=CREATED)
+    assert s.digest_job_ids() == []
+    s.watch()
+    assert s.digest_job_ids() == [job_id("C7")]
+
+
+def test_catch_up_at_start_delivers_what_fell_due_while_down(engine, stub, scheduler):
+    subs.subscribe(engine, "C1", Subscribe(("web", "api")), now=CREATED)
+    s = scheduler(clock=Clock(DUE + timedelta(hours=5)))  # the bot was down at 09:00
+    s.start()
+    stub.wait_for("chat.postMessage", 1, timeout=30)
+    s.shutdown(wait=True)
+    assert len(posts(stub, "C1")) == 1
+    assert Ledger(engine.index).get("C1", WEEK).state == "posted"
+    # a second start (a restart) posts nothing more
+    again = scheduler(clock=Clock(DUE + timedelta(hours=6)))
+    assert again.sweep() == []
+    assert len(stub.calls_to("chat.postMessage")) == 1
+
+
+def test_cron_job_firing_twice_in_the_repeated_hour_posts_once(engine, stub, scheduler):
+    subs.subscribe(engine, "CO", Subscribe(("web",), day="sun", at=time(1, 30), tz="Europe/London"),
+                   now=datetime(2026, 10, 20, tzinfo=UTC))
+    clock = Clock(datetime(2026, 10, 25, 0, 30, tzinfo=UTC))
+    s = scheduler(clock=clock)
+    assert [r.state for r in s.run_channel("CO")] == ["posted"]
+    clock.moment = datetime(2026, 10, 25, 1, 30, tzinfo=UTC)  # 01:30 again, now GMT
+    assert s.run_channel("CO") == []
+    assert len(posts(stub, "CO")) == 1
+
+
+def test_sweep_is_a_no_op_when_nothing_is_owed(engine, stub, scheduler):
+    subs.subscribe(engine, "C1", Subscribe(("web",)), now=CREATED)
+    s = scheduler(clock=Clock(DUE - timedelta(minutes=1)))
+    assert s.sweep() == [] and stub.calls == []
+
+
+def test_periodic_sync_honours_back_off(engine):
+    calls: list[str] = []
+    real = engine.sync_one
+
+    def counting(repo, **kw):
+        calls.append(repo.name)
+        return real(repo, **kw)
+
+    engine.sync_one = counting
+    now = datetime.now(UTC)
+    api = engine.repo("api")
+    engine.index.record_attempt(api.id, "fetch failed", now - timedelta(minutes=1), now + timedelta(minutes=30))
+    sync_due_repos(engine, now)
+    assert sorted(calls) == ["docs", "web"]
+    calls.clear()
+    sync_due_repos(engine, now + timedelta(minutes=31))
+    assert sorted(calls) == ["api", "docs", "web"]
+    assert engine.repo("api").last_error is None  # an in-place repository: the retry succeeded
+
+
+def test_digest_syncs_its_repositories_first(tmp_path, stub):
+    up = RepoBuilder(tmp_path / "up")
+    up.commit(email="ann@example.com", date="2026-09-29T12:00")
+    engine = make_engine(tmp_path)
+    engine.track(str(up.path), "web")  # a mirror: it only learns of new commits by fetching
+    subs.subscribe(engine, "C1", Subscribe(("web",)), now=CREATED)
+    up.commit(email="bo@example.com", date="2026-09-30T12:00")  # pushed after the last sync
+    later = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0)  # the last sync is no longer fresh
+    results = run_due_digests(engine, factory(stub), at=DUE, clock=lambda: later)
+    assert [r.state for r in results] == ["posted"]
+    assert "2GAD 4 person-days" in posts(stub)[0].args["text"]  # both commits counted
+    assert engine.repo("web").last_success_at == later
