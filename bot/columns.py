@@ -62,6 +62,21 @@ class RepoColumns:
         self.person_mm[ids], self.person_raw[ids] = table[:, 1], table[:, 2]
         self.bot_mm[ids], self.bot_raw[ids] = table[:, 3].astype(bool), table[:, 4].astype(bool)
 
+    def ordered(self, mailmap: bool) -> "RepoColumns":
+        """These columns sorted by (person, day) for the mailmap mode asked (cached): distinct pairs in one pass."""
+        if mailmap:
+            return self
+        cached = getattr(self, "_raw_order", None)
+        if cached is None:
+            order = np.lexsort((self.days, self.person_raw[self.author_ids]))
+            cached = RepoColumns(self.repo_id, self.name, self.generation, self.commit_ids[order],
+                                 self.author_ids[order], self.days[order], self.bits[order],
+                                 self.person_mm, self.person_raw, self.bot_mm, self.bot_raw)
+            cached._raw_order = cached  # already in raw order
+            self._raw_order = cached
+            self._raw_permutation = order
+        return cached
+
     def to_blobs(self) -> dict[str, bytes]:
         return {"commit_ids": self.commit_ids.astype(np.int64).tobytes(), "author_ids": self.author_ids.tobytes(),
                 "days": self.days.tobytes(), "bits": self.bits.tobytes()}
@@ -101,6 +116,11 @@ class Selection:
 
 def select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | None = None) -> Selection:
     """Apply scope, bots, period and author filters (METRIC.md rules 1-4) to one repository."""
+    if not flt.mailmap:
+        raw = columns.ordered(mailmap=False)
+        if extra_mask is not None and raw is not columns:
+            extra_mask = extra_mask[columns._raw_permutation]
+        columns = raw
     if extra_mask is not None:
         mask = extra_mask.copy()
     else:
@@ -124,7 +144,7 @@ def select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | None = No
     else:
         index = mask
     return Selection(columns.name, persons, columns.days[index], columns.commit_ids[index],
-                     sorted_pairs=flt.mailmap, skipped=skipped)
+                     sorted_pairs=True, skipped=skipped)
 
 
 def _pair_keys(selections: list[Selection]) -> np.ndarray:
@@ -165,9 +185,16 @@ def totals(selections: list[Selection]) -> tuple[Totals, np.ndarray]:
 
 def _buckets(days: np.ndarray, bucket: str) -> np.ndarray:
     """Each epoch day's bucket as an integer that orders like time."""
+    days = days.astype(np.int64, copy=False)
     if bucket == "week":
-        return (days.astype(np.int64) + EPOCH_MONDAY_OFFSET) // 7
-    months = days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+        return (days + EPOCH_MONDAY_OFFSET) // 7
+    if not len(days):
+        return days
+    # Calendar months through a lookup table over the days spanned: one datetime conversion per
+    # distinct day instead of one per record.
+    low, high = int(days.min()), int(days.max())
+    table = np.arange(low, high + 1).astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+    months = table[days - low]
     if bucket == "month":
         return months
     if bucket == "quarter":
@@ -183,15 +210,13 @@ def _bucket_start(number: int, bucket: str) -> date:
 
 
 def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
-              first_day: int | None = None, last_day: int | None = None) -> list[Row]:
-    """One row per period (empty periods between the first and last included, with zeros)."""
+              first_day: int | None = None, last_day: int | None = None, person_days_only: bool = False) -> list[Row]:
+    """One row per period (empty periods between the first and last included, with zeros).
+
+    `person_days_only` (for trends) skips developers and commits, the costly part.
+    """
     pair_days = (keys & 0xFFFFFFFF).astype(np.int64)
     pair_buckets = _buckets(pair_days, bucket)
-    record_days = np.concatenate([s.days for s in selections]) if selections else np.zeros(0, np.int32)
-    commit_ids = np.concatenate([s.commit_ids for s in selections]) if selections else np.zeros(0, np.int64)
-    if len(selections) > 1:
-        commit_ids, first = np.unique(commit_ids, return_index=True)
-        record_days = record_days[first]
     if not len(pair_buckets) and first_day is None:
         return []
     low = int(pair_buckets.min()) if len(pair_buckets) else None
@@ -205,11 +230,19 @@ def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
     size = high - low + 1
     in_range = (pair_buckets >= low) & (pair_buckets <= high)
     person_days = np.bincount(pair_buckets[in_range] - low, minlength=size)
-    person_bucket = np.unique(((pair_buckets[in_range] - low) << DAY_BITS) | (keys[in_range] >> DAY_BITS))
-    developers = np.bincount(person_bucket >> DAY_BITS, minlength=size)
-    commit_buckets = _buckets(record_days, bucket) - low
-    commit_buckets = commit_buckets[(commit_buckets >= 0) & (commit_buckets < size)]
-    commits = np.bincount(commit_buckets, minlength=size)
+    if person_days_only:
+        developers = commits = np.zeros(size, np.int64)
+    else:
+        person_bucket = np.unique(((pair_buckets[in_range] - low) << DAY_BITS) | (keys[in_range] >> DAY_BITS))
+        developers = np.bincount(person_bucket >> DAY_BITS, minlength=size)
+        record_days = np.concatenate([s.days for s in selections]) if selections else np.zeros(0, np.int32)
+        if len(selections) > 1:  # a commit in several repositories counts once
+            commit_ids = np.concatenate([s.commit_ids for s in selections])
+            _, first = np.unique(commit_ids, return_index=True)
+            record_days = record_days[first]
+        commit_buckets = _buckets(record_days, bucket) - low
+        commit_buckets = commit_buckets[(commit_buckets >= 0) & (commit_buckets < size)]
+        commits = np.bincount(commit_buckets, minlength=size)
     rows = []
     for offset in range(size):
         start = _bucket_start(low + offset, bucket)

@@ -276,8 +276,9 @@ class Engine:
                 gone = list(self.index.member_oids(repo.id) - set(mirror.walk_ids(every_new)))
             # Sub-scopes are stored as complements, which are small: commits outside branches and
             # tags (e.g. refs/pull/*), and commits off the default branch.
-            outside_default = set(mirror.walk_ids(every_new, default_new))
-            outside_head = set(mirror.walk_ids(every_new, head_new)) if head_new else None
+            # Only tips outside a scope can reach commits outside it: push those, hide the scope's.
+            outside_default = set(mirror.walk_ids(every_new - default_new, default_new))
+            outside_head = set(mirror.walk_ids(every_new - head_new, head_new)) if head_new else None
 
             def bits_of(oid: bytes) -> int:
                 bits = IN_ALL
@@ -411,7 +412,7 @@ class Engine:
         if query.by in ("week", "month", "quarter", "year"):
             rows = col.by_period(selections, keys, query.by, first_day=flt.since_day, last_day=flt.until_day)
         elif query.by == "person":
-            rows = col.by_person(selections, keys, self.index.people_matching(keys >> col.DAY_BITS))
+            rows = col.by_person(selections, keys, self.index.people_matching(np.unique(keys >> col.DAY_BITS).tolist()))
         elif query.by == "repo":
             for selection in selections:
                 repo_totals, _ = col.totals([selection])
@@ -420,7 +421,8 @@ class Engine:
         trend_bucket = self._trend_bucket(query, keys, today)
         trend = col.by_period(selections, keys, trend_bucket, first_day=flt.since_day,
                               last_day=flt.until_day if flt.until_day is not None else
-                              (to_epoch_day(today) if flt.since_day is not None else None))
+                              (to_epoch_day(today) if flt.since_day is not None else None),
+                              person_days_only=True)
         as_of = [r.last_success_at for r in repos if r.last_success_at]
         report = Report(repos=tuple(r.name for r in repos), since=query.since, until=query.until,
                       scope_words=query.words(), totals=totals, by=query.by, rows=tuple(rows),

@@ -50,7 +50,9 @@ def report_to_dict(report: Report) -> dict:
         "by": report.by,
         "rows": [row_to_dict(r) for r in report.rows],
         "trend_bucket": report.trend_bucket,
-        "trend": [row_to_dict(r) for r in report.trend],
+        # a trend carries person-days only (developers and commits are not computed for it)
+        "trend": [{"key": r.key, "first_day": r.first_day.isoformat() if r.first_day else None,
+                   "person_days": r.totals.person_days, "two_gad": r.totals.two_gad} for r in report.trend],
         "skipped": report.skipped,
         "data_as_of": _moment(report.data_as_of),
         "notes": list(report.notes),
