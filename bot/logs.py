@@ -48,12 +48,24 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
-def setup_logging(level: str = "INFO", json_lines: bool = False, secrets: Iterable[str] = ()) -> None:
-    """Configure the root logger once: stderr, one line per event, secrets redacted."""
-    handler = logging.StreamHandler(sys.stderr)
+class TextFormatter(logging.Formatter):
+    """`time LEVEL logger: message [request=...]`: one line per event."""
+
+    def __init__(self):
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        if getattr(record, "request_id", None):
+            line += f" [request={record.request_id}]"
+        return line.replace("\n", "\\n") if not record.exc_text else line
+
+
+def setup_logging(level: str = "INFO", json_lines: bool = False, secrets: Iterable[str] = (), stream=None) -> None:
+    """Configure the root logger once: stderr (or `stream`), one line per event, secrets redacted."""
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.addFilter(RedactingFilter(secrets))
-    handler.setFormatter(JsonFormatter() if json_lines else
-                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

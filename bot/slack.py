@@ -8,6 +8,7 @@ respond(). Unexpected errors are logged with a reference id; the user sees only 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -44,6 +45,12 @@ def web_client(settings: Settings, token: str | None = None) -> WebClient:
 
 def _today() -> date:
     return datetime.now(timezone.utc).date()
+
+
+def request_id(payload: dict) -> str:
+    """A short id shared by a request's ack and its lazy work (both see the same trigger_id), for the logs."""
+    seed = payload.get("trigger_id") or payload.get("envelope_id") or uuid.uuid4().hex
+    return hashlib.sha1(str(seed).encode()).hexdigest()[:10]
 
 
 class Responder:
@@ -104,7 +111,10 @@ class SlackFace:
         """Parse and reject in the ack; help is answered right here."""
         try:
             parsed = q.parse_command(command.get("text") or "", self.today())
+            log.info("/gad %s from %s in %s", type(parsed).__name__, command.get("user_id"), command.get("channel_id"),
+                     extra={"request_id": request_id(command)})
         except QueryError as error:
+            log.info("/gad rejected in the ack: %s", error, extra={"request_id": request_id(command)})
             text, blocks = kit.error_blocks(str(error))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
@@ -121,6 +131,7 @@ class SlackFace:
     def run_command(self, command, respond, client) -> None:
         user = command.get("user_id", "")
         responder = Responder(respond, client, user)
+        started = time.perf_counter()
         try:
             parsed = q.parse_command(command.get("text") or "", self.today())
             if isinstance(parsed, q.Help):
@@ -128,12 +139,16 @@ class SlackFace:
             if isinstance(parsed, ADMIN_COMMANDS):
                 self._require_admin(client, user)
             self._dispatch(parsed, command, responder, client)
+            log.info("/gad %s answered in %.0f ms", type(parsed).__name__, 1000 * (time.perf_counter() - started),
+                     extra={"request_id": request_id(command)})
         except GadError as error:
+            log.info("/gad refused: %s", error, extra={"request_id": request_id(command)})
             text, blocks = kit.error_blocks(str(error))
             responder.final(text, blocks)
         except Exception:
             reference = uuid.uuid4().hex[:8]
-            log.exception("internal error handling /gad (reference %s)", reference)
+            log.exception("internal error handling /gad (reference %s)", reference,
+                          extra={"request_id": request_id(command), "reference": reference})
             text, blocks = kit.error_blocks("Something went wrong on gad-bot's side; the operator can find "
                                             "the details in the logs.", reference)
             responder.final(text, blocks)
