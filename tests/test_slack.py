@@ -194,3 +194,41 @@ def test_home_tab_lists_repositories(bot, stub):
     assert response.status == 200
     stub.wait_for("views.publish", timeout=10)
     assert "web" in json.dumps(stub.home_views["U123"])
+
+
+def test_long_work_answers_in_dm_after_the_response_url_expires(stub):
+    import time as clock
+
+    from slack_sdk.webhook import WebhookClient
+
+    from bot.slack import RESPONSE_URL_LIFETIME, Responder, web_client
+
+    settings = Settings.from_env({"GAD_DATA_DIR": "/tmp/unused", "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_API_URL": stub.api_url})
+    url = stub.response_url("slow")
+    respond = lambda **kw: WebhookClient(url).send_dict(kw)
+    started = clock.monotonic() - RESPONSE_URL_LIFETIME.total_seconds() - 1  # began 29+ minutes ago
+    Responder(respond, web_client(settings), "U123", started=started).final("done", [])
+    assert stub.responses("slow") == []
+    post = stub.wait_for("chat.postMessage")[-1]
+    assert post.params["channel"] == "U123" and post.params["text"] == "done"
+
+
+def test_progress_updates_keep_the_last_use_for_the_answer(stub):
+    from slack_sdk.webhook import WebhookClient
+
+    from bot import slack as face
+
+    url = stub.response_url("progress")
+    respond = lambda **kw: WebhookClient(url).send_dict(kw)
+    responder = face.Responder(respond, None, "U123")
+    original, face.PROGRESS_EVERY_SECONDS = face.PROGRESS_EVERY_SECONDS, 0.0
+    try:
+        for step in range(10):
+            responder.progress(f"step {step}", [])
+    finally:
+        face.PROGRESS_EVERY_SECONDS = original
+    responder.final("tracked", [])
+    bodies = stub.responses("progress")
+    assert len(bodies) == 5  # Slack allows five uses of a response_url
+    assert bodies[-1]["text"] == "tracked" and all(b.get("replace_original") for b in bodies[:-1])
