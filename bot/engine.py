@@ -25,7 +25,7 @@ from . import columns as col
 from .config import Settings
 from .errors import GadError, MirrorError, QueryError, SourceError, UnknownRepoError
 from .index import Index, RepoRow, utcnow
-from .metric import Report, is_bot
+from .metric import Report, is_bot, person_key
 from .mirrors import (DEFAULT_SCOPE_PREFIXES, IN_ALL, IN_DEFAULT, IN_HEAD, FetchLimits, Mailmap, Mirror,
                       MirrorStore, open_local)
 from .periods import from_epoch_day, to_epoch_day
@@ -74,8 +74,13 @@ class Engine:
         return cls(settings)
 
     # -- identity rules ------------------------------------------------------
+    # Bump when the way identities are derived changes: every repository's people are rebuilt
+    # (from the stored raw identities, without re-walking history) the next time gad-bot opens.
+    IDENTITY_RULES = "2: ascii lower-casing, case-insensitive mailmap"
+
     def _patterns_key(self) -> str:
-        return hashlib.sha256("\x00".join(sorted(self.settings.bot_patterns)).encode()).hexdigest()
+        rules = [self.IDENTITY_RULES, *sorted(self.settings.bot_patterns)]
+        return hashlib.sha256("\x00".join(rules).encode()).hexdigest()
 
     def _refresh_bot_patterns(self) -> None:
         """New operator bot patterns take effect on every repository without re-walking history."""
@@ -98,7 +103,7 @@ class Engine:
         resolved = []
         for author_id, name, email in identities:
             mapped_name, mapped_email = mailmap.resolve(name, email)
-            resolved.append((author_id, mapped_email.lower(), email.lower(),
+            resolved.append((author_id, person_key(mapped_email), person_key(email),
                              is_bot(mapped_name, mapped_email, self.settings.bot_patterns),
                              is_bot(name, email, self.settings.bot_patterns)))
         people = self.index.person_ids({r[1] for r in resolved} | {r[2] for r in resolved})

@@ -18,6 +18,13 @@ UNITS_NOTE = "1 person-month = 19 person-days (152 h, COCOMO's unit); 1 person-y
 
 BUILTIN_BOT_PATTERN = "[bot]"
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def person_key(email: str) -> str:
+    """The person an e-mail stands for: lower-cased as git and `tr A-Z a-z` do (ASCII letters only)."""
+    return email.translate(_ASCII_LOWER)
+
 
 @dataclass(frozen=True)
 class Record:
@@ -101,7 +108,7 @@ def is_bot(name: str, email: str, patterns: Iterable[str] = ()) -> bool:
 def author_matches(person: str, globs: Iterable[str]) -> bool:
     """`author:GLOB` filter: any glob matching the person (already lower-cased)."""
     globs = tuple(globs)
-    return not globs or any(fnmatch.fnmatchcase(person, g.lower()) for g in globs)
+    return not globs or any(fnmatch.fnmatchcase(person, person_key(g)) for g in globs)
 
 
 def totals(records: Iterable[Record]) -> Totals:

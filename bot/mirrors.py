@@ -378,18 +378,28 @@ class Mirror:
 
 
 class Mailmap:
-    """A parsed .mailmap; `resolve(name, email)` gives the canonical (name, email)."""
+    """A parsed .mailmap; `resolve(name, email)` gives the canonical (name, email).
+
+    git matches mailmap names and e-mails case-insensitively (ASCII letters); libgit2 1.9 matches
+    e-mails exactly, so `<new@x> <OLD@X>` would miss commits by old@x. Both sides are therefore
+    ASCII-lower-cased before libgit2 sees them; what comes back is lower-case, which is all the
+    metric uses (people are lower-cased e-mails, bots are matched case-insensitively).
+    """
 
     def __init__(self, data: bytes):
-        self._map = pygit2.Mailmap.from_buffer(data) if data else None
+        self._map = pygit2.Mailmap.from_buffer(data.lower()) if data else None  # bytes.lower(): ASCII only
 
     def resolve(self, name: str, email: str) -> tuple[str, str]:
         if self._map is None:
             return name, email
         try:
-            return self._map.resolve(name, email)
+            return self._map.resolve(_ascii_lower(name), _ascii_lower(email))
         except (ValueError, pygit2.GitError):
             return name, email
+
+
+def _ascii_lower(text: str) -> str:
+    return text.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"))
 
 
 def _redacted(url: str) -> str:

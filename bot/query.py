@@ -16,6 +16,7 @@ from datetime import date, time
 from typing import Literal, Union
 
 from .errors import QueryError
+from .metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
 BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo")
@@ -248,7 +249,7 @@ def parse_query(words: list[str], today: date) -> Query:
                 "by": "`by:month`", "mailmap": "`mailmap:off`", "bots": "`bots:on`", "vs": "`vs:cocomo`",
                 "format": "`format:csv`"}[key] + ".")
         if key == "author":
-            authors.append(value.lower())
+            authors.append(person_key(value))  # people are ASCII-lower-cased e-mails
         elif key == "path":
             target = excluded if value.startswith("!") else paths
             cleaned = value.lstrip("!").strip("/")

@@ -176,3 +176,22 @@ def test_reference_metric_agrees_with_engine(engine, history):
     assert metric.totals(records) == ask(engine, "up").totals
     since = metric.select(records, since=date(2024, 1, 2))
     assert metric.totals(since) == ask(engine, "up since:2024-01-02").totals
+
+
+def test_mailmap_matches_case_insensitively_like_git(engine, upstream):
+    """libgit2 matches mailmap e-mails exactly; git (and so METRIC.md) does not."""
+    upstream.commit(name="Ola", email="ola@oldcorp.example", date="2024-01-01")
+    upstream.commit(name="Ola", email="Ola@NewCorp.example", date="2024-01-02",
+                    files={".mailmap": "Ola <ola@newcorp.example> <OLA@OLDCORP.EXAMPLE>\n"})
+    engine.track(str(upstream.path), "up")
+    report = ask(engine, "up by:person")
+    assert [r.key for r in report.rows] == ["ola@newcorp.example"]
+    out = upstream.git("log", "--use-mailmap", "--format=%aE")
+    assert {line.lower() for line in out.split()} == {"ola@newcorp.example"}
+
+
+def test_lower_casing_is_ascii_only_as_in_git(engine, upstream):
+    upstream.commit(email="\u00d3la@example.com", date="2024-01-01")  # Ó is not an ASCII letter
+    upstream.commit(email="\u00f3la@example.com", date="2024-01-01")
+    engine.track(str(upstream.path), "up")
+    assert ask(engine, "up").totals.person_days == oracle_gad(upstream.path) == 2
