@@ -46,10 +46,25 @@ class RepoColumns:
         columns = cls(repo_id, name, generation, data[:, 0].copy(), data[:, 1].astype(np.int32),
                       data[:, 2].astype(np.int32), data[:, 3].astype(np.uint8))
         columns.set_authors(author_map)
-        order = np.lexsort((columns.days, columns.person_mm[columns.author_ids]))
-        for attr in ("commit_ids", "author_ids", "days", "bits"):
-            setattr(columns, attr, np.ascontiguousarray(getattr(columns, attr)[order]))
+        columns._sort()
         return columns
+
+    def patched(self, keep: np.ndarray, rows, author_map) -> "RepoColumns":
+        """These columns without the rows `keep` drops, plus `rows` (commit_id, author_id, day, bits), re-sorted."""
+        data = np.array(rows, dtype=np.int64).reshape(-1, 4)
+        columns = RepoColumns(self.repo_id, self.name, self.generation,
+                              np.concatenate([self.commit_ids[keep], data[:, 0]]),
+                              np.concatenate([self.author_ids[keep], data[:, 1].astype(np.int32)]),
+                              np.concatenate([self.days[keep], data[:, 2].astype(np.int32)]),
+                              np.concatenate([self.bits[keep], data[:, 3].astype(np.uint8)]))
+        columns.set_authors(author_map)
+        columns._sort()
+        return columns
+
+    def _sort(self) -> None:
+        order = np.lexsort((self.days, self.person_mm[self.author_ids]))
+        for attr in ("commit_ids", "author_ids", "days", "bits"):
+            setattr(self, attr, np.ascontiguousarray(getattr(self, attr)[order]))
 
     def set_authors(self, author_map) -> None:
         table = np.array(list(author_map), dtype=np.int64).reshape(-1, 5)

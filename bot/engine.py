@@ -264,58 +264,136 @@ class Engine:
                 progress("paths", done, 0)
 
     def _index_repo(self, repo: RepoRow, mirror: Mirror, progress: Progress | None) -> SyncResult:
-        """Bring the index in line with the mirror's refs, in one transaction (METRIC.md rule 1)."""
+        """Bring the index in line with the mirror's refs, in one transaction (METRIC.md rule 1).
+
+        Membership of each scope (every ref; branches and tags; the default branch) is a bit per
+        commit. The first index, or one whose previous tips are gone from the object store, walks
+        everything once and each scope's complement (the commits only refs outside it reach,
+        usually few). Later syncs look only at the refs that moved: see `_scope_deltas`.
+        """
         new_tips = mirror.ref_tips()
         old_tips = self.index.stored_tips(repo.id)
         mailmap_oid, mailmap_data = mirror.mailmap_blob()
         if new_tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0:
             return SyncResult(repo.name, 0, 0, repo.commits, unchanged=True)
-        every_new, default_new, head_new = _scope_tips(new_tips)
-        every_old, _, _ = _scope_tips(old_tips)
-        old_present = {t for t in every_old if mirror.has_commit(t)}
-        with self.index.transaction():
-            # Commits no longer reachable from any ref stop counting (deleted refs, force-pushes).
-            if old_present == every_old:
-                gone = mirror.walk_ids(every_old, every_new)
-            else:  # an old tip vanished from the object store: compare with the full set instead
-                gone = list(self.index.member_oids(repo.id) - set(mirror.walk_ids(every_new)))
-            # Sub-scopes are stored as complements, which are small: commits outside branches and
-            # tags (e.g. refs/pull/*), and commits off the default branch.
-            # Only tips outside a scope can reach commits outside it: push those, hide the scope's.
-            outside_default = set(mirror.walk_ids(every_new - default_new, default_new))
-            outside_head = set(mirror.walk_ids(every_new - head_new, head_new)) if head_new else None
-
-            def bits_of(oid: bytes) -> int:
-                bits = IN_ALL
-                if oid not in outside_default:
-                    bits |= IN_DEFAULT
-                if outside_head is not None and oid not in outside_head:
-                    bits |= IN_HEAD
-                return bits
-
-            rows = ((f.oid, f.author_name, f.author_email, f.day, f.time, f.offset, f.parents, bits_of(f.oid))
-                    for f in mirror.walk_facts(every_new, old_present))
-            report = (lambda done: progress("index", done, 0)) if progress else None
-            added = self.index.insert_commits(repo.id, rows, self.index.author_ids(), report)
-            for bit, outside in ((IN_DEFAULT, outside_default), (IN_HEAD, outside_head)):
-                lacking = self.index.member_oids(repo.id, lacking_bit=bit)
-                if outside is None:  # no default branch at all: nothing is on it
-                    self.index.change_bit(repo.id, self.index.member_oids(repo.id) - lacking, bit, on=False)
-                    continue
-                self.index.change_bit(repo.id, lacking - outside, bit, on=True)
-                self.index.change_bit(repo.id, outside - lacking, bit, on=False)
-            removed = self.index.remove_members(repo.id, gone)
+        new_scopes, old_scopes = _scope_tips(new_tips), _scope_tips(old_tips)
+        every_new, every_old = new_scopes[0], old_scopes[0]
+        incremental = bool(old_tips) and all(mirror.has_commit(t) for t in every_old | old_scopes[2])
+        report = (lambda done: progress("index", done, 0)) if progress else None
+        with self.index.transaction(), self._tracking_touched(incremental):
+            if incremental:
+                entered, left = self._scope_deltas(repo, mirror, old_tips, new_tips)
+                fresh = [oid for oid in entered[IN_ALL]]
+                rows = ((f.oid, f.author_name, f.author_email, f.day, f.time, f.offset, f.parents,
+                         IN_ALL | (IN_DEFAULT if f.oid in entered[IN_DEFAULT] else 0)
+                         | (IN_HEAD if f.oid in entered[IN_HEAD] else 0))
+                        for f in mirror.facts_of(fresh))
+                added = self.index.insert_commits(repo.id, rows, self.index.author_ids(), report)
+                for bit in (IN_DEFAULT, IN_HEAD):
+                    self.index.change_bit(repo.id, entered[bit] - entered[IN_ALL], bit, on=True)
+                    self.index.change_bit(repo.id, left[bit], bit, on=False)
+                removed = self.index.remove_members(repo.id, left[IN_ALL])
+            else:
+                added, removed = self._index_everything(repo, mirror, old_tips, new_scopes, report)
             self.index.replace_tips(repo.id, new_tips)
             self._refresh_identities(repo.id, mailmap_data)
             generation, count = self._rebuild_columns(repo.id, bump=True, head_ref=mirror.head_ref(),
                                                       mailmap_oid=mailmap_oid)
         return SyncResult(repo.name, added, removed, count)
 
+    def _scope_deltas(self, repo: RepoRow, mirror: Mirror, old_tips: dict[str, bytes],
+                      new_tips: dict[str, bytes]) -> tuple[dict[int, set[bytes]], dict[int, set[bytes]]]:
+        """For each scope bit, the commits that entered it and those that left it since the last sync.
+
+        A commit can enter a scope only through a ref of that scope that moved or appeared, so the
+        candidates are walk(new tip, hiding the ref's old tip); a commit already in the scope (per
+        the index) did not enter. A commit can leave only through a ref that moved or vanished;
+        candidates, walk(old tip, hiding the new one), then leave only if no tip of the scope still
+        reaches them. Hiding a whole scope's tips costs a long walk in libgit2, so it is done only
+        for refs that appeared or vanished, and for the few candidates to leave.
+        """
+        def in_scope(bit: int, name: str) -> bool:
+            if bit == IN_HEAD:
+                return name == "HEAD"
+            return name != "HEAD" and (bit == IN_ALL or name.startswith(DEFAULT_SCOPE_PREFIXES))
+
+        candidates_in: dict[int, set[bytes]] = {}
+        candidates_out: dict[int, set[bytes]] = {}
+        scope_tips: dict[int, tuple[set[bytes], set[bytes]]] = {}
+        for bit in (IN_ALL, IN_DEFAULT, IN_HEAD):
+            old = {n: t for n, t in old_tips.items() if in_scope(bit, n)}
+            new = {n: t for n, t in new_tips.items() if in_scope(bit, n)}
+            scope_tips[bit] = (set(old.values()), set(new.values()))
+            moved = [n for n in old.keys() & new.keys() if old[n] != new[n]]
+            into, out = set(), set()
+            for name in moved:
+                into.update(mirror.walk_ids([new[name]], [old[name]]))
+                out.update(mirror.walk_ids([old[name]], [new[name]]))
+            appeared = {new[n] for n in new.keys() - old.keys()} - scope_tips[bit][0]
+            vanished = {old[n] for n in old.keys() - new.keys()} - scope_tips[bit][1]
+            if appeared:
+                into.update(mirror.walk_ids(appeared, scope_tips[bit][0]))
+            if vanished:
+                out.update(mirror.walk_ids(vanished, scope_tips[bit][1]))
+            candidates_in[bit], candidates_out[bit] = into, out
+        known = self.index.member_bits(repo.id, set().union(*candidates_in.values(), *candidates_out.values()))
+        entered = {bit: {c for c in candidates_in[bit] if not known.get(c, 0) & bit} for bit in candidates_in}
+        left = {}
+        for bit, candidates in candidates_out.items():
+            members = {c for c in candidates if known.get(c, 0) & bit}
+            left[bit] = set(mirror.walk_ids(members, scope_tips[bit][1])) if members else set()
+        return entered, left
+
+    def _index_everything(self, repo: RepoRow, mirror: Mirror, old_tips: dict[str, bytes],
+                          new_scopes: tuple[set[bytes], set[bytes], set[bytes]], report) -> tuple[int, int]:
+        """The first index, or a full comparison when the previous tips are gone from the object store."""
+        every_new = new_scopes[0]
+        # Commits no longer reachable from any ref stop counting (deleted refs, force-pushes).
+        gone = list(self.index.member_oids(repo.id) - set(mirror.walk_ids(every_new))) if old_tips else []
+        scopes = ((IN_DEFAULT, new_scopes[1]), (IN_HEAD, new_scopes[2]))
+        # Only tips outside a scope can reach commits outside it: push those, hide the scope's.
+        outside = {bit: set(mirror.walk_ids(every_new - tips, tips)) if tips else None for bit, tips in scopes}
+
+        def bits_of(oid: bytes) -> int:
+            return IN_ALL | sum(bit for bit, _ in scopes if outside[bit] is not None and oid not in outside[bit])
+
+        known = self.index.member_oids(repo.id) if old_tips else set()
+        rows = ((f.oid, f.author_name, f.author_email, f.day, f.time, f.offset, f.parents, bits_of(f.oid))
+                for f in mirror.walk_facts(every_new) if f.oid not in known)
+        added = self.index.insert_commits(repo.id, rows, self.index.author_ids(), report)
+        for bit, _ in scopes:
+            lacking = self.index.member_oids(repo.id, lacking_bit=bit)
+            if outside[bit] is None:  # e.g. no default branch at all: nothing is on it
+                self.index.change_bit(repo.id, self.index.member_oids(repo.id) - lacking, bit, on=False)
+                continue
+            self.index.change_bit(repo.id, lacking - outside[bit], bit, on=True)
+            self.index.change_bit(repo.id, outside[bit] - lacking, bit, on=False)
+        return added, self.index.remove_members(repo.id, gone)
+
+    @contextmanager
+    def _tracking_touched(self, enabled: bool):
+        self.index.touched = set() if enabled else None
+        try:
+            yield
+        finally:
+            self.index.touched = None
+
     def _rebuild_columns(self, repo_id: int, *, bump: bool, head_ref: str | None, mailmap_oid: str | None) -> tuple[int, int]:
-        """Rebuild the repository's column cache inside the caller's transaction."""
+        """Rebuild the repository's column cache inside the caller's transaction.
+
+        After an incremental update only the touched rows are read back from SQL and patched into
+        the previous columns; otherwise every row is read.
+        """
         repo = self.index.repo_by_id(repo_id)
-        columns = col.RepoColumns.from_rows(repo_id, repo.name, 0, self.index.member_rows(repo_id),
-                                            self.index.repo_author_map(repo_id))
+        author_map = self.index.repo_author_map(repo_id)
+        previous = self.index.load_columns(repo_id) if self.index.touched is not None else None
+        if previous is not None:
+            old = col.RepoColumns.from_blobs(repo_id, repo.name, previous, author_map)
+            touched = np.fromiter(self.index.touched, np.int64, len(self.index.touched))
+            keep = ~np.isin(old.commit_ids, touched)
+            columns = old.patched(keep, self.index.member_rows_for(repo_id, self.index.touched), author_map)
+        else:
+            columns = col.RepoColumns.from_rows(repo_id, repo.name, 0, self.index.member_rows(repo_id), author_map)
         skipped = int(np.count_nonzero((columns.days == col.BAD_DAY) & ((columns.bits & IN_DEFAULT) != 0)))
         generation = self.index.finish_update(repo_id, head_ref=head_ref, mailmap_oid=mailmap_oid,
                                               commits=len(columns.commit_ids), skipped=skipped)

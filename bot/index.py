@@ -223,6 +223,9 @@ class Index:
         _create_private(path)
         self._local = threading.local()
         self._lock = threading.Lock()
+        # When a set, the ids of the commits whose membership rows an update touched (so the
+        # column cache can be patched rather than rebuilt); None: not tracked.
+        self.touched: set[int] | None = None
         if migrate:
             self.migrate()
 
@@ -388,6 +391,8 @@ class Index:
                     known[r[0]] = commit_id
                     fresh.append((commit_id, r[0], r[1], r[3], r[4], r[5], r[6]))
                 members.append((repo_id, commit_id, r[7]))
+            if self.touched is not None:
+                self.touched.update(m[1] for m in members)
             conn.executemany("INSERT INTO commits (id, oid, author_id, day, time, offset, parents) "
                              "VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
             conn.executemany("INSERT INTO repo_commits (repo_id, commit_id, bits) VALUES (?, ?, ?) "
@@ -421,6 +426,13 @@ class Index:
             params += (lacking_bit,)
         return {r[0] for r in self.db.execute(sql, params)}
 
+    def member_bits(self, repo_id: int, oids: Iterable[bytes]) -> dict[bytes, int]:
+        """The scope bits of those of `oids` the repository already has."""
+        if not self._stage(oids):
+            return {}
+        return dict(self.db.execute("SELECT s.oid, rc.bits FROM staged s JOIN commits c ON c.oid = s.oid "
+                                    "JOIN repo_commits rc ON rc.commit_id = c.id AND rc.repo_id = ?", (repo_id,)))
+
     def _stage(self, oids: Iterable[bytes]) -> int:
         self.db.execute("CREATE TEMP TABLE IF NOT EXISTS staged (oid BLOB PRIMARY KEY) WITHOUT ROWID")
         self.db.execute("DELETE FROM staged")
@@ -431,6 +443,8 @@ class Index:
         if not self._stage(oids):
             return
         expression = "bits | ?" if on else "bits & ~?"
+        if self.touched is not None:
+            self.touched.update(r[0] for r in self.db.execute("SELECT c.id FROM staged s JOIN commits c ON c.oid = s.oid"))
         self.db.execute(f"UPDATE repo_commits SET bits = {expression} WHERE repo_id = ? AND commit_id IN "
                         "(SELECT c.id FROM staged s JOIN commits c ON c.oid = s.oid)", (bit, repo_id))
 
@@ -438,6 +452,8 @@ class Index:
         if not self._stage(oids):
             return 0
         ids = [r[0] for r in self.db.execute("SELECT c.id FROM staged s JOIN commits c ON c.oid = s.oid")]
+        if self.touched is not None:
+            self.touched.update(ids)
         self.db.conn.executemany("DELETE FROM repo_commits WHERE repo_id = ? AND commit_id = ?", ((repo_id, i) for i in ids))
         self._collect_commits(ids)
         return len(ids)
@@ -493,6 +509,16 @@ class Index:
         return self.db.execute(
             "SELECT rc.commit_id, c.author_id, coalesce(c.day, -2147483648), rc.bits "
             "FROM repo_commits rc JOIN commits c ON c.id = rc.commit_id WHERE rc.repo_id = ?", (repo_id,))
+
+    def member_rows_for(self, repo_id: int, commit_ids: Iterable[int]) -> list[tuple]:
+        """member_rows, for just these commits (those the repository still has)."""
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS staged_ids (id INTEGER PRIMARY KEY)")
+        self.db.execute("DELETE FROM staged_ids")
+        self.db.conn.executemany("INSERT OR IGNORE INTO staged_ids VALUES (?)", ((int(i),) for i in commit_ids))
+        return self.db.execute(
+            "SELECT rc.commit_id, c.author_id, coalesce(c.day, -2147483648), rc.bits FROM staged_ids s "
+            "JOIN repo_commits rc ON rc.repo_id = ? AND rc.commit_id = s.id JOIN commits c ON c.id = rc.commit_id",
+            (repo_id,)).fetchall()
 
     def store_columns(self, repo_id: int, generation: int, rows: int, blobs: dict[str, bytes]) -> None:
         self.db.execute("INSERT INTO columns VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(repo_id) DO UPDATE SET "

@@ -155,6 +155,8 @@ class Mirror:
             raise MirrorError("This mirror has no `origin` remote; re-clone it with `gad-bot sync --reclone NAME`.") from None
         # libgit2's tag auto-following would never move an existing tag; the mirror refspec moves
         # every ref, tags included, so auto-following is switched off.
+        if _copy_local(remote.url, self.repo, self.path):
+            return
         config = self.repo.config
         if "remote.origin.tagopt" not in config or config["remote.origin.tagopt"] != "--no-tags":
             config["remote.origin.tagopt"] = "--no-tags"
@@ -295,8 +297,15 @@ class Mirror:
         walker = self._walker(push, hide)
         if walker is None:
             return
+        yield from self._facts(walker)
+
+    def facts_of(self, oids: Iterable[bytes]) -> Iterator[CommitFacts]:
+        """The facts of exactly these commits."""
+        yield from self._facts(self.repo[pygit2.Oid(raw=oid)] for oid in oids)
+
+    def _facts(self, commits: Iterable[pygit2.Commit]) -> Iterator[CommitFacts]:
         try:
-            for commit in walker:
+            for commit in commits:
                 author = commit.author
                 try:
                     name, email = author.name, author.email
@@ -473,9 +482,11 @@ class MirrorStore:
 
 
 def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bool:
-    """Clone a local repository the way `git clone --mirror --local` does: hard-link its object files
-    (copy across file systems) and copy its refs. libgit2's local transport would instead build a new
-    pack with a delta search, which for a million commits takes minutes. False: not applicable, fetch."""
+    """Fetch from a local repository the way `git clone --mirror --local` does: hard-link the object
+    files the mirror lacks (copy across file systems), then make every ref match the source's,
+    deleting those the source no longer has (prune). libgit2's local transport would instead build
+    a new pack with a delta search: minutes for a million commits, seconds for a thousand.
+    False when not applicable (not a local path; borrowed objects): the caller fetches instead."""
     if "://" in source or not Path(source).expanduser().exists():
         return False
     try:
@@ -485,23 +496,30 @@ def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bo
     objects = Path(origin.path) / "objects"
     if (objects / "info" / "alternates").exists():
         return False  # borrowed objects live elsewhere: let a real fetch gather them
-    for path in objects.rglob("*"):
-        if not path.is_file() or path.parent.name == "info" or path.name.startswith(("tmp_", "pack_git2_")):
-            continue
+    # Packs first (with their .idx after the .pack), then loose objects, so that no ref below can
+    # name an object the mirror cannot read yet.
+    candidates = sorted(objects.glob("pack/pack-*.pack")) + sorted(objects.glob("pack/pack-*.idx")) + \
+        [p for p in objects.glob("[0-9a-f][0-9a-f]/*") if len(p.name) == 38]
+    for path in candidates:
         target = mirror_path / "objects" / path.relative_to(objects)
+        if target.exists():
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(path, target)
         except OSError:
             shutil.copy2(path, target)
-    for name in origin.references:
-        if not name.startswith("refs/"):
-            continue
-        # a symbolic ref (str target) stays symbolic, a direct one keeps its object id
-        mirror.references.create(name, origin.references[name].target, force=True)
+    wanted = {name for name in origin.references if name.startswith("refs/")}
+    for name in wanted:
+        target = origin.references[name].target  # a symbolic ref (str) stays symbolic
+        if name not in mirror.references or mirror.references[name].target != target:
+            mirror.references.create(name, target, force=True)
+    for name in [n for n in mirror.references if n.startswith("refs/") and n not in wanted]:
+        mirror.references.delete(name)
     head = origin.references.get("HEAD")
     if head is not None and isinstance(head.target, str) and head.target in mirror.references:
-        mirror.set_head(head.target)
+        if mirror.references["HEAD"].target != head.target:
+            mirror.set_head(head.target)
     else:
         Mirror(mirror_path)._guess_head()
     return True

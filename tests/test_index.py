@@ -72,7 +72,7 @@ def apply(b: RepoBuilder, op: tuple, made: list) -> None:
         made.append(b.commit("main", files={".mailmap": text}, date="2024-03-02"))
 
 
-@hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(operation, min_size=1, max_size=25))
 def test_incremental_equals_full_index(ops):
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,6 +87,12 @@ def test_incremental_equals_full_index(ops):
             else:
                 apply(b, op, made)
         assert not stepwise.sync(["up"])[0].error
+        # the patched column cache holds exactly the rows SQL holds
+        repo = stepwise.repo("up")
+        columns = stepwise.columns_of(repo)
+        cached = sorted(zip(columns.commit_ids.tolist(), columns.author_ids.tolist(), columns.days.tolist(),
+                            columns.bits.tolist()))
+        assert cached == sorted(tuple(r) for r in stepwise.index.member_rows(repo.id))
         whole = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp / "whole")}))
         whole.track(str(b.path), "up")
         assert figures(stepwise) == figures(whole)
