@@ -222,6 +222,8 @@ class Engine:
         try:
             with self._repo_lock(repo):
                 mirror = Mirror(repo.mirror_path)
+                if not repo.in_place:  # never touch the locks of a repository someone else owns
+                    mirror.clear_stale_locks()
                 if fetch and not repo.in_place:
                     mirror.fetch(self.store.limits, progress)
                 else:

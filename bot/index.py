@@ -274,7 +274,15 @@ class Index:
         """Apply every migration the file lacks, each in its own transaction; return those applied."""
         applied: list[int] = []
         with self._lock:
-            self.db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+            # Reads first: a database that is up to date must open without taking the write lock,
+            # or every reader would queue behind a long sync transaction.
+            has_table = self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
+            if has_table and self.schema_version() == SCHEMA_VERSION:
+                return applied
+            if not has_table:
+                self.db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
+                                "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
             newest = self.schema_version()
             if newest > SCHEMA_VERSION:
                 raise ConfigError(f"{self.path} was written by a newer gad-bot (schema {newest}, this one knows "

@@ -147,28 +147,45 @@ class Mirror:
 
     # -- network -------------------------------------------------------------
     def fetch(self, limits: FetchLimits, progress: Progress | None = None) -> None:
-        """Fetch every ref with prune, then point HEAD at the remote's default branch."""
+        """Fetch every ref with prune, then point HEAD at the remote's default branch.
+
+        A network fetch runs in a child process that is killed at GAD_FETCH_TIMEOUT_SECONDS: a
+        server that trickles its answer, or a libgit2 that loops, cannot hold a sync (and the
+        repository's lock) forever. What a killed fetch leaves (temporary packs, ref locks) is
+        swept under the repository's lock before the next one.
+        """
         self.check_loose_objects()
         try:
             remote = self.repo.remotes["origin"]
         except (KeyError, ValueError):
             raise MirrorError("This mirror has no `origin` remote; re-clone it with `gad-bot sync --reclone NAME`.") from None
-        # libgit2's tag auto-following would never move an existing tag; the mirror refspec moves
-        # every ref, tags included, so auto-following is switched off.
         if _copy_local(remote.url, self.repo, self.path):
             return
+        _fetch_in_child(self.path, limits, progress)
+
+    def fetch_here(self, limits: FetchLimits, progress: Progress | None = None) -> None:
+        """The fetch itself, in this process (the child's half of `fetch`)."""
+        remote = self.repo.remotes["origin"]
+        # libgit2's tag auto-following would never move an existing tag; the mirror refspec moves
+        # every ref, tags included, so auto-following is switched off.
         config = self.repo.config
         if "remote.origin.tagopt" not in config or config["remote.origin.tagopt"] != "--no-tags":
             config["remote.origin.tagopt"] = "--no-tags"
             remote = self.repo.remotes["origin"]  # re-read with the new setting
         deadline = time.monotonic() + limits.timeout_seconds if limits.timeout_seconds else None
-        callbacks = _Callbacks(remote.url, limits.https_tokens, limits.ssh_key, progress, deadline, limits.max_bytes)
+
+        def callbacks() -> _Callbacks:  # one per connection: each may ask for credentials once
+            return _Callbacks(remote.url, limits.https_tokens, limits.ssh_key, progress, deadline, limits.max_bytes)
+
         try:
-            remote.fetch(callbacks=callbacks, prune=FetchPrune.PRUNE)
-            heads = remote.list_heads(callbacks=callbacks)
+            remote.fetch(callbacks=callbacks(), prune=FetchPrune.PRUNE)
+            heads = remote.list_heads(callbacks=callbacks())
         except MirrorError:
             raise
         except (pygit2.GitError, OSError, ValueError, KeyError) as error:
+            if _is_local_damage(error):
+                raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
+                                  "`gad-bot sync --reclone NAME`.") from None
             raise MirrorError(f"Fetching from {_redacted(remote.url)} failed: {_describe(error)}.") from None
         for head in heads:
             if head.name == "HEAD" and head.symref_target and head.symref_target in self.repo.references:
@@ -177,6 +194,20 @@ class Mirror:
                 break
         else:
             self._guess_head()
+
+    def clear_stale_locks(self) -> list[Path]:
+        """Delete lock files a killed fetch left. Only call this while holding the repository's own
+        lock (Engine._repo_lock): then no gad-bot process can be writing this mirror."""
+        removed = []
+        for pattern in ("refs/**/*.lock", "packed-refs.lock", "HEAD.lock", "config.lock", "index.lock",
+                        "objects/pack/*.lock"):
+            for lock in self.path.glob(pattern):
+                try:
+                    lock.unlink()
+                    removed.append(lock)
+                except OSError:
+                    pass
+        return removed
 
     def _guess_head(self) -> None:
         """Without an advertised HEAD, keep HEAD on an existing branch (main, then master, then any)."""
@@ -411,6 +442,76 @@ def _ascii_lower(text: str) -> str:
     return text.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"))
 
 
+def _is_local_damage(error: Exception) -> bool:
+    """Whether a fetch failed on the mirror's own objects (not on the network or the remote)."""
+    text = str(error).lower()
+    return isinstance(error, KeyError) or any(
+        marker in text for marker in ("object not found", "packfile", "pack file", "inflate", "corrupt",
+                                      "missing object", "failed to parse", "bad object"))
+
+
+def _fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None) -> None:
+    """Run Mirror.fetch_here in a child process; kill it when the deadline passes."""
+    import json
+    import subprocess
+    import sys
+    import threading
+
+    request = json.dumps({"path": str(path), "https_tokens": limits.https_tokens,
+                          "ssh_key": str(limits.ssh_key) if limits.ssh_key else None,
+                          "timeout": limits.timeout_seconds, "max_bytes": limits.max_bytes})
+    child = subprocess.Popen([sys.executable, "-m", "bot.mirrors"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+    child.stdin.write(request)  # secrets go through a pipe, never the command line
+    child.stdin.close()
+    outcome: list[str] = []
+
+    def read() -> None:
+        for line in child.stdout:
+            kind, _, rest = line.rstrip("\n").partition(" ")
+            if kind == "P" and progress:
+                phase, done, total = rest.split(" ")
+                progress(phase, int(done), int(total))
+            elif kind == "E":
+                outcome.append(rest)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        child.wait(timeout=limits.timeout_seconds or None)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        raise MirrorError(f"The fetch timed out: it took longer than GAD_FETCH_TIMEOUT_SECONDS "
+                          f"({limits.timeout_seconds} s) allows; try again later or raise the limit.") from None
+    finally:
+        reader.join(timeout=5)
+    if child.returncode != 0:
+        raise MirrorError(outcome[-1] if outcome else f"The fetch stopped unexpectedly (exit {child.returncode}).")
+
+
+def _child_main() -> int:
+    """`python -m bot.mirrors`: fetch the mirror named on stdin; report progress and errors on stdout."""
+    import json
+    import sys
+
+    request = json.loads(sys.stdin.read())
+    limits = FetchLimits(request["https_tokens"], Path(request["ssh_key"]) if request["ssh_key"] else None,
+                         request["timeout"], request["max_bytes"])
+    if limits.timeout_seconds:
+        set_network_timeouts(limits.timeout_seconds)
+
+    def progress(phase: str, done: int, total: int) -> None:
+        print(f"P {phase} {done} {total}", flush=True)
+
+    try:
+        Mirror(Path(request["path"])).fetch_here(limits, progress)
+    except MirrorError as error:
+        print(f"E {str(error).splitlines()[0] if str(error) else 'the fetch failed'}", flush=True)
+        return 3
+    return 0
+
+
 def _redacted(url: str) -> str:
     from .sources import redact  # local import: sources is stdlib-only and tiny
 
@@ -531,3 +632,7 @@ def open_local(path: str) -> Path:
     if not discovered:
         raise SourceError(f"`{path}` is not a git repository; give the path of a repository or of a bare mirror.")
     return Path(discovered)
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main())

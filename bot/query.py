@@ -41,7 +41,7 @@ class Scope:
         if self.kind == "all":
             return "every ref"
         if self.kind == "branch":
-            return "the default branch" if self.branch == "HEAD" else f"branch {self.branch}"
+            return "the default branch" if self.branch == "HEAD" else f"branch {_literal(self.branch or '')}"
         return "all branches and tags"
 
     def token(self) -> str:
@@ -75,12 +75,17 @@ class Query:
         parts = [self.scope.words(), "author dates", "mailmap applied" if self.mailmap else "mailmap off",
                  "bots kept" if self.bots else "bots left out"]
         if self.authors:
-            parts.append("authors " + " or ".join(self.authors))
+            parts.append("authors " + " or ".join(map(_literal, self.authors)))
         if self.paths:
-            parts.append("paths " + ", ".join(self.paths))
+            parts.append("paths " + ", ".join(map(_literal, self.paths)))
         if self.exclude_paths:
-            parts.append("excluding " + ", ".join(self.exclude_paths))
+            parts.append("excluding " + ", ".join(map(_literal, self.exclude_paths)))
         return ", ".join(parts)
+
+
+def _literal(value: str) -> str:
+    """What a user typed, shown as code so that no formatting (`*_~` in Slack) applies to it."""
+    return "`" + value.replace("`", "\u02cb") + "`"
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,14 @@ class Responder:
 
     def _send(self, **kwargs) -> None:
         self._uses += 1
-        self._respond(**kwargs)
+        try:
+            self._respond(**kwargs)
+        except ValueError:  # no response_url in the payload: answer in the user's DM instead
+            self._uses = RESPONSE_URL_USES
+            if kwargs.get("replace_original") and kwargs.get("response_type") is None:
+                return  # a progress update has nowhere to go
+            self._client.chat_postMessage(channel=self._user, text=kwargs.get("text", ""),
+                                          blocks=kwargs.get("blocks"))
 
 
 class SlackFace:
@@ -123,7 +130,7 @@ class SlackFace:
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(parsed, q.Track):
-            ack(text=f"Tracking {redact(parsed.source)} — I will update this message as it goes.",
+            ack(text=f"Tracking {kit.code(redact(parsed.source))} — I will update this message as it goes.",
                 response_type="ephemeral")
             return
         ack()
@@ -133,7 +140,10 @@ class SlackFace:
         responder = Responder(respond, client, user)
         started = time.perf_counter()
         try:
-            parsed = q.parse_command(command.get("text") or "", self.today())
+            try:
+                parsed = q.parse_command(command.get("text") or "", self.today())
+            except QueryError:
+                return  # ack_command already answered it: once is enough
             if isinstance(parsed, q.Help):
                 return
             if isinstance(parsed, ADMIN_COMMANDS):

@@ -397,7 +397,7 @@ def test_is_source(word, expected):
 @pytest.mark.parametrize("scope, words, token", [
     (Scope(), "all branches and tags", "default"),
     (Scope("branch", "HEAD"), "the default branch", "branch:HEAD"),
-    (Scope("branch", "main"), "branch main", "branch:main"),
+    (Scope("branch", "main"), "branch `main`", "branch:main"),
     (Scope("all"), "every ref", "refs:all"),
 ])
 def test_scope_words(scope, words, token):
@@ -409,8 +409,8 @@ def test_scope_words(scope, words, token):
     ("gst", "all branches and tags, author dates, mailmap applied, bots left out"),
     ("gst mailmap:off bots:on refs:all", "every ref, author dates, mailmap off, bots kept"),
     ("gst branch:HEAD author:a@x author:*@y path:src path:lib path:!docs",
-     "the default branch, author dates, mailmap applied, bots left out, authors a@x or *@y, paths src, lib, "
-     "excluding docs"),
+     "the default branch, author dates, mailmap applied, bots left out, authors `a@x` or `*@y`, "
+     "paths `src`, `lib`, excluding `docs`"),
 ])
 def test_query_words(text, words):
     assert parse(text).query.words() == words
