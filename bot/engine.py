@@ -504,10 +504,12 @@ class Engine:
                 rows.append(col.Row(selection.name, repo_totals))
             rows.sort(key=lambda r: (-r.totals.person_days, r.key))
         trend_bucket = self._trend_bucket(query, keys, today)
-        trend = col.by_period(selections, keys, trend_bucket, first_day=flt.since_day,
-                              last_day=flt.until_day if flt.until_day is not None else
-                              (to_epoch_day(today) if flt.since_day is not None else None),
-                              person_days_only=True)
+        trend_last = flt.until_day if flt.until_day is not None else (to_epoch_day(today) if flt.since_day is not None else None)
+        if query.by == trend_bucket and trend_last == flt.until_day:
+            trend = rows  # the breakdown is already that series
+        else:
+            trend = col.by_period(selections, keys, trend_bucket, first_day=flt.since_day, last_day=trend_last,
+                                  person_days_only=True)
         as_of = [r.last_success_at for r in repos if r.last_success_at]
         report = Report(repos=tuple(r.name for r in repos), since=query.since, until=query.until,
                       scope_words=query.words(), totals=totals, by=query.by, rows=tuple(rows),
