@@ -145,8 +145,12 @@ class Engine:
         return None
 
     def track(self, source: str, name: str | None = None, *, in_place: bool = False,
-              progress: Progress | None = None) -> SyncResult:
-        """Mirror (or register in place) a repository and index it; nothing is left behind on failure."""
+              progress: Progress | None = None, paths: bool = True) -> SyncResult:
+        """Mirror (or register in place) a repository and index it; nothing is left behind on failure.
+
+        With paths=False the changed paths (for `path:`) are left to `index_paths`, so that the
+        caller can answer as soon as the commits are in: they take several times longer.
+        """
         name = name or default_name(source)
         if self.index.repo(name):
             raise QueryError(f"A repository named `{name}` is already tracked; choose another name with `as:NAME` "
@@ -164,11 +168,19 @@ class Engine:
             if not in_place:
                 self.store.remove(path)
             raise
-        result = self.sync_one(self.index.repo_by_id(repo_id), progress=progress, fetch=False)
+        result = self.sync_one(self.index.repo_by_id(repo_id), progress=progress, fetch=False, paths=paths)
         if result.error:
             self.untrack(name)
             raise MirrorError(result.error)
         return result
+
+    def index_paths(self, name: str, progress: Progress | None = None) -> tuple[int, float]:
+        """Index the changed paths of every commit of `name` that lacks them; (commits, seconds)."""
+        repo = self.repo(name)
+        started = time.perf_counter()
+        with self._repo_lock(repo):
+            count = self._index_paths(repo, progress)
+        return count, time.perf_counter() - started
 
     def reclone(self, name: str, progress: Progress | None = None) -> SyncResult:
         """Replace a damaged mirror with a fresh clone, keeping the repository's name, projects and subscriptions."""
@@ -208,7 +220,7 @@ class Engine:
         return [self.sync_one(repo, progress=progress, now=now) for repo in repos]
 
     def sync_one(self, repo: RepoRow, *, progress: Progress | None = None, fetch: bool = True,
-                 now: datetime | None = None) -> SyncResult:
+                 now: datetime | None = None, paths: bool = True) -> SyncResult:
         now = now or utcnow()
         if fetch and not repo.in_place and not repo.mirror_path.exists():
             # e.g. the index was restored on a new host: the mirror comes back from its source
@@ -237,7 +249,8 @@ class Engine:
             return SyncResult(repo.name, 0, 0, repo.commits, error=str(error))
         indexed = time.perf_counter()
         try:
-            self._index_paths(repo, progress)
+            if paths:
+                self._index_paths(repo, progress)
         except GadError as error:  # the commits are indexed; paths catch up on the next sync
             log.warning("path indexing of %s stopped: %s", repo.name, error)
         self.index.record_attempt(repo.id, None, now)
@@ -253,6 +266,7 @@ class Engine:
         mirror = Mirror(repo.mirror_path)
         cache = self.index.path_ids()
         done = 0
+        total = self.index.pending_path_count(repo.id) if progress else 0
         while True:
             pending = self.index.pending_path_commits(repo.id, self.PATH_BATCH)
             if not pending:
@@ -263,7 +277,7 @@ class Engine:
                 self.index.store_paths(changed, cache)
             done += len(pending)
             if progress:
-                progress("paths", done, 0)
+                progress("paths", done, total)
 
     def _index_repo(self, repo: RepoRow, mirror: Mirror, progress: Progress | None) -> SyncResult:
         """Bring the index in line with the mirror's refs, in one transaction (METRIC.md rule 1).
@@ -528,8 +542,8 @@ class Engine:
         for repo in repos:
             pending = self.index.pending_path_count(repo.id)
             if pending:
-                raise GadError(f"`{repo.name}` is still indexing which paths its commits changed ({pending:,} commits "
-                               f"to go); try `path:` again after the next sync (`sync {repo.name}`).")
+                raise GadError(f"`{repo.name}` is still indexing which paths its commits changed ({pending:,} of "
+                               f"{repo.commits:,} commits to go); try `path:` again in a few minutes.")
         return np.array(self.index.commits_touching(query.paths, query.exclude_paths), np.int64)
 
     @staticmethod

@@ -253,11 +253,13 @@ class SlackFace:
         def progress(phase: str, done: int, total: int) -> None:
             responder.progress(*kit.progress_blocks(f"Tracking {shown}", done, total or None, phase))
 
-        result = self.engine.track(url, parsed.name, progress=progress)
+        result = self.engine.track(url, parsed.name, progress=progress, paths=False)
         text = f"Tracked {result.name}: {result.commits:,} commits indexed."
         responder.final(text, [kit.section(f"Tracked {kit.code(result.name)}: {result.commits:,} commits indexed. "
-                                           f"Try `/gad {kit.escape_mrkdwn(result.name)} since:12w by:week`.")],
+                                           f"Try `/gad {kit.escape_mrkdwn(result.name)} since:12w by:week`; "
+                                           "`path:` works once its changed paths are indexed, in a few minutes.")],
                         replace=True)
+        self.engine.index_paths(result.name)  # after answering: reports already work without them
 
     # -- people ------------------------------------------------------------------
     def _require_admin(self, client: WebClient, user: str) -> None:

@@ -89,3 +89,15 @@ def test_project_is_a_union_usable_wherever_a_repository_is(engine, tmp_path):
     engine.project_remove("suite")
     with pytest.raises(UnknownRepoError):
         ask(engine, "suite")
+
+
+def test_path_queries_wait_for_the_path_index_with_a_clear_answer(engine, tree):
+    from bot.errors import GadError
+
+    engine.track(str(tree.path), "kernel", paths=False)
+    assert ask(engine, "kernel").totals.person_days > 0  # reports work as soon as the commits are in
+    with pytest.raises(GadError, match=r"still indexing which paths .* commits to go"):
+        ask(engine, "kernel path:drivers/gpu")
+    count, _ = engine.index_paths("kernel")
+    assert count == engine.repo("kernel").commits
+    assert ask(engine, "kernel path:drivers/gpu").totals.person_days == oracle(tree, "drivers/gpu")
