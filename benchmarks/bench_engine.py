@@ -60,6 +60,7 @@ QUERIES: list[tuple[str, str, dict]] = [
     ("branch:HEAD", "branch:HEAD", {"scope": "HEAD"}),
     ("by:month", "by:month", {"by_month": True}),
     ("mailmap:off bots:on", "mailmap:off bots:on", {"mailmap": False, "bots": True}),
+    ("path:DIR (issue 7)", "path:drivers/gpu", {"paths": "drivers/gpu"}),
 ]
 
 TARGET_TRACK_TIME = 2.0
@@ -131,12 +132,15 @@ def glob_to_ere(glob: str) -> str:
 
 def pipeline(repo: Path, *, scope: str = "--branches --tags", mailmap: bool = True, bots: bool = False,
              since: str | None = None, until: str | None = None, glob: str | None = None,
-             by_month: bool = False, per_person: bool = False) -> str:
-    """The METRIC.md one-liner, with since/until/author filters applied by awk on (email, day)."""
+             by_month: bool = False, per_person: bool = False, paths: str | None = None) -> str:
+    """The METRIC.md one-liner, with since/until/author filters applied by awk on (email, day).
+
+    With `paths`, the commits are those `git log --no-merges --full-history -- PATH` lists."""
+    limit = f" --no-merges --full-history -- '{paths}'" if paths else ""
     if mailmap:
-        cmd = f"git -C '{repo}' log --use-mailmap {scope} --format='%aN%x00%aE%x00%ad' --date=short"
+        cmd = f"git -C '{repo}' log --use-mailmap {scope} --format='%aN%x00%aE%x00%ad' --date=short{limit}"
     else:
-        cmd = f"git -C '{repo}' log --no-mailmap {scope} --format='%an%x00%ae%x00%ad' --date=short"
+        cmd = f"git -C '{repo}' log --no-mailmap {scope} --format='%an%x00%ae%x00%ad' --date=short{limit}"
     if not bots:
         cmd += " | grep -av '\\[bot\\]'"
     conditions = []
@@ -258,6 +262,18 @@ def machine() -> dict[str, str]:
     return info
 
 
+def code_version() -> str:
+    """The engine's code: HEAD's short id, plus a digest of uncommitted changes under bot/ (others edit concurrently)."""
+    import hashlib
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        diff = subprocess.run(["git", "-C", str(ROOT), "diff", "HEAD", "--", "bot"], capture_output=True).stdout
+    except OSError:
+        return "?"
+    return head + (f"+dirty:{hashlib.sha1(diff).hexdigest()[:8]}" if diff else "")
+
+
 def ensure_repo(commits: int, seed: int) -> tuple[Path, float | None]:
     """The cached synthetic repository for these parameters (generated if missing)."""
     path = WORK / f"synth-v{synth.VERSION}-c{commits}-s{seed}"
@@ -301,6 +317,7 @@ def bench(args) -> Results:
     commits = args.commits
     WORK.mkdir(parents=True, exist_ok=True)
     res = Results(commits, machine())
+    res.info["code"] = code_version()
     cached, gen_time = ensure_repo(commits, args.seed)
     if gen_time is not None:
         res.notes.append(f"Generating the repository with synth.py took {gen_time:.0f} s.")
@@ -347,21 +364,25 @@ def bench(args) -> Results:
         shutil.rmtree(target, ignore_errors=True)
     g, t, gc = median_run(git_runs), median_run(track_runs), median_run(clone_runs)
     # where the time goes: the same indexing without the clone (`--in-place` reads the source directly)
-    inplace_data = run_dir / "data-inplace"
-    print("track --in-place ...", file=sys.stderr)
-    ip = measure([GAD, "track", str(upstream), "--name", NAME, "--in-place"],
-                 env={**env, "GAD_DATA_DIR": str(inplace_data)}, check=False)
-    shutil.rmtree(inplace_data, ignore_errors=True)
-    time_ratio, rss_ratio = t.wall / g.wall, t.max_rss_kb / g.max_rss_kb
+    # `track` answers in two steps: the commits (reports work from then on), then the changed paths
+    # (for path:); each step prints its own time. The first step is what the issue's target is about.
+    path_seconds = float(re.search(r"changed paths of [\d,]+ commits indexed in ([\d.]+) s", t.stdout).group(1))
+    commits_wall = t.wall - path_seconds
+    names_runs = [measure(["git", "-C", str(upstream), "log", "--branches", "--tags", "--no-merges", "--name-only",
+                           "--format=%H"], env=env, capture=False) for _ in range(runs)]
+    gn = median_run(names_runs)
+    time_ratio, rss_ratio = commits_wall / g.wall, t.max_rss_kb / g.max_rss_kb
     res.rows.append(["`git log --branches --tags` (hash, e-mail, date)", fmt_s(g.wall), f"{fmt_s(g.cpu)} CPU, {fmt_mb(g.max_rss_kb)}", "1", "reference"])
-    res.rows.append([f"first `gad-bot track` ({len(track_runs)} run{'s' if len(track_runs) > 1 else ''})", fmt_s(t.wall),
-                     f"{fmt_s(t.cpu)} CPU, {fmt_mb(t.max_rss_kb)}", f"{time_ratio:.2f}x time ({t.cpu / g.cpu:.1f}x CPU), {rss_ratio:.2f}x RSS",
+    res.rows.append([f"first `gad-bot track` until its commits are indexed ({len(track_runs)} run{'s' if len(track_runs) > 1 else ''})",
+                     fmt_s(commits_wall), f"whole process {fmt_mb(t.max_rss_kb)} peak",
+                     f"{time_ratio:.2f}x time, {rss_ratio:.2f}x RSS",
                      f"time <= {TARGET_TRACK_TIME}x: {verdict(time_ratio <= TARGET_TRACK_TIME)}; "
                      f"RSS <= {TARGET_TRACK_RSS}x: {verdict(rss_ratio <= TARGET_TRACK_RSS)}"])
-    res.rows.append(["(where the time goes) `gad-bot track --in-place`: indexing only, no clone (1 run)",
-                     fmt_s(ip.wall) if ip.status == 0 else f"failed ({ip.status})",
-                     f"{fmt_s(ip.cpu)} CPU, {fmt_mb(ip.max_rss_kb)}",
-                     f"{ip.wall / g.wall:.2f}x time, {ip.max_rss_kb / g.max_rss_kb:.2f}x RSS", "none"])
+    res.rows.append(["then its changed paths, for `path:` (issue 7's extra indexing cost)", fmt_s(path_seconds),
+                     f"`git log --no-merges --name-only`: {fmt_s(gn.wall)}",
+                     f"{path_seconds / gn.wall:.2f}x git's own listing of changed paths", "reported"])
+    res.rows.append(["whole `gad-bot track` process", fmt_s(t.wall), f"{fmt_s(t.cpu)} CPU, {fmt_mb(t.max_rss_kb)}",
+                     f"{t.wall / g.wall:.2f}x git log", "none"])
     res.rows.append(["(for reference) `git clone --mirror --no-local` of the same repository", fmt_s(gc.wall),
                      f"{fmt_s(gc.cpu)} CPU, {fmt_mb(gc.max_rss_kb)}", f"{gc.wall / g.wall:.2f}x time, "
                      f"{gc.max_rss_kb / g.max_rss_kb:.2f}x RSS", "none"])
@@ -451,6 +472,10 @@ def bench(args) -> Results:
     got = find_key(json.loads(c.stdout), "person_days") if c.status == 0 else None
     if got != expected:
         res.mismatches.append(f"after {runs} syncs: gad-bot says {got} person-days, the git pipeline {expected}")
+    end_code = code_version()
+    if end_code != res.info["code"]:
+        res.notes.append(f"**The engine's code changed during this run** ({res.info['code']} at the start, {end_code} at "
+                         "the end): each gad-bot process ran the code present when it started, so rows may mix versions.")
     if not args.keep:
         shutil.rmtree(run_dir, ignore_errors=True)
     else:
@@ -492,7 +517,7 @@ def markdown(res: Results, args) -> str:
     lines = [f"### {size} commits{' (--quick)' if args.quick else ''}", "",
              f"Run on {i['date']}: {i['nproc']} CPUs ({i.get('cpu', '?')}), {i.get('ram', '?')} RAM; "
              f"Python {i['python']}, pygit2 {i['pygit2']}, git {i['git']}, SQLite {i['sqlite']}"
-             + (f", numpy {i['numpy']}" if "numpy" in i else "") + ".", "",
+             + (f", numpy {i['numpy']}" if "numpy" in i else "") + f"; gad-bot code {i.get('code', '?')}.", "",
              "Repository: " + ", ".join(f"{k} {v}" for k, v in res.repo_stats.items()) + ".", "",
              f"Median of {args.runs} runs" + (" (the 1M track: one run)" if res.commits >= 1_000_000 else "")
              + "; times are wall clock, RSS is the child's peak (os.wait4).", "",
@@ -513,6 +538,10 @@ def markdown(res: Results, args) -> str:
         lines += [f"- {m}" for m in res.misses]
     else:
         lines.append("Every target met.")
+    if res.commits < 1_000_000:
+        lines += ["", "The targets are stated for 1,000,000 commits. At this size git's side is 10x smaller while "
+                  "gad-bot's process start-up (Python and its imports, ~0.4 s) is not, so the whole-process report "
+                  "ratios here do not test the target; the in-process times and the correctness checks do."]
     for note in res.notes:
         lines += ["", note]
     return "\n".join(lines) + "\n"
@@ -554,19 +583,21 @@ Targets (from the issue):
 
 
 def write_doc(section: str, commits: int) -> None:
+    """Replace this size's block in docs/benchmarks.md, or add it at the end of `## Results` (before the
+    next `## ` heading); the rest of the file, which others edit too, is kept as it is."""
     begin, end = f"<!-- bench:{commits} -->", f"<!-- /bench:{commits} -->"
     text = DOC.read_text() if DOC.exists() else ""
-    if "## Results" not in text:
-        text = DOC_HEAD
-    else:  # keep the header current, keep other sizes' sections
-        text = DOC_HEAD + text.split("## Results\n", 1)[1]
+    if "## Results\n" not in text:
+        text = text.rstrip("\n") + "\n\n" + DOC_HEAD if text.strip() else DOC_HEAD
     block = f"{begin}\n{section}{end}\n"
     if begin in text and end in text:
         before, rest = text.split(begin, 1)
-        after = rest.split(end, 1)[1].lstrip("\n")
-        text = before + block + ("\n" + after if after else "")
+        text = before + block + rest.split(end, 1)[1].removeprefix("\n")
     else:
-        text = text.rstrip("\n") + "\n\n" + block
+        head, results = text.split("## Results\n", 1)
+        cut = results.find("\n## ")
+        body, tail = (results, "") if cut < 0 else (results[:cut + 1], results[cut + 1:])
+        text = head + "## Results\n" + body.rstrip("\n") + "\n\n" + block + ("\n" + tail if tail else "")
     DOC.write_text(text)
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import math
 import os
 import random
 import subprocess
@@ -556,8 +555,9 @@ def append(out: Path, k: int, seed: int) -> dict:
 
     def feed(w: Writer) -> dict:
         first = True
+        t_now = t
         for _ in range(k):
-            t_now = feed.t = getattr(feed, "t", t) + rng.randrange(30, 900)
+            t_now += rng.randrange(30, 900)
             a = rng.choices(authors, weights)[0]
             zone = a.zone
             head = b"commit refs/heads/main\nauthor %s <%s> %d %s\ncommitter %s <%s> %d %s\n" % (

@@ -40,6 +40,10 @@ _ZONE = re.compile(rb"^[+-](0\d|1[0-4])[0-5]\d$")
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
+# libgit2 keeps up to 256 MiB of parsed objects by default; indexing reads each object about once,
+# so a small cache costs no speed and keeps a million-commit track's memory down.
+pygit2.settings.cache_max_size(64 * 1024 * 1024)
+
 
 def _zone_is_valid(commit: pygit2.Commit) -> bool:
     """Whether the author line's zone really says +0000 (libgit2 reads garbage such as +9900 as 0)."""
