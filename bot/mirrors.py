@@ -461,7 +461,7 @@ def _fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None) 
     import sys
     import threading
 
-    request = json.dumps({"path": str(path), "https_tokens": limits.https_tokens,
+    request = json.dumps({"path": str(path), "parent": os.getpid(), "https_tokens": limits.https_tokens,
                           "ssh_key": str(limits.ssh_key) if limits.ssh_key else None,
                           "timeout": limits.timeout_seconds, "max_bytes": limits.max_bytes})
     child = subprocess.Popen([sys.executable, "-m", "bot.mirrors"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -494,12 +494,26 @@ def _fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None) 
         raise MirrorError(outcome[-1] if outcome else f"The fetch stopped unexpectedly (exit {child.returncode}).")
 
 
+def _die_with_parent(parent: int) -> None:
+    """A fetch child must not outlive the process that started it (kill -9 of a sync, say)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass  # not Linux: the parent's deadline still bounds the fetch
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        raise SystemExit(4)
+
+
 def _child_main() -> int:
     """`python -m bot.mirrors`: fetch the mirror named on stdin; report progress and errors on stdout."""
     import json
     import sys
 
     request = json.loads(sys.stdin.read())
+    _die_with_parent(request["parent"])
     limits = FetchLimits(request["https_tokens"], Path(request["ssh_key"]) if request["ssh_key"] else None,
                          request["timeout"], request["max_bytes"])
     if limits.timeout_seconds:

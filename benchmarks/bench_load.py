@@ -1,0 +1,244 @@
+"""Load on a real `gad-bot serve` (HTTP) over loopback: ack latency, answers, memory (issue 5 "Load").
+
+    .venv/bin/python benchmarks/bench_load.py                  # 100 concurrent, 10,000 sequential, 3 bursts
+    .venv/bin/python benchmarks/bench_load.py --sequential 1000 --no-doc   # a quick look
+
+What it does, against tests/slackstub.py (the Web API and the response_urls answers go to):
+1. builds two repositories: `web` (200 commits, the everyday query) and `big` (a `git fast-import`
+   history of --big-commits commits on main plus a 200-commit `dev` branch forked at its middle),
+   tracks them, and starts `gad-bot serve --port N` as a real process;
+2. 100 concurrent signed slash commands (all released at once by a barrier), then 10,000 sequential
+   ones cycling through everyday queries: every ack must come back 200 within 3 s, and every
+   command must be answered at its response_url (counted at the stub);
+3. RSS of the serve process (VmRSS from /proc/PID/status) before, during (every 1,000 sequential
+   requests) and after, to show memory stays flat;
+4. issue 3's figure: the ack latency of a burst of 20 while a large query runs (`big branch:dev
+   by:person`, which walks the divergence of `dev` from main in the mirror: seconds of CPU in the
+   serve process), against the same burst on an idle server.
+
+Results are printed as a markdown table and written into docs/reliability.md between the
+`bench_load` markers (unless --no-doc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DOC = ROOT / "docs" / "reliability.md"
+WORK = HERE / "work"
+sys.path.insert(0, str(ROOT))
+
+from tests.faults import Serve, build_history, rss_kb  # noqa: E402
+from tests.gitbuild import RepoBuilder  # noqa: E402
+from tests.slackstub import SlackStub  # noqa: E402
+
+ACK_LIMIT = 3.0
+EVERYDAY = ["web", "web by:month", "web since:2024-01 by:person", "repos", "big since:2019-01 until:2019-03",
+            "web author:dev1@* by:week"]
+LARGE = "big branch:dev by:person"
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+class Load:
+    def __init__(self, serve: Serve, stub: SlackStub):
+        self.serve, self.stub = serve, stub
+        self.names: list[str] = []
+        self.failures: list[str] = []
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def one(self, text: str, prefix: str) -> float:
+        with self._lock:
+            self._n += 1
+            name = f"{prefix}-{self._n}"
+            self.names.append(name)
+        status, body, took = self.serve.post(self.stub.slash_fields(text, response_name=name), timeout=30)
+        if status != 200:
+            self.failures.append(f"{name}: HTTP {status}")
+        return took
+
+    def concurrent(self, texts: list[str], prefix: str) -> list[float]:
+        barrier = threading.Barrier(len(texts))
+
+        def go(text: str) -> float:
+            barrier.wait()
+            return self.one(text, prefix)
+
+        with ThreadPoolExecutor(len(texts)) as pool:
+            return list(pool.map(go, texts))
+
+    def wait_answered(self, names: list[str], timeout: float) -> tuple[int, float]:
+        """How many of `names` got an answer at their response_url, and when the last one came."""
+        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        while time.monotonic() < deadline:
+            missing = [n for n in names if not self.stub.responses(n)]
+            if not missing:
+                return len(names), time.monotonic() - started
+            time.sleep(0.05)
+        return len(names) - len([n for n in names if not self.stub.responses(n)]), time.monotonic() - started
+
+
+def build(work: Path, big_commits: int) -> Path:
+    from bot.config import Settings
+    from bot.engine import Engine
+
+    web = RepoBuilder(work / "web")
+    for i in range(200):
+        web.commit(name=f"Dev {i % 7}", email=f"dev{i % 7}@example.com", date=f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}")
+    cached = WORK / f"load-big-{big_commits}.git"
+    if not cached.exists():
+        WORK.mkdir(exist_ok=True)
+        print(f"building a {big_commits:,}-commit history with git fast-import ...", flush=True)
+        partial = cached.with_name(cached.name + ".partial")
+        if partial.exists():
+            import shutil
+
+            shutil.rmtree(partial)
+        build_history(partial, big_commits)
+        partial.rename(cached)
+    data = work / "data"
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    started = time.monotonic()
+    engine.track(str(web.path), "web")
+    engine.track(str(cached), "big", in_place=True)
+    print(f"indexed web and big ({big_commits:,} commits) in {time.monotonic() - started:.1f}s", flush=True)
+    engine.index.close()
+    return data
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--concurrent", type=int, default=100)
+    parser.add_argument("--sequential", type=int, default=10_000)
+    parser.add_argument("--burst", type=int, default=20)
+    parser.add_argument("--bursts", type=int, default=3, help="bursts during a large query (and on an idle server)")
+    parser.add_argument("--big-commits", type=int, default=100_000)
+    parser.add_argument("--no-doc", action="store_true", help="do not write docs/reliability.md")
+    args = parser.parse_args()
+
+    rows: list[tuple[str, str]] = []
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="gad-load-") as tmp, SlackStub() as stub:
+        work = Path(tmp)
+        data = build(work, args.big_commits)
+        with Serve(data, stub, logs=work / "serve", GAD_LOG_LEVEL="WARNING") as serve:
+            load = Load(serve, stub)
+            load.one("web", "warm")  # imports and caches warm, as after any first request
+            load.wait_answered(load.names, 30)
+            rss = [("start", rss_kb(serve.proc.pid))]
+
+            # 1. concurrent
+            started = time.monotonic()
+            acks = load.concurrent([EVERYDAY[i % len(EVERYDAY)] for i in range(args.concurrent)], "conc")
+            names = [n for n in load.names if n.startswith("conc-")]
+            answered, last = load.wait_answered(names, 120)
+            wall = time.monotonic() - started
+            rows.append((f"{args.concurrent} concurrent: ack p50 / p95 / max",
+                         f"{ms(pct(acks, 50))} / {ms(pct(acks, 95))} / {ms(max(acks))}"))
+            rows.append((f"{args.concurrent} concurrent: answered at response_url",
+                         f"{answered} / {len(names)} (all within {wall:.1f}s of the first request)"))
+            if max(acks) >= ACK_LIMIT or answered < len(names):
+                problems.append("concurrent: a slow ack or a missing answer")
+            rss.append(("after concurrent", rss_kb(serve.proc.pid)))
+
+            # 2. sequential
+            acks = []
+            started = time.monotonic()
+            for i in range(args.sequential):
+                acks.append(load.one(EVERYDAY[i % len(EVERYDAY)], "seq"))
+                if (i + 1) % 1000 == 0:
+                    rss.append((f"after {i + 1:,} sequential", rss_kb(serve.proc.pid)))
+                    print(f"  {i + 1:,} sequential, ack p95 {ms(pct(acks, 95))}, RSS {rss[-1][1] / 1024:.1f} MiB",
+                          flush=True)
+            names = [n for n in load.names if n.startswith("seq-")]
+            answered, tail = load.wait_answered(names, 300)
+            wall = time.monotonic() - started
+            rows.append((f"{args.sequential:,} sequential: ack p50 / p95 / max",
+                         f"{ms(pct(acks, 50))} / {ms(pct(acks, 95))} / {ms(max(acks))}"))
+            rows.append((f"{args.sequential:,} sequential: acks over {ACK_LIMIT:.0f} s", str(sum(a >= ACK_LIMIT for a in acks))))
+            rows.append((f"{args.sequential:,} sequential: answered at response_url",
+                         f"{answered:,} / {len(names):,} ({args.sequential / wall:.0f} requests/s; last answer "
+                         f"{tail:.1f}s after the last ack)"))
+            if max(acks) >= ACK_LIMIT or answered < len(names):
+                problems.append("sequential: a slow ack or a missing answer")
+            rss.append(("end", rss_kb(serve.proc.pid)))
+
+            # 3. bursts on an idle server, then during a large query
+            idle, busy, large_times = [], [], []
+            for round_ in range(args.bursts):
+                idle += load.concurrent(["web by:month"] * args.burst, f"idle{round_}")
+            for round_ in range(args.bursts):
+                name = f"large-{round_}"
+                posted = time.monotonic()
+                status, _, _ = serve.post(stub.slash_fields(LARGE, response_name=name), timeout=30)
+                if status != 200:
+                    problems.append(f"large query: HTTP {status}")
+                time.sleep(0.1)  # it is running in serve's worker pool now
+                busy += load.concurrent(["web by:month"] * args.burst, f"busy{round_}")
+                stub.wait_for_response(name, timeout=120)
+                large_times.append(time.monotonic() - posted)
+            names = [n for n in load.names if n.startswith(("idle", "busy"))]
+            answered, _ = load.wait_answered(names, 120)
+            rows.append((f"burst of {args.burst}, idle server: ack p50 / p95", f"{ms(pct(idle, 50))} / {ms(pct(idle, 95))}"))
+            rows.append((f"burst of {args.burst} during `{LARGE}` ({args.big_commits:,} commits; answered in "
+                         f"{statistics.median(large_times):.1f}s): ack p50 / p95 / max",
+                         f"{ms(pct(busy, 50))} / {ms(pct(busy, 95))} / {ms(max(busy))}"))
+            rows.append(("bursts answered at response_url", f"{answered} / {len(names)}"))
+            if max(busy + idle) >= ACK_LIMIT or answered < len(names):
+                problems.append("bursts: a slow ack or a missing answer")
+
+            rows.append(("serve RSS: start / after concurrent / end",
+                         " / ".join(f"{kb / 1024:.1f} MiB" for _, kb in rss if _ in ("start", "after concurrent", "end"))))
+            sequential_rss = [kb for label, kb in rss if "sequential" in label]
+            if sequential_rss:
+                rows.append(("serve RSS every 1,000 sequential requests (min / max)",
+                             f"{min(sequential_rss) / 1024:.1f} / {max(sequential_rss) / 1024:.1f} MiB"))
+            rows.append(("requests that did not get 200", str(len(load.failures))))
+            if load.failures:
+                problems.append(f"{len(load.failures)} requests failed, e.g. {load.failures[:3]}")
+            code = serve.stop()
+            rows.append(("serve exit status after SIGTERM", str(code)))
+
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    table = "\n".join(["| measure | result |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
+    section = (f"Measured {stamp} on {machine} by `benchmarks/bench_load.py"
+               f"{'' if (args.sequential, args.concurrent) == (10_000, 100) else ' --sequential %d --concurrent %d' % (args.sequential, args.concurrent)}`"
+               f" (serve over HTTP on loopback, answers to tests/slackstub.py):\n\n{table}\n")
+    print()
+    print(section)
+    if problems:
+        print("PROBLEMS:\n- " + "\n- ".join(problems))
+    if not args.no_doc and DOC.exists():
+        text = DOC.read_text()
+        pattern = re.compile(r"(<!-- bench_load:start -->\n).*?(<!-- bench_load:end -->)", re.S)
+        if pattern.search(text):
+            DOC.write_text(pattern.sub(lambda m: m.group(1) + section + m.group(2), text))
+            print(f"wrote {DOC.relative_to(ROOT)}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""`gad-bot serve` as a real process (issue 3's round trip): HTTP and Socket Mode against a loopback Slack.
+
+The repository is tracked before serve starts; Slack's side is tests/slackstub.py: the Web API
+(auth.test at start-up), the response_url the answers go to, and the Socket Mode WebSocket. HTTP
+requests are form-encoded and signed exactly as Slack sends them, and posted with urllib.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.faults import ROOT, SIGNING_SECRET, Serve, cli_env, run_cli
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub
+
+
+@pytest.fixture
+def stub():
+    with SlackStub() as running:
+        yield running
+
+
+@pytest.fixture
+def data(tmp_path):
+    """A data directory with `web` (3 commits by 2 people on 3 days) already tracked, through the CLI."""
+    upstream = RepoBuilder(tmp_path / "web")
+    upstream.commit(email="ann@example.com", date="2024-01-02")
+    upstream.commit(email="bob@example.com", date="2024-01-03")
+    upstream.commit(email="ann@example.com", date="2024-02-01")
+    path = tmp_path / "data"
+    tracked = run_cli("track", str(upstream.path), "--name", "web", data=path)
+    assert tracked.returncode == 0, tracked.stderr
+    return path
+
+
+def _answer_text(stub, name: str) -> str:
+    return json.dumps(stub.wait_for_response(name, timeout=15))
+
+
+def test_http_slash_command_round_trip(data, stub, tmp_path):
+    with Serve(data, stub, logs=tmp_path / "logs") as serve:
+        with urllib.request.urlopen(serve.url + "/healthz", timeout=5) as health:
+            assert health.status == 200 and health.read() == b"ok\n"
+        status, body, took = serve.post(stub.slash_fields("web since:2024-01 until:2024-01", response_name="jan"))
+        assert status == 200 and took < 3, (status, took)
+        answer = _answer_text(stub, "jan")
+        assert "2GAD" in answer and "4 person-days" in answer  # 2 people x 1 day each in January, doubled
+        # a rejected typo is answered in the ack itself
+        status, body, took = serve.post(stub.slash_fields("web since:2024-13", response_name="typo"))
+        assert status == 200 and took < 3 and "not a period" in body.decode()
+        # the container health check sees the heartbeat
+        assert run_cli("healthcheck", data=data).returncode == 0
+        assert serve.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in serve.stderr
+
+
+def test_forged_signature_and_stale_timestamp_get_401(data, stub, tmp_path):
+    with Serve(data, stub, logs=tmp_path / "logs") as serve:
+        status, _, _ = serve.post(stub.slash_fields("web", response_name="forged"), secret="not-the-signing-secret")
+        assert status == 401
+        status, _, _ = serve.post(stub.slash_fields("web", response_name="stale"), timestamp=int(time.time()) - 6 * 60)
+        assert status == 401
+        unsigned = urllib.request.Request(serve.url + "/slack/events", data=b"command=%2Fgad&text=web", method="POST",
+                                          headers={"Content-Type": "application/x-www-form-urlencoded"})
+        try:
+            urllib.request.urlopen(unsigned, timeout=5)
+            status = 200
+        except urllib.error.HTTPError as error:
+            status = error.code
+        assert status == 401
+        time.sleep(0.5)
+        assert stub.responses("forged") == [] and stub.responses("stale") == []  # nothing ran
+        assert serve.stop() == 0
+
+
+def test_socket_mode_round_trip(data, stub, tmp_path):
+    with Serve(data, stub, socket_mode=True, logs=tmp_path / "logs") as serve:
+        stub.wait_for_socket(1, timeout=15)
+        assert stub.calls_to("apps.connections.open")[0].token == stub.app_token
+        envelope = stub.socket_send_slash_command(stub.slash_fields("web by:month", response_name="sock"))
+        started = time.monotonic()
+        stub.wait_for_ack(envelope, timeout=10)
+        assert time.monotonic() - started < 3
+        answer = _answer_text(stub, "sock")
+        assert "2GAD" in answer and "2024-02" in answer
+        sent = time.monotonic()
+        assert serve.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - sent < 10
+    assert "Traceback" not in serve.stderr
+
+
+@pytest.mark.parametrize("mode", ["http", "socket"])
+def test_sigterm_exits_0_within_seconds(data, stub, tmp_path, mode):
+    with Serve(data, stub, socket_mode=mode == "socket", logs=tmp_path / "logs") as serve:
+        sent = time.monotonic()
+        serve.send(signal.SIGTERM)
+        code = serve.proc.wait(timeout=15)
+        took = time.monotonic() - sent
+    assert code == 0, serve.stderr
+    assert took < 5, f"serve ({mode}) took {took:.1f}s to stop after SIGTERM"
+    assert "Traceback" not in serve.stderr
+
+
+BAD_SETTINGS = {
+    "no bot token": ({"SLACK_BOT_TOKEN": "", "SLACK_SIGNING_SECRET": "s" * 32}, "SLACK_BOT_TOKEN is not set"),
+    "user token": ({"SLACK_BOT_TOKEN": "xoxp-1-2-3-user", "SLACK_SIGNING_SECRET": "s" * 32}, "xoxb-"),
+    "http without signing secret": ({"SLACK_SIGNING_SECRET": ""}, "SLACK_SIGNING_SECRET"),
+    "app token that is not xapp-": ({"SLACK_APP_TOKEN": "xoxb-not-an-app-token"}, "SLACK_APP_TOKEN"),
+    "bot token refused (invalid_auth)": ({"SLACK_BOT_TOKEN": "xoxb-0000-0000-wrongtoken", "SLACK_SIGNING_SECRET": "s" * 32},
+                                         "invalid_auth"),
+    "app token refused (invalid_auth)": ({"SLACK_APP_TOKEN": "xapp-1-A0GADAPP1-0000-wrongapptoken"}, "SLACK_APP_TOKEN"),
+}
+@pytest.mark.parametrize("case", list(BAD_SETTINGS))
+def test_bad_settings_exit_non_zero_with_one_clear_line(tmp_path, stub, case):
+    data = tmp_path / "data"
+    overrides, fragment = BAD_SETTINGS[case]
+    env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
+    env.update(overrides)
+    env = {k: v for k, v in env.items() if v}
+    result = subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--port", "0", "--host", "127.0.0.1"], cwd=ROOT,
+                            env=cli_env(data, **env), capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("gad-bot: ") and fragment in lines[0], lines[0]
