@@ -17,20 +17,19 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from pathlib import Path
 
 import numpy as np
 
 from . import columns as col
 from .config import Settings
-from .errors import GadError, MirrorError, QueryError, SourceError, UnknownRepoError
+from .errors import GadError, MirrorError, QueryError, UnknownRepoError
 from .index import Index, RepoRow, utcnow
 from .metric import Report, is_bot, person_key
 from .mirrors import (DEFAULT_SCOPE_PREFIXES, IN_ALL, IN_DEFAULT, IN_HEAD, FetchLimits, Mailmap, Mirror,
                       MirrorStore, open_local)
-from .periods import from_epoch_day, to_epoch_day
+from .periods import to_epoch_day
 from .query import Query
-from .sources import default_name, is_local_path, redact
+from .sources import default_name, is_local_path
 
 log = logging.getLogger(__name__)
 
@@ -293,7 +292,7 @@ class Engine:
         if new_tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0:
             return SyncResult(repo.name, 0, 0, repo.commits, unchanged=True)
         new_scopes, old_scopes = _scope_tips(new_tips), _scope_tips(old_tips)
-        every_new, every_old = new_scopes[0], old_scopes[0]
+        every_old = old_scopes[0]
         incremental = bool(old_tips) and all(mirror.has_commit(t) for t in every_old | old_scopes[2])
         report = (lambda done: progress("index", done, 0)) if progress else None
         with self.index.transaction(), self._tracking_touched(incremental):

@@ -62,11 +62,7 @@ def wsgi_app(bolt_app):
 
 
 def _digests(settings: Settings, engine: Engine):
-    """The subscriptions face and scheduler, when that part of gad-bot is installed."""
-    try:
-        from .subscriptions import DigestFace  # noqa: F401
-    except ImportError:
-        return None, None
+    """The subscriptions face and the scheduler that delivers digests and syncs repositories."""
     from .schedule import DigestScheduler
     from .slack import web_client
     from .subscriptions import DigestFace

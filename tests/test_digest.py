@@ -70,6 +70,14 @@ def make_engine(tmp_path: Path, **env) -> Engine:
     return Engine(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), **env}))
 
 
+def tracking_engine(tmp_path: Path, **env) -> Engine:
+    """An engine with the test repositories (web, api, docs) tracked in place."""
+    engine = make_engine(tmp_path, **env)
+    for name, b in build_repos(tmp_path / "up").items():
+        engine.track(str(b.path), name, in_place=True)
+    return engine
+
+
 @pytest.fixture
 def world(tmp_path):
     """An engine tracking web, api and docs (in place), and channel C1 subscribed to all three."""

@@ -30,7 +30,7 @@ def history(tmp_path):
     fork_point = b.tip("main")
     b.commit("feature", parents=[fork_point], name="Cy", email="cy@example.org", date="2024-02-10")
     b.commit("refs/pull/7/head", parents=[fork_point], name="Pat", email="pat@example.net", date="2024-02-11")
-    orphan = b.commit("refs/tags/v0", parents=[], name="Old", email="old@example.com", date="2019-05-05",
+    b.commit("refs/tags/v0", parents=[], name="Old", email="old@example.com", date="2019-05-05",
                       files={"README": "old"})
     b.commit(name="Ann", email="ann.personal@example.com", date="2024-03-01", offset=-300,
              files={".mailmap": "Ann <ann@example.com> <ann.personal@example.com>\n"})

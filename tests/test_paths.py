@@ -7,7 +7,7 @@ import pytest
 from bot.errors import QueryError, UnknownRepoError
 from bot.query import parse_query
 from tests.conftest import TODAY
-from tests.gitbuild import RepoBuilder, git_env
+from tests.gitbuild import RepoBuilder
 
 
 def ask(engine, text):

@@ -13,17 +13,14 @@ from bot.query import Subscribe, Unsubscribe
 from bot.schedule import DigestScheduler, job_id, sync_due_repos
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub
-from tests.test_digest import CREATED, DUE, WEEK, build_repos, factory, make_engine, posts
+from tests.test_digest import CREATED, DUE, WEEK, factory, make_engine, posts, tracking_engine
 
 UTC = timezone.utc
 
 
 @pytest.fixture
 def engine(tmp_path):
-    engine = make_engine(tmp_path, GAD_SYNC_INTERVAL_MINUTES="15")
-    for name, b in build_repos(tmp_path / "up").items():
-        engine.track(str(b.path), name, in_place=True)
-    return engine
+    return tracking_engine(tmp_path, GAD_SYNC_INTERVAL_MINUTES="15")
 
 
 @pytest.fixture

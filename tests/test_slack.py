@@ -13,7 +13,7 @@ from bot.engine import Engine
 from bot.slack import build_app
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
-from tests.slackstub import SlackStub, block_actions_payload, signed_interaction, signed_request, signed_slash_command
+from tests.slackstub import SlackStub, block_actions_payload, signed_interaction, signed_slash_command
 
 SECRET = "s3cr3t-signing-secret-for-tests"
 

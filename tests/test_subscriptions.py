@@ -13,7 +13,7 @@ from bot import subscriptions as subs
 from bot.errors import QueryError, UnknownRepoError
 from bot.query import WEEKDAYS, Unsubscribe, parse_command
 from bot.render.digest import REPOS_PER_PAGE, subscribe_blocks, subscriptions_blocks, unsubscribe_blocks
-from tests.test_digest import build_repos, make_engine
+from tests.test_digest import build_repos, make_engine, tracking_engine
 
 UTC = timezone.utc
 NOW = datetime(2026, 11, 1, 12, tzinfo=UTC)
@@ -21,10 +21,7 @@ NOW = datetime(2026, 11, 1, 12, tzinfo=UTC)
 
 @pytest.fixture
 def engine(tmp_path):
-    engine = make_engine(tmp_path, GAD_TZ="America/New_York")
-    for name, b in build_repos(tmp_path / "up").items():
-        engine.track(str(b.path), name, in_place=True)
-    return engine
+    return tracking_engine(tmp_path, GAD_TZ="America/New_York")
 
 
 def command(text: str):
