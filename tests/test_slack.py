@@ -232,3 +232,13 @@ def test_progress_updates_keep_the_last_use_for_the_answer(stub):
     bodies = stub.responses("progress")
     assert len(bodies) == 5  # Slack allows five uses of a response_url
     assert bodies[-1]["text"] == "tracked" and all(b.get("replace_original") for b in bodies[:-1])
+
+
+def test_format_csv_attaches_a_file(bot, stub):
+    app, _ = bot
+    _, name = dispatch(app, stub, "web by:month format:csv")
+    assert "2GAD" in all_text(answer(stub, name))
+    files = stub.uploaded_files()
+    assert len(files) == 1
+    lines = files[0].data.decode().splitlines()
+    assert lines[0].startswith("key,") and lines[1].startswith("2024-01,") and lines[-1].startswith("TOTAL,")
