@@ -266,10 +266,12 @@ class Engine:
         cache = self.index.path_ids()
         done = 0
         total = self.index.pending_path_count(repo.id) if progress else 0
+        after = 0
         while True:
-            pending = self.index.pending_path_commits(repo.id, self.PATH_BATCH)
+            pending = self.index.pending_path_commits(repo.id, self.PATH_BATCH, after)
             if not pending:
                 return done
+            after = pending[-1][0]
             changed = [(commit_id, [] if parents > 1 else mirror.changed_paths(oid))
                        for commit_id, oid, parents in pending]
             with self.index.transaction():
