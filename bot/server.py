@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -79,6 +80,9 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
 
     from .slack import build_app, web_client
 
+    # Acks and report work share one interpreter: a shorter GIL switch interval (default 5 ms) lets a
+    # waiting ack run sooner while a large report computes.
+    sys.setswitchinterval(0.0005)
     engine = Engine.open(settings)
     engine.store.sweep()
     digests, scheduler = _digests(settings, engine)
