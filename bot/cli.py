@@ -185,20 +185,14 @@ def untrack(name):
     click.echo(f"{name}: untracked")
 
 
-def _repo_dicts(engine) -> list[dict]:
-    from .sources import redact
-
-    return [{"name": r.name, "source": redact(r.source), "in_place": r.in_place, "commits": r.commits,
-             "skipped": r.skipped, "last_sync": r.last_sync_at, "last_success": r.last_success_at,
-             "last_error": r.last_error, "next_attempt": r.next_attempt_at} for r in engine.repos()]
-
-
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @friendly
 def repos(as_json):
     """List tracked repositories: source, commits, last sync, last error."""
-    rows = _repo_dicts(_engine())
+    from .render.words import repo_summary
+
+    rows = [repo_summary(r) for r in _engine().repos()]
     if as_json:
         click.echo(json.dumps(rows, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else str(v), indent=2))
         return

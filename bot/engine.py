@@ -93,7 +93,7 @@ class Engine:
                 data = b""
             with self.index.transaction():
                 self._refresh_identities(repo.id, data)
-                self._rebuild_columns(repo.id, bump=True, head_ref=repo.head_ref, mailmap_oid=repo.mailmap_oid)
+                self._rebuild_columns(repo.id, head_ref=repo.head_ref, mailmap_oid=repo.mailmap_oid)
         self.index.set_meta("bot_patterns", key)
 
     def _refresh_identities(self, repo_id: int, mailmap_data: bytes) -> None:
@@ -314,7 +314,7 @@ class Engine:
                 added, removed = self._index_everything(repo, mirror, old_tips, new_scopes, report)
             self.index.replace_tips(repo.id, new_tips)
             self._refresh_identities(repo.id, mailmap_data)
-            generation, count = self._rebuild_columns(repo.id, bump=True, head_ref=mirror.head_ref(),
+            generation, count = self._rebuild_columns(repo.id, head_ref=mirror.head_ref(),
                                                       mailmap_oid=mailmap_oid)
         return SyncResult(repo.name, added, removed, count)
 
@@ -395,7 +395,7 @@ class Engine:
         finally:
             self.index.touched = None
 
-    def _rebuild_columns(self, repo_id: int, *, bump: bool, head_ref: str | None, mailmap_oid: str | None) -> tuple[int, int]:
+    def _rebuild_columns(self, repo_id: int, *, head_ref: str | None, mailmap_oid: str | None) -> tuple[int, int]:
         """Rebuild the repository's column cache inside the caller's transaction.
 
         After an incremental update only the touched rows are read back from SQL and patched into

@@ -448,18 +448,15 @@ class Index:
         return self.db.execute("SELECT count(*) FROM staged").fetchone()[0]
 
     def change_bit(self, repo_id: int, oids: Iterable[bytes], bit: int, on: bool) -> None:
-        if not self._stage(oids):
-            return
-        expression = "bits | ?" if on else "bits & ~?"
+        ids = self.commit_ids_for(oids)
         if self.touched is not None:
-            self.touched.update(r[0] for r in self.db.execute("SELECT c.id FROM staged s JOIN commits c ON c.oid = s.oid"))
-        self.db.execute(f"UPDATE repo_commits SET bits = {expression} WHERE repo_id = ? AND commit_id IN "
-                        "(SELECT c.id FROM staged s JOIN commits c ON c.oid = s.oid)", (bit, repo_id))
+            self.touched.update(ids)
+        expression = "bits | ?" if on else "bits & ~?"
+        self.db.conn.executemany(f"UPDATE repo_commits SET bits = {expression} WHERE repo_id = ? AND commit_id = ?",
+                                 ((bit, repo_id, i) for i in ids))
 
     def remove_members(self, repo_id: int, oids: Iterable[bytes]) -> int:
-        if not self._stage(oids):
-            return 0
-        ids = [r[0] for r in self.db.execute("SELECT c.id FROM staged s JOIN commits c ON c.oid = s.oid")]
+        ids = self.commit_ids_for(oids)
         if self.touched is not None:
             self.touched.update(ids)
         self.db.conn.executemany("DELETE FROM repo_commits WHERE repo_id = ? AND commit_id = ?", ((repo_id, i) for i in ids))

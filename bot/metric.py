@@ -21,9 +21,14 @@ BUILTIN_BOT_PATTERN = "[bot]"
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
+def ascii_lower(text: str) -> str:
+    """Lower-cased as git and `tr A-Z a-z` do: ASCII letters only (so `Ó` stays `Ó`)."""
+    return text.translate(_ASCII_LOWER)
+
+
 def person_key(email: str) -> str:
-    """The person an e-mail stands for: lower-cased as git and `tr A-Z a-z` do (ASCII letters only)."""
-    return email.translate(_ASCII_LOWER)
+    """The person an e-mail stands for: the e-mail, ASCII-lower-cased."""
+    return ascii_lower(email)
 
 
 @dataclass(frozen=True)

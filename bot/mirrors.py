@@ -21,6 +21,7 @@ import pygit2
 from pygit2.enums import FetchPrune, SortMode
 
 from .errors import MirrorError, SourceError
+from .metric import ascii_lower
 
 MIRROR_REFSPEC = "+refs/*:refs/*"
 DEFAULT_SCOPE_PREFIXES = ("refs/heads/", "refs/tags/")
@@ -437,13 +438,9 @@ class Mailmap:
         if self._map is None:
             return name, email
         try:
-            return self._map.resolve(_ascii_lower(name), _ascii_lower(email))
+            return self._map.resolve(ascii_lower(name), ascii_lower(email))
         except (ValueError, pygit2.GitError):
             return name, email
-
-
-def _ascii_lower(text: str) -> str:
-    return text.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"))
 
 
 def _is_local_damage(error: Exception) -> bool:
@@ -541,9 +538,7 @@ class MirrorStore:
 
     def __init__(self, root: Path, limits: FetchLimits):
         self.root = root
-        self.limits = limits
-        if limits.timeout_seconds:
-            set_network_timeouts(limits.timeout_seconds)
+        self.limits = limits  # the fetch child applies them (set_network_timeouts, its deadline)
 
     def create(self, source: str, name: str, progress: Progress | None = None, *, replace: Path | None = None) -> Path:
         """Clone a bare mirror of every ref of `source`; on any failure nothing is left behind.

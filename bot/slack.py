@@ -25,7 +25,9 @@ from . import query as q
 from .config import Settings
 from .engine import Engine
 from .errors import GadError, PermissionDeniedError, QueryError
+from .periods import bucket_start
 from .render import blocks as kit
+from .render.words import repo_summary
 from .sources import SourcePolicy, check_remote_source, redact
 
 log = logging.getLogger(__name__)
@@ -168,7 +170,7 @@ class SlackFace:
         if isinstance(parsed, q.ShowReport):
             self._report(parsed.query, command.get("text") or "", responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
-            responder.final(*kit.repos_blocks(self._repo_rows()))
+            responder.final(*kit.repos_blocks([repo_summary(r) for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
         elif isinstance(parsed, q.Untrack):
@@ -262,14 +264,18 @@ class SlackFace:
         self.engine.index_paths(result.name)  # after answering: reports already work without them
 
     # -- people ------------------------------------------------------------------
-    def _require_admin(self, client: WebClient, user: str) -> None:
+    def _may_administer(self, client: WebClient, user: str) -> bool:
+        """GAD_ADMINS when the operator set it, workspace admins otherwise."""
         if self.settings.admins:
-            if user in self.settings.admins:
-                return
+            return user in self.settings.admins
+        return self._is_workspace_admin(client, user)
+
+    def _require_admin(self, client: WebClient, user: str) -> None:
+        if self._may_administer(client, user):
+            return
+        if self.settings.admins:
             who = ", ".join(f"<@{a}>" for a in self.settings.admins[:5])
             raise PermissionDeniedError(f"Only the people gad-bot's operator listed can do that ({who}); ask one of them.")
-        if self._is_workspace_admin(client, user):
-            return
         raise PermissionDeniedError("Only workspace admins can do that here; ask an admin, or ask the operator to "
                                     "add you to GAD_ADMINS.")
 
@@ -293,29 +299,24 @@ class SlackFace:
         except (SlackApiError, KeyError, TypeError):
             return None
 
-    def _repo_rows(self) -> list[dict]:
-        return [{"name": r.name, "source": redact(r.source), "commits": r.commits, "last_sync": r.last_success_at,
-                 "last_error": r.last_error} for r in self.engine.repos()]
-
     # -- App Home ----------------------------------------------------------------
     def home_opened(self, event, client) -> None:
         if event.get("tab", "home") != "home":
             return
         user = event.get("user", "")
         today = self.today()
-        last_sunday = today - timedelta(days=today.weekday() + 1)
-        week = q.Query(repos=(), since=last_sunday - timedelta(days=6), until=last_sunday)
+        monday = bucket_start(today, "week") - timedelta(days=7)  # the last full week
         rows = []
         for repo in self.engine.repos():
             try:
-                weekly = self.engine.report(q.Query(repos=(repo.name,), since=week.since, until=week.until), today)
+                weekly = self.engine.report(q.Query(repos=(repo.name,), since=monday, until=monday + timedelta(days=6)),
+                                            today)
                 two_gad = weekly.totals.two_gad
             except GadError:
                 two_gad = None
             rows.append({"name": repo.name, "weekly_two_gad": two_gad, "last_sync": repo.last_success_at,
                          "last_error": repo.last_error, "commits": repo.commits})
-        is_admin = user in self.settings.admins if self.settings.admins else self._is_workspace_admin(client, user)
-        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=is_admin))
+        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user)))
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]

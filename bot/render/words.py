@@ -202,3 +202,15 @@ def clip(text: str, limit: int, ellipsis: str = "…") -> str:
     if limit <= len(ellipsis):
         return ellipsis[:limit]
     return text[: limit - len(ellipsis)] + ellipsis
+
+
+def repo_summary(repo) -> dict:
+    """What `repos` shows of a tracked repository (an index RepoRow), the same in the CLI and Slack.
+
+    `last_sync` is the last attempt, `last_success` the last one that worked; the source never
+    shows credentials."""
+    from ..sources import redact
+
+    return {"name": repo.name, "source": redact(repo.source), "in_place": repo.in_place, "commits": repo.commits,
+            "skipped": repo.skipped, "last_sync": repo.last_sync_at, "last_success": repo.last_success_at,
+            "last_error": repo.last_error, "next_attempt": repo.next_attempt_at}
