@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
-import itertools
-
 import numpy as np
 
 from .metric import Row, Totals
@@ -38,33 +36,21 @@ class RepoColumns:
     person_raw: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     bot_mm: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))
     bot_raw: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # the store's row of each entry
+    store: object = None  # the bot.store.Snapshot these columns were taken from (graph, paths: loaded lazily)
 
     @classmethod
-    def from_rows(cls, repo_id: int, name: str, generation: int, rows, author_map) -> "RepoColumns":
-        """Build from (commit_id, author_id, day, bits) rows and (author, person_mm, person_raw, bot_mm, bot_raw)."""
-        data = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64).reshape(-1, 4)
-        columns = cls(repo_id, name, generation, data[:, 0].copy(), data[:, 1].astype(np.int32),
-                      data[:, 2].astype(np.int32), data[:, 3].astype(np.uint8))
+    def from_store(cls, repo_id: int, name: str, generation: int, keys: np.ndarray, author_ids: np.ndarray,
+                   days: np.ndarray, bits: np.ndarray, order: np.ndarray, author_map) -> "RepoColumns":
+        """The store's row-order arrays, taken in `order` (rows by mailmapped person, then day)."""
+        columns = cls(repo_id, name, generation, keys[order], author_ids[order], days[order], bits[order],
+                      rows=np.asarray(order))
         columns.set_authors(author_map)
-        columns._sort()
         return columns
 
-    def patched(self, keep: np.ndarray, rows, author_map) -> "RepoColumns":
-        """These columns without the rows `keep` drops, plus `rows` (commit_id, author_id, day, bits), re-sorted."""
-        data = np.array(rows, dtype=np.int64).reshape(-1, 4)
-        columns = RepoColumns(self.repo_id, self.name, self.generation,
-                              np.concatenate([self.commit_ids[keep], data[:, 0]]),
-                              np.concatenate([self.author_ids[keep], data[:, 1].astype(np.int32)]),
-                              np.concatenate([self.days[keep], data[:, 2].astype(np.int32)]),
-                              np.concatenate([self.bits[keep], data[:, 3].astype(np.uint8)]))
-        columns.set_authors(author_map)
-        columns._sort()
-        return columns
-
-    def _sort(self) -> None:
-        order = np.lexsort((self.days, self.person_mm[self.author_ids]))
-        for attr in ("commit_ids", "author_ids", "days", "bits"):
-            setattr(self, attr, np.ascontiguousarray(getattr(self, attr)[order]))
+    def in_rows(self, mask_by_row: np.ndarray) -> np.ndarray:
+        """A per-row mask of the store (e.g. reachability) as a mask over these columns."""
+        return mask_by_row[self.rows]
 
     def set_authors(self, author_map) -> None:
         table = np.array(list(author_map), dtype=np.int64).reshape(-1, 5)
@@ -86,23 +72,12 @@ class RepoColumns:
             order = np.lexsort((self.days, self.person_raw[self.author_ids]))
             cached = RepoColumns(self.repo_id, self.name, self.generation, self.commit_ids[order],
                                  self.author_ids[order], self.days[order], self.bits[order],
-                                 self.person_mm, self.person_raw, self.bot_mm, self.bot_raw)
+                                 self.person_mm, self.person_raw, self.bot_mm, self.bot_raw, self.rows[order],
+                                 self.store)
             cached._raw_order = cached  # already in raw order
             self._raw_order = cached
             self._raw_permutation = order
         return cached
-
-    def to_blobs(self) -> dict[str, bytes]:
-        return {"commit_ids": self.commit_ids.astype(np.int64).tobytes(), "author_ids": self.author_ids.tobytes(),
-                "days": self.days.tobytes(), "bits": self.bits.tobytes()}
-
-    @classmethod
-    def from_blobs(cls, repo_id: int, name: str, row: dict, author_map) -> "RepoColumns":
-        columns = cls(repo_id, name, row["generation"], np.frombuffer(row["commit_ids"], np.int64),
-                      np.frombuffer(row["author_ids"], np.int32), np.frombuffer(row["days"], np.int32),
-                      np.frombuffer(row["bits"], np.uint8))
-        columns.set_authors(author_map)
-        return columns
 
 
 @dataclass(frozen=True)
@@ -284,8 +259,11 @@ def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, st
     all_persons = np.concatenate([s.persons for s in selections]).astype(np.int64)
     if len(selections) > 1:  # a commit in several repositories counts once per person
         all_commits = np.concatenate([s.commit_ids for s in selections])
-        pairs = np.unique((all_persons << DAY_BITS) | all_commits)
-        all_persons = pairs >> DAY_BITS
+        order = np.lexsort((all_commits, all_persons))
+        persons_sorted, commits_sorted = all_persons[order], all_commits[order]
+        fresh = np.ones(len(order), bool)
+        fresh[1:] = (persons_sorted[1:] != persons_sorted[:-1]) | (commits_sorted[1:] != commits_sorted[:-1])
+        all_persons = persons_sorted[fresh]
     commit_counts = np.bincount(all_persons, minlength=int(ids.max()) + 1)[ids]
     rows = [Row(names.get(p, f"person {p}"), Totals(n, 1, c))
             for p, n, c in zip(ids.tolist(), person_days.tolist(), commit_counts.tolist())]

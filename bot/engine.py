@@ -21,12 +21,14 @@ from datetime import date, datetime, timedelta, timezone
 import numpy as np
 
 from . import columns as col
+from . import store
 from .config import Settings
 from .errors import GadError, MirrorError, QueryError, UnknownRepoError
 from .index import Index, RepoRow, utcnow
-from .metric import Report, is_bot, person_key
-from .mirrors import (DEFAULT_SCOPE_PREFIXES, IN_ALL, IN_DEFAULT, IN_HEAD, FetchLimits, Mailmap, Mirror,
-                      MirrorStore, open_local)
+from .indexer import Indexer
+from .metric import Report
+from .mirrors import FetchLimits, Mirror, MirrorStore, open_local
+from .store import IN_ALL, IN_DEFAULT, IN_HEAD
 from .periods import to_epoch_day
 from .query import Query
 from .sources import default_name, is_local_path
@@ -48,14 +50,6 @@ class SyncResult:
     path_seconds: float = 0.0  # indexing which paths the new commits changed
 
 
-def _scope_tips(tips: dict[str, bytes]) -> tuple[set[bytes], set[bytes], set[bytes]]:
-    """Tips of every ref, of branches and tags, and of the default branch."""
-    every = {t for n, t in tips.items() if n != "HEAD"}
-    default = {t for n, t in tips.items() if n.startswith(DEFAULT_SCOPE_PREFIXES)}
-    head = {tips["HEAD"]} if "HEAD" in tips else set()
-    return every, default, head
-
-
 class Engine:
     def __init__(self, settings: Settings, index: Index | None = None):
         self.settings = settings
@@ -64,6 +58,7 @@ class Engine:
         limits = FetchLimits(dict(settings.https_tokens), settings.ssh_key, settings.fetch_timeout_seconds,
                              settings.max_mirror_mb * 1024 * 1024)
         self.store = MirrorStore(settings.mirrors_dir, limits)
+        self.indexer = Indexer(self.index, tuple(settings.bot_patterns))
         self._cache: dict[int, col.RepoColumns] = {}
         self._cache_lock = threading.Lock()
         self._refresh_bot_patterns()
@@ -91,22 +86,8 @@ class Engine:
                 data = Mirror(repo.mirror_path).mailmap_blob()[1]
             except MirrorError:
                 data = b""
-            with self.index.transaction():
-                self._refresh_identities(repo.id, data)
-                self._rebuild_columns(repo.id, head_ref=repo.head_ref, mailmap_oid=repo.mailmap_oid)
+            self.indexer.rederive_people(repo, data)
         self.index.set_meta("bot_patterns", key)
-
-    def _refresh_identities(self, repo_id: int, mailmap_data: bytes) -> None:
-        mailmap = Mailmap(mailmap_data)
-        identities = self.index.repo_author_identities(repo_id)
-        resolved = []
-        for author_id, name, email in identities:
-            mapped_name, mapped_email = mailmap.resolve(name, email)
-            resolved.append((author_id, person_key(mapped_email), person_key(email),
-                             is_bot(mapped_name, mapped_email, self.settings.bot_patterns),
-                             is_bot(name, email, self.settings.bot_patterns)))
-        people = self.index.person_ids({r[1] for r in resolved} | {r[2] for r in resolved})
-        self.index.set_repo_authors(repo_id, ((a, people[pm], people[pr], bm, br) for a, pm, pr, bm, br in resolved))
 
     # -- repositories --------------------------------------------------------
     def repos(self) -> list[RepoRow]:
@@ -178,7 +159,7 @@ class Engine:
         repo = self.repo(name)
         started = time.perf_counter()
         with self._repo_lock(repo):
-            count = self._index_paths(repo, progress)
+            count = self.indexer.index_paths(self.index.repo_by_id(repo.id), Mirror(repo.mirror_path), progress)
         return count, time.perf_counter() - started
 
     def reclone(self, name: str, progress: Progress | None = None) -> SyncResult:
@@ -249,7 +230,8 @@ class Engine:
         indexed = time.perf_counter()
         try:
             if paths:
-                self._index_paths(repo, progress)
+                with self._repo_lock(repo):
+                    self.indexer.index_paths(self.index.repo_by_id(repo.id), Mirror(repo.mirror_path), progress)
         except GadError as error:  # the commits are indexed; paths catch up on the next sync
             log.warning("path indexing of %s stopped: %s", repo.name, error)
         self.index.record_attempt(repo.id, None, now)
@@ -258,165 +240,11 @@ class Engine:
                  indexed - started, done - indexed)
         return dataclasses.replace(result, seconds=indexed - started, path_seconds=done - indexed)
 
-    PATH_BATCH = 5_000
-
-    def _index_paths(self, repo: RepoRow, progress: Progress | None = None) -> int:
-        """Record the paths changed by each new commit, in resumable batches of one transaction each."""
-        mirror = Mirror(repo.mirror_path)
-        cache = self.index.path_ids()
-        done = 0
-        total = self.index.pending_path_count(repo.id) if progress else 0
-        after = 0
-        while True:
-            pending = self.index.pending_path_commits(repo.id, self.PATH_BATCH, after)
-            if not pending:
-                return done
-            after = pending[-1][0]
-            changed = [(commit_id, [] if parents > 1 else mirror.changed_paths(oid))
-                       for commit_id, oid, parents in pending]
-            with self.index.transaction():
-                self.index.store_paths(changed, cache)
-            done += len(pending)
-            if progress:
-                progress("paths", done, total)
-
     def _index_repo(self, repo: RepoRow, mirror: Mirror, progress: Progress | None) -> SyncResult:
-        """Bring the index in line with the mirror's refs, in one transaction (METRIC.md rule 1).
-
-        Membership of each scope (every ref; branches and tags; the default branch) is a bit per
-        commit. The first index, or one whose previous tips are gone from the object store, walks
-        everything once and each scope's complement (the commits only refs outside it reach,
-        usually few). Later syncs look only at the refs that moved: see `_scope_deltas`.
-        """
-        new_tips = mirror.ref_tips()
-        old_tips = self.index.stored_tips(repo.id)
-        mailmap_oid, mailmap_data = mirror.mailmap_blob()
-        if new_tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0:
-            return SyncResult(repo.name, 0, 0, repo.commits, unchanged=True)
-        new_scopes, old_scopes = _scope_tips(new_tips), _scope_tips(old_tips)
-        every_old = old_scopes[0]
-        incremental = bool(old_tips) and all(mirror.has_commit(t) for t in every_old | old_scopes[2])
-        report = (lambda done: progress("index", done, 0)) if progress else None
-        with self.index.transaction(), self._tracking_touched(incremental):
-            if incremental:
-                entered, left = self._scope_deltas(repo, mirror, old_tips, new_tips)
-                fresh = [oid for oid in entered[IN_ALL]]
-                rows = ((f.oid, f.author_name, f.author_email, f.day, f.time, f.offset, f.parents,
-                         IN_ALL | (IN_DEFAULT if f.oid in entered[IN_DEFAULT] else 0)
-                         | (IN_HEAD if f.oid in entered[IN_HEAD] else 0))
-                        for f in mirror.facts_of(fresh))
-                added = self.index.insert_commits(repo.id, rows, self.index.author_ids(), report)
-                for bit in (IN_DEFAULT, IN_HEAD):
-                    self.index.change_bit(repo.id, entered[bit] - entered[IN_ALL], bit, on=True)
-                    self.index.change_bit(repo.id, left[bit], bit, on=False)
-                removed = self.index.remove_members(repo.id, left[IN_ALL])
-            else:
-                added, removed = self._index_everything(repo, mirror, old_tips, new_scopes, report)
-            self.index.replace_tips(repo.id, new_tips)
-            self._refresh_identities(repo.id, mailmap_data)
-            generation, count = self._rebuild_columns(repo.id, head_ref=mirror.head_ref(),
-                                                      mailmap_oid=mailmap_oid)
-        return SyncResult(repo.name, added, removed, count)
-
-    def _scope_deltas(self, repo: RepoRow, mirror: Mirror, old_tips: dict[str, bytes],
-                      new_tips: dict[str, bytes]) -> tuple[dict[int, set[bytes]], dict[int, set[bytes]]]:
-        """For each scope bit, the commits that entered it and those that left it since the last sync.
-
-        A commit can enter a scope only through a ref of that scope that moved or appeared, so the
-        candidates are walk(new tip, hiding the ref's old tip); a commit already in the scope (per
-        the index) did not enter. A commit can leave only through a ref that moved or vanished;
-        candidates, walk(old tip, hiding the new one), then leave only if no tip of the scope still
-        reaches them. Hiding a whole scope's tips costs a long walk in libgit2, so it is done only
-        for refs that appeared or vanished, and for the few candidates to leave.
-        """
-        def in_scope(bit: int, name: str) -> bool:
-            if bit == IN_HEAD:
-                return name == "HEAD"
-            return name != "HEAD" and (bit == IN_ALL or name.startswith(DEFAULT_SCOPE_PREFIXES))
-
-        candidates_in: dict[int, set[bytes]] = {}
-        candidates_out: dict[int, set[bytes]] = {}
-        scope_tips: dict[int, tuple[set[bytes], set[bytes]]] = {}
-        for bit in (IN_ALL, IN_DEFAULT, IN_HEAD):
-            old = {n: t for n, t in old_tips.items() if in_scope(bit, n)}
-            new = {n: t for n, t in new_tips.items() if in_scope(bit, n)}
-            scope_tips[bit] = (set(old.values()), set(new.values()))
-            moved = [n for n in old.keys() & new.keys() if old[n] != new[n]]
-            into, out = set(), set()
-            for name in moved:
-                into.update(mirror.walk_ids([new[name]], [old[name]]))
-                out.update(mirror.walk_ids([old[name]], [new[name]]))
-            appeared = {new[n] for n in new.keys() - old.keys()} - scope_tips[bit][0]
-            vanished = {old[n] for n in old.keys() - new.keys()} - scope_tips[bit][1]
-            if appeared:
-                into.update(mirror.walk_ids(appeared, scope_tips[bit][0]))
-            if vanished:
-                out.update(mirror.walk_ids(vanished, scope_tips[bit][1]))
-            candidates_in[bit], candidates_out[bit] = into, out
-        known = self.index.member_bits(repo.id, set().union(*candidates_in.values(), *candidates_out.values()))
-        entered = {bit: {c for c in candidates_in[bit] if not known.get(c, 0) & bit} for bit in candidates_in}
-        left = {}
-        for bit, candidates in candidates_out.items():
-            members = {c for c in candidates if known.get(c, 0) & bit}
-            left[bit] = set(mirror.walk_ids(members, scope_tips[bit][1])) if members else set()
-        return entered, left
-
-    def _index_everything(self, repo: RepoRow, mirror: Mirror, old_tips: dict[str, bytes],
-                          new_scopes: tuple[set[bytes], set[bytes], set[bytes]], report) -> tuple[int, int]:
-        """The first index, or a full comparison when the previous tips are gone from the object store."""
-        every_new = new_scopes[0]
-        # Commits no longer reachable from any ref stop counting (deleted refs, force-pushes).
-        gone = list(self.index.member_oids(repo.id) - set(mirror.walk_ids(every_new))) if old_tips else []
-        scopes = ((IN_DEFAULT, new_scopes[1]), (IN_HEAD, new_scopes[2]))
-        # Only tips outside a scope can reach commits outside it: push those, hide the scope's.
-        outside = {bit: set(mirror.walk_ids(every_new - tips, tips)) if tips else None for bit, tips in scopes}
-
-        def bits_of(oid: bytes) -> int:
-            return IN_ALL | sum(bit for bit, _ in scopes if outside[bit] is not None and oid not in outside[bit])
-
-        known = self.index.member_oids(repo.id) if old_tips else set()
-        rows = ((f.oid, f.author_name, f.author_email, f.day, f.time, f.offset, f.parents, bits_of(f.oid))
-                for f in mirror.walk_facts(every_new) if f.oid not in known)
-        added = self.index.insert_commits(repo.id, rows, self.index.author_ids(), report)
-        for bit, _ in scopes:
-            lacking = self.index.member_oids(repo.id, lacking_bit=bit)
-            if outside[bit] is None:  # e.g. no default branch at all: nothing is on it
-                self.index.change_bit(repo.id, self.index.member_oids(repo.id) - lacking, bit, on=False)
-                continue
-            self.index.change_bit(repo.id, lacking - outside[bit], bit, on=True)
-            self.index.change_bit(repo.id, outside[bit] - lacking, bit, on=False)
-        return added, self.index.remove_members(repo.id, gone)
-
-    @contextmanager
-    def _tracking_touched(self, enabled: bool):
-        self.index.touched = set() if enabled else None
-        try:
-            yield
-        finally:
-            self.index.touched = None
-
-    def _rebuild_columns(self, repo_id: int, *, head_ref: str | None, mailmap_oid: str | None) -> tuple[int, int]:
-        """Rebuild the repository's column cache inside the caller's transaction.
-
-        After an incremental update only the touched rows are read back from SQL and patched into
-        the previous columns; otherwise every row is read.
-        """
-        repo = self.index.repo_by_id(repo_id)
-        author_map = self.index.repo_author_map(repo_id)
-        previous = self.index.load_columns(repo_id) if self.index.touched is not None else None
-        if previous is not None:
-            old = col.RepoColumns.from_blobs(repo_id, repo.name, previous, author_map)
-            touched = np.fromiter(self.index.touched, np.int64, len(self.index.touched))
-            keep = ~np.isin(old.commit_ids, touched)
-            columns = old.patched(keep, self.index.member_rows_for(repo_id, self.index.touched), author_map)
-        else:
-            columns = col.RepoColumns.from_rows(repo_id, repo.name, 0, self.index.member_rows(repo_id), author_map)
-        skipped = int(np.count_nonzero((columns.days == col.BAD_DAY) & ((columns.bits & IN_DEFAULT) != 0)))
-        generation = self.index.finish_update(repo_id, head_ref=head_ref, mailmap_oid=mailmap_oid,
-                                              commits=len(columns.commit_ids), skipped=skipped)
-        columns.generation = generation
-        self.index.store_columns(repo_id, generation, len(columns.commit_ids), columns.to_blobs())
-        return generation, len(columns.commit_ids)
+        """Bring the index in line with the mirror's refs (METRIC.md rule 1): see bot/indexer.py."""
+        outcome = self.indexer.index_commits(repo, mirror, progress)
+        return SyncResult(repo.name, outcome.new_commits, outcome.removed_commits, outcome.commits,
+                          unchanged=outcome.unchanged)
 
     # -- reports -------------------------------------------------------------
     def resolve(self, names: Iterable[str]) -> list[RepoRow]:
@@ -443,38 +271,64 @@ class Engine:
             cached = self._cache.get(repo.id)
         if cached is not None and cached.generation == generation:
             return cached
-        row = self.index.load_columns(repo.id)
-        if row is None:
-            raise MirrorError(f"`{repo.name}` has not been indexed yet; run `sync {repo.name}`.")
-        columns = col.RepoColumns.from_blobs(repo.id, repo.name, row, self.index.repo_author_map(repo.id))
+        with self.index.snapshot():  # the chunks and the arrays derived from them, as of one commit
+            row = self.index.derived(repo.id)
+            if row is None or row.generation != generation or generation == 0:
+                raise MirrorError(self._not_indexed(repo))
+            history = store.History.load(self.index, repo.id, row.chunks)
+            author_map = self.index.repo_author_map(repo.id)
+        derived = store.Derived.from_row(row)
+        columns = col.RepoColumns.from_store(repo.id, repo.name, generation, history.keys, history.author_ids,
+                                             history.days, derived.bits, derived.report_order, author_map)
+        columns.store = store.Snapshot(history, derived)
         with self._cache_lock:
             self._cache[repo.id] = columns
         return columns
 
+    def _not_indexed(self, repo: RepoRow) -> str:
+        """Why a repository has no figures yet, with how far its first index has come."""
+        walk = self.index.walk(repo.id)
+        if walk is None:
+            return f"`{repo.name}` has not been indexed yet; run `sync {repo.name}`."
+        done = sum(c.rows for c in self.index.chunks(repo.id, columns=()))
+        if walk.estimate:
+            percent = min(99, 100 * done // max(walk.estimate, 1))
+            return (f"`{repo.name}` is still being indexed ({percent} % done, {done:,} of about {walk.estimate:,} "
+                    f"commits); ask again in a little while.")
+        return f"`{repo.name}` is still being indexed ({done:,} commits so far); ask again in a little while."
+
+    def _graph(self, columns: col.RepoColumns) -> tuple[np.ndarray, np.ndarray, store.Lookup]:
+        """Parents as rows (CSR) and the key lookup of a repository's snapshot, built once per generation."""
+        snapshot = columns.store
+        if "graph" not in snapshot.extras:
+            history, derived = snapshot.history, snapshot.derived
+            snapshot.extras["graph"] = (store.parent_offsets(history.parent_counts), derived.parent_rows,
+                                        store.Lookup.build(history.keys, derived.key_order))
+        return snapshot.extras["graph"]
+
+    def reachable_rows(self, columns: col.RepoColumns, tips: list[bytes]) -> np.ndarray:
+        """Per store row: reachable from any of these commits (raw ids)."""
+        offsets, parents, lookup = self._graph(columns)
+        starts = lookup.rows_of(np.array([store.key_of(t) for t in tips], np.int64))
+        return store.reachable(offsets, parents, starts[starts >= 0])
+
     def _branch_mask(self, repo: RepoRow, columns: col.RepoColumns, branch: str) -> np.ndarray:
-        """Membership of `branch:NAME`: the default branch's set, plus what only NAME has, minus what only HEAD has."""
+        """Membership of `branch:NAME`: every commit its tip reaches, by reachability over the indexed graph."""
         head_mask = (columns.bits & IN_HEAD) != 0
         if branch == "HEAD":
             return head_mask
-        mirror = Mirror(repo.mirror_path)
-        tip = mirror.branch_tip(branch)
+        tips = self.index.stored_tips(repo.id)
+        tip = next((tips[c] for c in (branch, f"refs/heads/{branch}", f"refs/remotes/origin/{branch}",
+                                      f"refs/tags/{branch}") if c in tips), None)
         if tip is None:
-            names = mirror.branches()
+            names = sorted(n.removeprefix("refs/heads/") for n in tips if n.startswith("refs/heads/"))
             hint = ", ".join(f"`{b}`" for b in names[:8]) + (" ..." if len(names) > 8 else "")
             raise QueryError(f"`{repo.name}` has no branch `{branch}`; its branches are {hint or 'none'}.")
-        head_tip = self.index.stored_tips(repo.id).get("HEAD")
-        if head_tip is None:
-            only_branch, only_head = mirror.walk_ids([tip]), []
-            mask = np.zeros(len(columns.commit_ids), bool)
-        else:
-            only_branch = mirror.walk_ids([tip], [head_tip])
-            only_head = mirror.walk_ids([head_tip], [tip])
-            mask = head_mask.copy()
-        if only_branch:
-            mask |= np.isin(columns.commit_ids, np.array(self.index.commit_ids_for(only_branch), np.int64))
-        if only_head:
-            mask &= ~np.isin(columns.commit_ids, np.array(self.index.commit_ids_for(only_head), np.int64))
-        return mask
+        key = ("branch", tip)
+        cache = columns.store.extras
+        if key not in cache:
+            cache[key] = self.reachable_rows(columns, [tip])
+        return columns.in_rows(cache[key])
 
     def _allowed_people(self, globs: tuple[str, ...]) -> np.ndarray:
         import fnmatch
@@ -497,15 +351,14 @@ class Engine:
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
-        touching = self._path_commits(repos, query) if (query.paths or query.exclude_paths) else None
         selections = []
         for repo in repos:
             columns = self.columns_of(repo)
             mask = self._branch_mask(repo, columns, query.scope.branch) if query.scope.kind == "branch" else None
-            if touching is not None:
+            if query.paths or query.exclude_paths:
                 if mask is None:
                     mask = (columns.bits & scope_bit) != 0
-                mask = mask & np.isin(columns.commit_ids, touching)
+                mask = mask & self._path_mask(repo, columns, query)
             selections.append(col.select(columns, flt, mask))
         totals, keys = col.totals(selections)
         rows: list = []
@@ -539,13 +392,21 @@ class Engine:
             report = with_cocomo(self, repos, query, report)
         return report
 
-    def _path_commits(self, repos: list[RepoRow], query: Query) -> np.ndarray:
-        for repo in repos:
-            pending = self.index.pending_path_count(repo.id)
-            if pending:
-                raise GadError(f"`{repo.name}` is still indexing which paths its commits changed ({pending:,} of "
-                               f"{repo.commits:,} commits to go); try `path:` again in a few minutes.")
-        return np.array(self.index.commits_touching(query.paths, query.exclude_paths), np.int64)
+    def _path_mask(self, repo: RepoRow, columns: col.RepoColumns, query: Query) -> np.ndarray:
+        """Which of the columns' commits changed a path under `path:` (and not only under `path:!`)."""
+        done, total = self.index.chunk_path_state(repo.id, columns.store.history.chunks)
+        if done < total:
+            percent = min(99, 100 * done // max(total, 1))
+            raise GadError(f"`{repo.name}` is still indexing which paths its commits changed ({percent} % done, "
+                           f"{total - done:,} of {total:,} commits to go); try `path:` again in a few minutes.")
+        cache = columns.store.extras
+        if "paths" not in cache:
+            cache["paths"] = store.PathIndex.from_chunks(self.index.chunks(repo.id, limit=columns.store.history.chunks,
+                                                                           columns=("path_offsets", "path_ids")))
+        size = self.index.max_path_id() + 1
+        include = np.array(self.index.path_ids_under(query.paths), np.int64) if query.paths else None
+        exclude = np.array(self.index.path_ids_under(query.exclude_paths), np.int64) if query.exclude_paths else None
+        return columns.in_rows(cache["paths"].rows_touching(include, exclude, size))
 
     @staticmethod
     def _trend_bucket(query: Query, keys: np.ndarray, today: date) -> str:

@@ -3,19 +3,20 @@
 sqlite-utils lives here. The schema grows by numbered migrations recorded in the
 `migrations` table, so an older database opens with a newer gad-bot untouched by hand.
 
-Tables (after migration 1):
+Tables (as of migration 6):
     repos         one row per tracked repository (source, mirror path, sync state)
     refs          the ref tips the index last saw, per repository (peeled to commits)
     authors       raw (name, e-mail) identities, as written in commits
     people        person keys: lower-cased, maybe mailmapped, e-mails
     repo_authors  per repository: author -> person with and without the mailmap, bot flags
-    commits       one row per commit id, shared by every repository that has it (forks!)
-    repo_commits  which commits each repository has, and in which scopes (bits)
-    columns       per repository, the numpy arrays a report reads (a cache, rebuilt per sync)
+    commit_chunks per repository, its commits in append-only chunks of arrays (ids, authors, days,
+                  parents; changed paths once indexed), in the order git walked them
+    walks         an unfinished walk's frontier, so an interrupted first index resumes where it stopped
+    derived       per repository, what the end of a walk derives: scope bits, parents as rows, sort orders
+    paths         every changed path seen, once, with an id (for path:)
     meta          small key/value facts (e.g. the bot patterns the identities were built with)
     projects, project_repos                       several repositories counted as one (migration 2)
     subscriptions, subscription_repos, deliveries weekly digests and their exactly-once ledger (3)
-    paths, commit_paths                           which paths each non-merge commit changed, for path: (4)
     cocomo_cache                                  source line counts per (tree id, counter), for vs:cocomo (5)
 """
 
@@ -34,7 +35,6 @@ import sqlite_utils
 
 from .errors import ConfigError
 
-BATCH = 20_000
 
 
 def utcnow() -> datetime:
@@ -175,6 +175,53 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             counted_at TEXT NOT NULL,
             PRIMARY KEY (tree_id, counter)) WITHOUT ROWID""",
     ]),
+    (6, "columnar", [
+        # Commits move from one SQL row each to append-only chunks of arrays (issue 10): a first index
+        # then costs what `git log` costs. Every repository is indexed again by its next sync (the
+        # mirrors hold everything; projects, subscriptions and the delivery ledger are kept).
+        "DROP INDEX IF EXISTS commits_paths_pending",
+        "DROP TABLE IF EXISTS commit_paths",
+        "DROP TABLE IF EXISTS paths",
+        "DROP TABLE IF EXISTS repo_commits",
+        "DROP TABLE IF EXISTS commits",
+        "DROP TABLE IF EXISTS columns",
+        "DELETE FROM refs",
+        "UPDATE repos SET generation = 0, commits = 0, skipped = 0",
+        # One row per chunk of up to CHUNK commits in walk order; a repository's rows are its chunks
+        # in `seq` order. Changed paths (for `path:`) are filled in per chunk, later.
+        """CREATE TABLE commit_chunks (
+            id INTEGER PRIMARY KEY,
+            repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            rows INTEGER NOT NULL,
+            oids BLOB NOT NULL,
+            author_ids BLOB NOT NULL,
+            days BLOB NOT NULL,
+            parent_counts BLOB NOT NULL,
+            parent_oids BLOB NOT NULL,
+            path_offsets BLOB,
+            path_ids BLOB,
+            UNIQUE (repo_id, seq))""",
+        # An unfinished walk (a first index, or a large sync): where to resume after a crash.
+        """CREATE TABLE walks (
+            repo_id INTEGER PRIMARY KEY REFERENCES repos(id) ON DELETE CASCADE,
+            pending TEXT NOT NULL,
+            exclude TEXT NOT NULL,
+            estimate INTEGER,
+            started_at TEXT NOT NULL)""",
+        # What a report reads besides the chunks, derived at the end of each walk: scope bits per row,
+        # parents as row numbers, and the orders that make lookups and distinct counts single passes.
+        """CREATE TABLE derived (
+            repo_id INTEGER PRIMARY KEY REFERENCES repos(id) ON DELETE CASCADE,
+            generation INTEGER NOT NULL,
+            chunks INTEGER NOT NULL,
+            rows INTEGER NOT NULL,
+            bits BLOB NOT NULL,
+            parent_rows BLOB NOT NULL,
+            key_order BLOB NOT NULL,
+            report_order BLOB NOT NULL)""",
+        "CREATE TABLE paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -206,6 +253,48 @@ class RepoRow:
                    created_at=parse_time(row["created_at"]), last_sync_at=parse_time(row["last_sync_at"]),
                    last_success_at=parse_time(row["last_success_at"]), last_error=row["last_error"],
                    failures=row["failures"], next_attempt_at=parse_time(row["next_attempt_at"]))
+
+
+CHUNK_COLUMNS = ("oids", "author_ids", "days", "parent_counts", "parent_oids", "path_offsets", "path_ids")
+DERIVED_COLUMNS = ("bits", "parent_rows", "key_order", "report_order")
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One stored chunk of commits (arrays as bytes: bot/store.py gives them their numpy types)."""
+
+    seq: int
+    rows: int
+    oids: bytes | None = None  # rows x 20 raw ids
+    author_ids: bytes | None = None  # int32, ids in `authors`
+    days: bytes | None = None  # int32 epoch days, BAD_DAY for impossible dates
+    parent_counts: bytes | None = None  # uint8
+    parent_oids: bytes | None = None  # sum(parent_counts) x 20
+    path_offsets: bytes | None = None  # int32, rows + 1; None until the chunk's paths are indexed
+    path_ids: bytes | None = None  # int32 ids in `paths`
+
+
+@dataclass(frozen=True)
+class DerivedRow:
+    """What the end of a walk derived from a repository's first `chunks` chunks (`rows` commits)."""
+
+    generation: int
+    chunks: int
+    rows: int
+    bits: bytes | None = None  # uint8 scope bits per row; 0: no longer reachable
+    parent_rows: bytes | None = None  # int32 parents as rows, in row order (CSR with the parent counts)
+    key_order: bytes | None = None  # int32 rows sorted by commit key
+    report_order: bytes | None = None  # int32 rows sorted by (mailmapped person, day)
+
+
+@dataclass(frozen=True)
+class WalkState:
+    """An unfinished walk: the commits still to visit (hex), the tips whose history is already indexed."""
+
+    pending: list[str]
+    exclude: list[str]
+    estimate: int | None
+    started_at: datetime | None
 
 
 def _create_private(path: Path) -> None:
@@ -269,6 +358,19 @@ class Index:
         else:
             db.execute("COMMIT")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads that see one committed state (WAL: a read transaction), unless already in a transaction."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            conn.execute("COMMIT")
+
     # -- schema --------------------------------------------------------------
     def migrate(self) -> list[int]:
         """Apply every migration the file lacks, each in its own transaction; return those applied."""
@@ -330,11 +432,8 @@ class Index:
         return [r[0] for r in self.db.execute("SELECT name FROM repos ORDER BY name")]
 
     def remove_repo(self, repo_id: int) -> None:
-        """Forget a repository and every row only it referenced, in one transaction."""
+        """Forget a repository and everything stored for it, in one transaction (cascades)."""
         with self.transaction() as db:
-            doomed = [r[0] for r in db.execute("SELECT commit_id FROM repo_commits WHERE repo_id = ?", (repo_id,))]
-            db.execute("DELETE FROM repo_commits WHERE repo_id = ?", (repo_id,))
-            self._collect_commits(doomed)
             db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
 
     def record_attempt(self, repo_id: int, error: str | None, at: datetime, next_attempt: datetime | None = None) -> None:
@@ -358,121 +457,111 @@ class Index:
         self.db.execute("DELETE FROM refs WHERE repo_id = ?", (repo_id,))
         self.db.conn.executemany("INSERT INTO refs VALUES (?, ?, ?)", ((repo_id, n, t) for n, t in tips.items()))
 
-    # -- commits -------------------------------------------------------------
+    # -- commit chunks -------------------------------------------------------
+    def chunk_count(self, repo_id: int) -> int:
+        return self.db.execute("SELECT count(*) FROM commit_chunks WHERE repo_id = ?", (repo_id,)).fetchone()[0]
+
+    def append_chunk(self, repo_id: int, chunk: ChunkRow) -> None:
+        """Add a chunk after the repository's last one (caller holds the transaction)."""
+        self.db.execute(
+            "INSERT INTO commit_chunks (repo_id, seq, rows, oids, author_ids, days, parent_counts, parent_oids, "
+            "path_offsets, path_ids) VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM commit_chunks WHERE repo_id = ?), "
+            "?, ?, ?, ?, ?, ?, ?, ?)",
+            (repo_id, repo_id, chunk.rows, chunk.oids, chunk.author_ids, chunk.days, chunk.parent_counts,
+             chunk.parent_oids, chunk.path_offsets, chunk.path_ids))
+
+    def replace_chunks(self, repo_id: int, chunks: Iterable[ChunkRow]) -> None:
+        """Rewrite a repository's chunks (compaction; caller holds the transaction)."""
+        self.db.execute("DELETE FROM commit_chunks WHERE repo_id = ?", (repo_id,))
+        for chunk in chunks:
+            self.append_chunk(repo_id, chunk)
+
+    def chunks(self, repo_id: int, *, first: int = 0, limit: int | None = None,
+               columns: tuple[str, ...] = CHUNK_COLUMNS) -> list[ChunkRow]:
+        """The repository's chunks in order, from the `first`-th, at most `limit` of them, with only `columns`."""
+        wanted = [c for c in CHUNK_COLUMNS if c in columns]
+        selected = ", ".join(["seq", "rows", *wanted])
+        rows = self.db.execute(f"SELECT {selected} FROM commit_chunks WHERE repo_id = ? ORDER BY seq "
+                               f"LIMIT ? OFFSET ?", (repo_id, -1 if limit is None else limit, first)).fetchall()
+        return [ChunkRow(seq=r[0], rows=r[1], **dict(zip(wanted, r[2:]))) for r in rows]
+
+    def chunk(self, repo_id: int, seq: int, columns: tuple[str, ...] = CHUNK_COLUMNS) -> ChunkRow:
+        wanted = [c for c in CHUNK_COLUMNS if c in columns]
+        row = self.db.execute(f"SELECT seq, rows{''.join(', ' + c for c in wanted)} FROM commit_chunks "
+                              "WHERE repo_id = ? AND seq = ?", (repo_id, seq)).fetchone()
+        return ChunkRow(seq=row[0], rows=row[1], **dict(zip(wanted, row[2:])))
+
+    def chunks_lacking_paths(self, repo_id: int) -> list[tuple[int, int]]:
+        """(seq, rows) of the chunks whose changed paths are not indexed yet."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT seq, rows FROM commit_chunks WHERE repo_id = ? AND path_offsets IS NULL ORDER BY seq", (repo_id,))]
+
+    def chunk_path_state(self, repo_id: int, chunks: int) -> tuple[int, int]:
+        """(commits whose paths are indexed, commits) over the repository's first `chunks` chunks."""
+        row = self.db.execute(
+            "SELECT coalesce(sum(CASE WHEN path_offsets IS NULL THEN 0 ELSE rows END), 0), coalesce(sum(rows), 0) "
+            "FROM (SELECT rows, path_offsets FROM commit_chunks WHERE repo_id = ? ORDER BY seq LIMIT ?)",
+            (repo_id, chunks)).fetchone()
+        return int(row[0]), int(row[1])
+
+    def store_chunk_paths(self, repo_id: int, seq: int, offsets: bytes, path_ids: bytes) -> None:
+        self.db.execute("UPDATE commit_chunks SET path_offsets = ?, path_ids = ? WHERE repo_id = ? AND seq = ?",
+                        (offsets, path_ids, repo_id, seq))
+
+    # -- walks ---------------------------------------------------------------
+    def walk(self, repo_id: int) -> WalkState | None:
+        row = self.db.execute("SELECT pending, exclude, estimate, started_at FROM walks WHERE repo_id = ?",
+                              (repo_id,)).fetchone()
+        if row is None:
+            return None
+        return WalkState(pending=[h for h in row[0].split() if h], exclude=[h for h in row[1].split() if h],
+                         estimate=row[2], started_at=parse_time(row[3]))
+
+    def save_walk(self, repo_id: int, pending: Iterable[str], exclude: Iterable[str], estimate: int | None) -> None:
+        self.db.execute("INSERT INTO walks VALUES (?, ?, ?, ?, ?) ON CONFLICT(repo_id) DO UPDATE SET "
+                        "pending = excluded.pending, exclude = excluded.exclude, estimate = excluded.estimate",
+                        (repo_id, "\n".join(pending), "\n".join(exclude), estimate, _iso(utcnow())))
+
+    def end_walk(self, repo_id: int) -> None:
+        self.db.execute("DELETE FROM walks WHERE repo_id = ?", (repo_id,))
+
+    # -- derived arrays --------------------------------------------------------
+    def store_derived(self, repo_id: int, derived: DerivedRow) -> None:
+        self.db.execute(
+            "INSERT INTO derived VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(repo_id) DO UPDATE SET "
+            "generation = excluded.generation, chunks = excluded.chunks, rows = excluded.rows, bits = excluded.bits, "
+            "parent_rows = excluded.parent_rows, key_order = excluded.key_order, report_order = excluded.report_order",
+            (repo_id, derived.generation, derived.chunks, derived.rows, derived.bits, derived.parent_rows,
+             derived.key_order, derived.report_order))
+
+    def derived(self, repo_id: int, columns: tuple[str, ...] = DERIVED_COLUMNS) -> DerivedRow | None:
+        wanted = [c for c in DERIVED_COLUMNS if c in columns]
+        row = self.db.execute(f"SELECT generation, chunks, rows{''.join(', ' + c for c in wanted)} FROM derived "
+                              "WHERE repo_id = ?", (repo_id,)).fetchone()
+        if row is None:
+            return None
+        return DerivedRow(generation=row[0], chunks=row[1], rows=row[2], **dict(zip(wanted, row[3:])))
+
+    def note_authors(self, repo_id: int, author_ids: Iterable[int]) -> None:
+        """Placeholder identity rows for authors new to the repository; the identity refresh fills them in."""
+        self.db.conn.executemany("INSERT OR IGNORE INTO repo_authors VALUES (?, ?, 0, 0, 0, 0)",
+                                 ((repo_id, int(a)) for a in author_ids))
+
+    def author_ids_for(self, identities: list[tuple[str, str]], cache: dict[tuple[str, str], int]) -> list[int]:
+        """Ids of raw (name, e-mail) identities, adding the new ones (caller holds the transaction)."""
+        missing = [i for i in dict.fromkeys(identities) if i not in cache]
+        if missing:
+            self.db.conn.executemany("INSERT OR IGNORE INTO authors (name, email) VALUES (?, ?)", missing)
+            for start in range(0, len(missing), 400):
+                part = missing[start:start + 400]
+                clause = " OR ".join(["(name = ? AND email = ?)"] * len(part))
+                for author_id, name, email in self.db.execute(
+                        f"SELECT id, name, email FROM authors WHERE {clause}", [v for pair in part for v in pair]):
+                    cache[(name, email)] = author_id
+        return [cache[i] for i in identities]
+
     def author_ids(self) -> dict[tuple[str, str], int]:
         return {(n, e): i for i, n, e in self.db.execute("SELECT id, name, email FROM authors")}
-
-    def insert_commits(self, repo_id: int, rows: Iterable[tuple], author_cache: dict[tuple[str, str], int],
-                       progress: Callable[[int], None] | None = None) -> int:
-        """Add commits `(oid, name, email, day, time, offset, parents, bits)` to a repository; return how many."""
-        conn = self.db.conn
-        seen_authors: set[int] = set()
-        total = 0
-        batch: list[tuple] = []
-
-        def author_id(name: str, email: str) -> int:
-            key = (name, email)
-            found = author_cache.get(key)
-            if found is None:
-                conn.execute("INSERT OR IGNORE INTO authors (name, email) VALUES (?, ?)", key)
-                found = conn.execute("SELECT id FROM authors WHERE name = ? AND email = ?", key).fetchone()[0]
-                author_cache[key] = found
-            return found
-
-        # Ids are handed out here, so each row is one plain INSERT; only when other commits exist
-        # (forks, or rows left by a fallback re-walk) are the batch's ids looked up first.
-        next_id = (conn.execute("SELECT max(id) FROM commits").fetchone()[0] or 0) + 1
-        others_exist = next_id > 1
-
-        def flush() -> None:
-            nonlocal next_id
-            known: dict[bytes, int] = {}
-            if others_exist:
-                self._stage(r[0] for r in batch)
-                known = dict(conn.execute("SELECT s.oid, c.id FROM staged s JOIN commits c ON c.oid = s.oid"))
-            fresh, members = [], []
-            for r in batch:
-                commit_id = known.get(r[0])
-                if commit_id is None:
-                    commit_id = next_id
-                    next_id += 1
-                    known[r[0]] = commit_id
-                    fresh.append((commit_id, r[0], r[1], r[3], r[4], r[5], r[6]))
-                members.append((repo_id, commit_id, r[7]))
-            if self.touched is not None:
-                self.touched.update(m[1] for m in members)
-            conn.executemany("INSERT INTO commits (id, oid, author_id, day, time, offset, parents) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
-            conn.executemany("INSERT INTO repo_commits (repo_id, commit_id, bits) VALUES (?, ?, ?) "
-                             "ON CONFLICT(repo_id, commit_id) DO UPDATE SET bits = excluded.bits", members)
-            batch.clear()
-
-        for oid, name, email, day, time_, offset, parents, bits in rows:
-            author = author_id(name, email)
-            seen_authors.add(author)
-            batch.append((oid, author, None, day, time_, offset, parents, bits))
-            if len(batch) >= BATCH:
-                total += len(batch)
-                flush()
-                if progress:
-                    progress(total)
-        total += len(batch)
-        flush()
-        if progress:
-            progress(total)
-        # Placeholder identity rows; the engine's identity refresh fills them in, same transaction.
-        self.db.conn.executemany("INSERT OR IGNORE INTO repo_authors VALUES (?, ?, 0, 0, 0, 0)",
-                                 ((repo_id, a) for a in seen_authors))
-        return total
-
-    def member_oids(self, repo_id: int, lacking_bit: int | None = None) -> set[bytes]:
-        """Ids of the repository's commits (only those lacking `lacking_bit`, when given)."""
-        sql = "SELECT c.oid FROM repo_commits rc JOIN commits c ON c.id = rc.commit_id WHERE rc.repo_id = ?"
-        params: tuple = (repo_id,)
-        if lacking_bit is not None:
-            sql += " AND (rc.bits & ?) = 0"
-            params += (lacking_bit,)
-        return {r[0] for r in self.db.execute(sql, params)}
-
-    def member_bits(self, repo_id: int, oids: Iterable[bytes]) -> dict[bytes, int]:
-        """The scope bits of those of `oids` the repository already has."""
-        if not self._stage(oids):
-            return {}
-        return dict(self.db.execute("SELECT s.oid, rc.bits FROM staged s JOIN commits c ON c.oid = s.oid "
-                                    "JOIN repo_commits rc ON rc.commit_id = c.id AND rc.repo_id = ?", (repo_id,)))
-
-    def _stage(self, oids: Iterable[bytes]) -> int:
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS staged (oid BLOB PRIMARY KEY) WITHOUT ROWID")
-        self.db.execute("DELETE FROM staged")
-        self.db.conn.executemany("INSERT OR IGNORE INTO staged VALUES (?)", ((o,) for o in oids))
-        return self.db.execute("SELECT count(*) FROM staged").fetchone()[0]
-
-    def change_bit(self, repo_id: int, oids: Iterable[bytes], bit: int, on: bool) -> None:
-        ids = self.commit_ids_for(oids)
-        if self.touched is not None:
-            self.touched.update(ids)
-        expression = "bits | ?" if on else "bits & ~?"
-        self.db.conn.executemany(f"UPDATE repo_commits SET bits = {expression} WHERE repo_id = ? AND commit_id = ?",
-                                 ((bit, repo_id, i) for i in ids))
-
-    def remove_members(self, repo_id: int, oids: Iterable[bytes]) -> int:
-        ids = self.commit_ids_for(oids)
-        if self.touched is not None:
-            self.touched.update(ids)
-        self.db.conn.executemany("DELETE FROM repo_commits WHERE repo_id = ? AND commit_id = ?", ((repo_id, i) for i in ids))
-        self._collect_commits(ids)
-        return len(ids)
-
-    def _collect_commits(self, commit_ids: list[int]) -> None:
-        """Delete commit rows no repository has any more."""
-        self.db.conn.executemany(
-            "DELETE FROM commits WHERE id = ? AND NOT EXISTS (SELECT 1 FROM repo_commits WHERE commit_id = ?)",
-            ((i, i) for i in commit_ids))
-
-    def commit_ids_for(self, oids: Iterable[bytes]) -> list[int]:
-        if not self._stage(oids):
-            return []
-        return [r[0] for r in self.db.execute("SELECT c.id FROM staged s JOIN commits c ON c.oid = s.oid")]
 
     # -- identities ----------------------------------------------------------
     def repo_author_identities(self, repo_id: int) -> list[tuple[int, str, str]]:
@@ -509,32 +598,6 @@ class Index:
             found.update(self.db.execute(f"SELECT id, email FROM people WHERE id IN ({marks})", chunk).fetchall())
         return found
 
-    # -- the column cache ----------------------------------------------------
-    def member_rows(self, repo_id: int) -> sqlite3.Cursor:
-        return self.db.execute(
-            "SELECT rc.commit_id, c.author_id, coalesce(c.day, -2147483648), rc.bits "
-            "FROM repo_commits rc JOIN commits c ON c.id = rc.commit_id WHERE rc.repo_id = ?", (repo_id,))
-
-    def member_rows_for(self, repo_id: int, commit_ids: Iterable[int]) -> list[tuple]:
-        """member_rows, for just these commits (those the repository still has)."""
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS staged_ids (id INTEGER PRIMARY KEY)")
-        self.db.execute("DELETE FROM staged_ids")
-        self.db.conn.executemany("INSERT OR IGNORE INTO staged_ids VALUES (?)", ((int(i),) for i in commit_ids))
-        return self.db.execute(
-            "SELECT rc.commit_id, c.author_id, coalesce(c.day, -2147483648), rc.bits FROM staged_ids s "
-            "JOIN repo_commits rc ON rc.repo_id = ? AND rc.commit_id = s.id JOIN commits c ON c.id = rc.commit_id",
-            (repo_id,)).fetchall()
-
-    def store_columns(self, repo_id: int, generation: int, rows: int, blobs: dict[str, bytes]) -> None:
-        self.db.execute("INSERT INTO columns VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(repo_id) DO UPDATE SET "
-                        "generation = excluded.generation, rows = excluded.rows, commit_ids = excluded.commit_ids, "
-                        "author_ids = excluded.author_ids, days = excluded.days, bits = excluded.bits",
-                        (repo_id, generation, rows, blobs["commit_ids"], blobs["author_ids"], blobs["days"], blobs["bits"]))
-
-    def load_columns(self, repo_id: int) -> dict | None:
-        rows = self.rows("SELECT * FROM columns WHERE repo_id = ?", (repo_id,))
-        return rows[0] if rows else None
-
     def finish_update(self, repo_id: int, *, head_ref: str | None, mailmap_oid: str | None, commits: int,
                       skipped: int) -> int:
         """Bump the repository's generation (readers reload their caches) and store its summary."""
@@ -548,64 +611,31 @@ class Index:
         return dict(self.db.execute(f"SELECT id, generation FROM repos WHERE id IN ({marks})", ids).fetchall()) if ids else {}
 
     # -- paths ---------------------------------------------------------------
-    def pending_path_commits(self, repo_id: int, limit: int, after: int = 0) -> list[tuple[int, bytes, int]]:
-        """(id, oid, parents) of this repository's commits whose changed paths are not indexed yet.
+    def path_ids(self, paths: Iterable[str], cache: dict[str, int]) -> None:
+        """Make sure every path has an id in `cache`, adding new paths (caller holds the transaction)."""
+        missing = [p for p in dict.fromkeys(paths) if p not in cache]
+        if not missing:
+            return
+        self.db.conn.executemany("INSERT OR IGNORE INTO paths (path) VALUES (?)", ((p,) for p in missing))
+        for start in range(0, len(missing), 500):
+            part = missing[start:start + 500]
+            marks = ",".join("?" * len(part))
+            cache.update({p: i for i, p in self.db.execute(f"SELECT id, path FROM paths WHERE path IN ({marks})", part)})
 
-        In id order (walk order: neighbours share trees), from the partial index of pending commits,
-        resuming `after` an id: a join ordered over all of a million-commit repository's rows cost
-        about a second a batch.
-        """
-        return [tuple(r) for r in self.db.execute(
-            "SELECT c.id, c.oid, c.parents FROM commits c INDEXED BY commits_paths_pending "
-            "WHERE c.paths_done = 0 AND c.id > ? AND EXISTS "
-            "(SELECT 1 FROM repo_commits rc WHERE rc.repo_id = ? AND rc.commit_id = c.id) "
-            "ORDER BY c.id LIMIT ?", (after, repo_id, limit))]
-
-    def pending_path_count(self, repo_id: int) -> int:
-        return self.db.execute("SELECT count(*) FROM repo_commits rc JOIN commits c ON c.id = rc.commit_id "
-                               "WHERE rc.repo_id = ? AND c.paths_done = 0", (repo_id,)).fetchone()[0]
-
-    def store_paths(self, changed: list[tuple[int, list[str]]], path_cache: dict[str, int]) -> None:
-        """Record the paths each commit changed and mark the commits done (caller holds the transaction)."""
-        conn = self.db.conn
-        rows = []
-        for commit_id, paths in changed:
-            for path in paths:
-                path_id = path_cache.get(path)
-                if path_id is None:
-                    conn.execute("INSERT OR IGNORE INTO paths (path) VALUES (?)", (path,))
-                    path_id = conn.execute("SELECT id FROM paths WHERE path = ?", (path,)).fetchone()[0]
-                    path_cache[path] = path_id
-                rows.append((commit_id, path_id))
-        conn.executemany("INSERT OR IGNORE INTO commit_paths (commit_id, path_id) VALUES (?, ?)", rows)
-        conn.executemany("UPDATE commits SET paths_done = 1 WHERE id = ?", ((c,) for c, _ in changed))
-
-    def path_ids(self) -> dict[str, int]:
+    def all_path_ids(self) -> dict[str, int]:
         return {p: i for i, p in self.db.execute("SELECT id, path FROM paths")}
 
-    def commits_touching(self, include: tuple[str, ...], exclude: tuple[str, ...]) -> list[int]:
-        """Ids of commits that changed a path under some `include` prefix (any path when none) and not under `exclude`."""
+    def max_path_id(self) -> int:
+        return self.db.execute("SELECT coalesce(max(id), 0) FROM paths").fetchone()[0]
 
-        def under(prefixes: tuple[str, ...]) -> tuple[str, list[str]]:
-            # "a/b" matches the file a/b and everything in the directory a/b/ (range scans on the unique index)
-            clauses, params = [], []
-            for prefix in prefixes:
-                clauses.append("(p.path = ? OR (p.path >= ? AND p.path < ?))")
-                params += [prefix, prefix + "/", prefix + "0"]  # '0' sorts right after '/'
-            return " OR ".join(clauses), params
-
-        where, params = [], []
-        if include:
-            clause, values = under(include)
-            where.append(f"({clause})")
-            params += values
-        if exclude:
-            clause, values = under(exclude)
-            where.append(f"NOT ({clause})")
-            params += values
-        sql = ("SELECT DISTINCT cp.commit_id FROM paths p JOIN commit_paths cp ON cp.path_id = p.id"
-               + (" WHERE " + " AND ".join(where) if where else ""))
-        return [r[0] for r in self.db.execute(sql, params)]
+    def path_ids_under(self, prefixes: tuple[str, ...]) -> list[int]:
+        """Ids of the paths equal to a prefix or inside it as a directory (`a/b` matches `a/b` and `a/b/...`)."""
+        found: list[int] = []
+        for prefix in prefixes:
+            # range scans on the unique index: '0' sorts right after '/'
+            found += [r[0] for r in self.db.execute(
+                "SELECT id FROM paths WHERE path = ? OR (path >= ? AND path < ?)", (prefix, prefix + "/", prefix + "0"))]
+        return found
 
     # -- projects ------------------------------------------------------------
     def project_repo_ids(self, name: str) -> list[int] | None:

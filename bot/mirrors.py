@@ -12,13 +12,13 @@ import re
 import shutil
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pygit2
-from pygit2.enums import FetchPrune, SortMode
+from pygit2.enums import FetchPrune
 
 from .errors import MirrorError, SourceError
 from .metric import ascii_lower
@@ -26,52 +26,12 @@ from .metric import ascii_lower
 MIRROR_REFSPEC = "+refs/*:refs/*"
 DEFAULT_SCOPE_PREFIXES = ("refs/heads/", "refs/tags/")
 
-# Bits of a commit's membership in a repository (repo_commits.bits).
-IN_ALL = 1  # reachable from some ref (refs:all)
-IN_DEFAULT = 2  # reachable from a branch or tag (the default scope)
-IN_HEAD = 4  # reachable from the default branch (branch:HEAD)
-
-# Author dates gad-bot will not believe: git writes 0 for an unparseable date, and no
-# time zone is further than 14 hours from UTC.
-MAX_OFFSET_MINUTES = 14 * 60
-LAST_PLAUSIBLE_DAY = 47482  # 2099-12-31 in epoch days
-
-IMPOSSIBLE_OFFSET = 100 * 60  # marks a zone libgit2 could not read (it reports those as +0000)
-_ZONE = re.compile(rb"^[+-](0\d|1[0-4])[0-5]\d$")
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
-# libgit2 keeps up to 256 MiB of parsed objects by default; indexing reads each object about once,
-# so a small cache costs no speed and keeps a million-commit track's memory down.
+# libgit2 keeps up to 256 MiB of parsed objects by default; gad-bot reads few objects through it
+# (refs, the mailmap, trees for vs:cocomo), so a small cache costs no speed and saves memory.
 pygit2.settings.cache_max_size(64 * 1024 * 1024)
-
-
-def _zone_is_valid(commit: pygit2.Commit) -> bool:
-    """Whether the author line's zone really says +0000 (libgit2 reads garbage such as +9900 as 0)."""
-    raw = commit.read_raw()
-    start = raw.find(b"\nauthor ") + 1 if not raw.startswith(b"author ") else 0
-    line = raw[start:raw.find(b"\n", start)]
-    return bool(_ZONE.match(line.rsplit(b" ", 1)[-1]))
-
-
-@dataclass(frozen=True)
-class CommitFacts:
-    """What the index keeps of one commit."""
-
-    oid: bytes  # raw 20-byte id
-    author_name: str
-    author_email: str
-    time: int
-    offset: int  # minutes east of UTC
-    parents: int
-
-    @property
-    def day(self) -> int | None:
-        """The author's own calendar day (epoch days), or None for an impossible date."""
-        if self.time <= 0 or abs(self.offset) > MAX_OFFSET_MINUTES:
-            return None
-        day = (self.time + self.offset * 60) // 86400
-        return day if day <= LAST_PLAUSIBLE_DAY else None
 
 
 class _Callbacks(pygit2.RemoteCallbacks):
@@ -259,7 +219,13 @@ class Mirror:
         return None  # detached HEAD: no default branch
 
     def ref_tips(self) -> dict[str, bytes]:
-        """Every ref under refs/ peeled to the commit it names (refs to trees or blobs are skipped)."""
+        """Every ref under refs/ peeled to the commit it names.
+
+        Refs that lead to a tree or a blob are skipped, as `git log --all` skips them (git.git's
+        `junio-gpg-pub` tag names a blob, the kernel's `v2.6.11-tree` a tree); a tag of a tag is
+        followed to the end. A ref naming an object that cannot be read means a damaged mirror,
+        never "this ref is gone": treating it as gone would silently drop history from every figure.
+        """
         tips: dict[str, bytes] = {}
         for name in self.repo.references:
             if not name.startswith("refs/"):
@@ -268,25 +234,32 @@ class Mirror:
                 target = self.repo.references[name].resolve().target
             except (KeyError, pygit2.GitError):
                 continue  # a dangling symbolic ref names nothing
-            # A ref whose object cannot be read means a damaged mirror, never "this ref is gone":
-            # treating it as gone would silently drop history from every figure.
+            commit = self._peel_to_commit(name, target)
+            if commit is not None:
+                tips[name] = commit
+        head = self.head_ref()
+        if head and head in tips:
+            tips["HEAD"] = tips[head]
+        return tips
+
+    def _peel_to_commit(self, name: str, target: pygit2.Oid) -> bytes | None:
+        """The commit a ref's object leads to through any number of tags; None for a tree or blob."""
+        seen = 0
+        while True:
             try:
                 obj = self.repo[target]
             except (KeyError, pygit2.GitError, ValueError) as error:
                 raise MirrorError(f"The mirror is damaged: {name} points at an object it cannot read "
                                   f"({_describe(error)}); re-clone it with `gad-bot sync --reclone NAME`.") from None
-            try:
-                commit = obj.peel(pygit2.Commit)
-            except (pygit2.InvalidSpecError, ValueError):
-                continue  # a tag of a tree or blob (e.g. linux's v2.6.11): no history
-            except (KeyError, pygit2.GitError) as error:
-                raise MirrorError(f"The mirror is damaged: {name} cannot be followed to a commit "
-                                  f"({_describe(error)}); re-clone it with `gad-bot sync --reclone NAME`.") from None
-            tips[name] = commit.id.raw
-        head = self.head_ref()
-        if head and head in tips:
-            tips["HEAD"] = tips[head]
-        return tips
+            if isinstance(obj, pygit2.Commit):
+                return obj.id.raw
+            if not isinstance(obj, pygit2.Tag):
+                return None  # a tree or a blob: no history behind it
+            seen += 1
+            if seen > 64:  # a cycle of tags cannot be written, but a damaged object store can fake one
+                raise MirrorError(f"The mirror is damaged: {name} is a chain of more than 64 tags; re-clone it "
+                                  "with `gad-bot sync --reclone NAME`.")
+            target = obj.target
 
     def branch_tip(self, branch: str) -> bytes | None:
         """The commit a branch (short or full name, or HEAD) points at, or None."""
@@ -300,79 +273,48 @@ class Mirror:
         return sorted(r.removeprefix("refs/heads/") for r in self.repo.references if r.startswith("refs/heads/"))
 
     # -- history -------------------------------------------------------------
-    def _walker(self, push: Iterable[bytes], hide: Iterable[bytes]) -> pygit2.Walker | None:
-        walker = None
-        for oid in set(push):
-            oid_obj = pygit2.Oid(raw=oid)
-            if walker is None:
-                walker = self.repo.walk(oid_obj, SortMode.NONE)
-            else:
-                walker.push(oid_obj)
-        if walker is None:
-            return None
-        for oid in set(hide):
-            try:
-                walker.hide(pygit2.Oid(raw=oid))
-            except (KeyError, pygit2.GitError, ValueError):
-                pass  # an old tip that no longer exists hides nothing
-        return walker
+    def estimate_commits(self, samples: int = 4000) -> int | None:
+        """About how many commits the mirror holds, for progress only (None when unknown).
 
-    def walk_ids(self, push: Iterable[bytes], hide: Iterable[bytes] = ()) -> list[bytes]:
-        """Ids of the commits reachable from `push` but not from `hide`."""
-        walker = self._walker(push, hide)
-        if walker is None:
-            return []
-        try:
-            return [commit.id.raw for commit in walker]
-        except (pygit2.GitError, KeyError) as error:
-            raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
-                              "`gad-bot sync --reclone NAME`.") from None
-
-    def walk_facts(self, push: Iterable[bytes], hide: Iterable[bytes] = ()) -> Iterator[CommitFacts]:
-        """The facts of each commit reachable from `push` but not from `hide`."""
-        walker = self._walker(push, hide)
-        if walker is None:
-            return
-        yield from self._facts(walker)
-
-    def facts_of(self, oids: Iterable[bytes]) -> Iterator[CommitFacts]:
-        """The facts of exactly these commits."""
-        yield from self._facts(self.repo[pygit2.Oid(raw=oid)] for oid in oids)
-
-    def _facts(self, commits: Iterable[pygit2.Commit]) -> Iterator[CommitFacts]:
-        try:
-            for commit in commits:
-                author = commit.author
-                try:
-                    name, email = author.name, author.email
-                except UnicodeDecodeError:
-                    name = author.raw_name.decode("utf-8", "replace")
-                    email = author.raw_email.decode("utf-8", "replace")
-                offset = author.offset
-                if offset == 0 and not _zone_is_valid(commit):
-                    offset = IMPOSSIBLE_OFFSET
-                yield CommitFacts(commit.id.raw, name, email, author.time, offset, len(commit.parent_ids))
-        except (pygit2.GitError, KeyError) as error:
-            raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
-                              "`gad-bot sync --reclone NAME`.") from None
-
-    def changed_paths(self, oid: bytes) -> list[str]:
-        """Paths a non-merge commit changed against its parent (every path of a root commit).
-
-        Both sides of a rename count, as in `git log -- PATH` (no rename detection). libgit2's tree
-        diff beat a Python walk that skips identical subtrees (114 vs 163 us a commit, measured on
-        the benchmark history): loading tree objects dominates either way.
+        Counting exactly is a walk as long as the index's own; instead the type byte of a few
+        thousand packed objects, sampled through the pack index, gives the share of commits
+        (within a few per cent), times the number of packed objects. Deltified objects count as
+        non-commits: git does not deltify commits.
         """
-        commit = self.repo[pygit2.Oid(raw=oid)]
-        if commit.parent_ids:
-            diff = commit.tree.diff_to_tree(self.repo[commit.parent_ids[0]].tree, swap=True)
-        else:
-            diff = commit.tree.diff_to_tree(swap=True)
-        paths: set[str] = set()
-        for delta in diff.deltas:
-            paths.add(delta.old_file.path)
-            paths.add(delta.new_file.path)
-        return sorted(paths)
+        import mmap
+        import random
+        import struct
+
+        total = 0.0
+        rng = random.Random(0)
+        for idx_path in (self.path / "objects" / "pack").glob("pack-*.idx"):
+            pack_path = idx_path.with_suffix(".pack")
+            try:
+                with open(idx_path, "rb") as idx_file, open(pack_path, "rb") as pack_file:
+                    idx = mmap.mmap(idx_file.fileno(), 0, access=mmap.ACCESS_READ)
+                    if idx[:8] != b"\xfftOc\x00\x00\x00\x02":
+                        continue  # a version 1 index: rare and old; leave the estimate to the others
+                    count = struct.unpack(">I", idx[8 + 255 * 4:8 + 256 * 4])[0]
+                    if not count:
+                        continue
+                    offsets_at = 8 + 256 * 4 + count * 24
+                    large_at = offsets_at + count * 4
+                    picks = [rng.randrange(count) for _ in range(min(samples, count))]
+                    commits = 0
+                    for pick in picks:
+                        offset = struct.unpack(">I", idx[offsets_at + 4 * pick:offsets_at + 4 * pick + 4])[0]
+                        if offset & 0x80000000:
+                            position = large_at + 8 * (offset & 0x7FFFFFFF)
+                            offset = struct.unpack(">Q", idx[position:position + 8])[0]
+                        pack_file.seek(offset)
+                        kind = (pack_file.read(1) or b"\x00")[0] >> 4 & 7
+                        commits += kind == 1
+                    total += count * commits / len(picks)
+            except (OSError, ValueError, struct.error):
+                continue
+        loose = sum(1 for p in (self.path / "objects").glob("[0-9a-f][0-9a-f]/*") if len(p.name) == 38)
+        estimate = int(total) + loose // 3  # loose objects: a commit with its tree and a blob or so
+        return estimate or None
 
     def has_commit(self, oid: bytes) -> bool:
         try:
@@ -600,7 +542,9 @@ def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bo
     files the mirror lacks (copy across file systems), then make every ref match the source's,
     deleting those the source no longer has (prune). libgit2's local transport would instead build
     a new pack with a delta search: minutes for a million commits, seconds for a thousand.
-    False when not applicable (not a local path; borrowed objects): the caller fetches instead."""
+    A source that borrows objects (`objects/info/alternates`, as `git clone --shared`/`--reference`
+    and forge object pools make) lends them to the mirror too, through the same object directories
+    made absolute, as `git clone --local` does. False when not a local path: the caller fetches."""
     if "://" in source or not Path(source).expanduser().exists():
         return False
     try:
@@ -608,8 +552,8 @@ def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bo
     except (pygit2.GitError, KeyError):
         return False
     objects = Path(origin.path) / "objects"
-    if (objects / "info" / "alternates").exists():
-        return False  # borrowed objects live elsewhere: let a real fetch gather them
+    if _share_alternates(objects, mirror_path / "objects"):
+        mirror = pygit2.Repository(str(mirror_path))  # libgit2 reads alternates when it opens the repository
     # Packs first (with their .idx after the .pack), then loose objects, so that no ref below can
     # name an object the mirror cannot read yet.
     candidates = sorted(objects.glob("pack/pack-*.pack")) + sorted(objects.glob("pack/pack-*.idx")) + \
@@ -636,6 +580,28 @@ def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bo
             mirror.set_head(head.target)
     else:
         Mirror(mirror_path)._guess_head()
+    return True
+
+
+def _share_alternates(source_objects: Path, mirror_objects: Path) -> bool:
+    """Point the mirror at the object directories the source borrows from; True when that changed."""
+    listed = source_objects / "info" / "alternates"
+    borrowed: list[str] = []
+    if listed.exists():
+        for line in listed.read_text(errors="replace").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                borrowed.append(str((source_objects / line).resolve()))  # relative lines are relative to objects/
+    target = mirror_objects / "info" / "alternates"
+    wanted = "".join(f"{b}\n" for b in borrowed)
+    current = target.read_text(errors="replace") if target.exists() else ""
+    if current == wanted:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if wanted:
+        target.write_text(wanted)
+    else:
+        target.unlink()
     return True
 
 

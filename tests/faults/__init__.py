@@ -439,23 +439,38 @@ def index_problems(data: Path) -> list[str]:
         if fk:
             problems.append(f"foreign_key_check: {fk[:5]}")
         for repo_id, name, commits, generation in conn.execute("SELECT id, name, commits, generation FROM repos"):
-            members = conn.execute("SELECT count(*) FROM repo_commits WHERE repo_id = ?", (repo_id,)).fetchone()[0]
-            column = conn.execute("SELECT rows, generation FROM columns WHERE repo_id = ?", (repo_id,)).fetchone()
+            chunks = conn.execute("SELECT seq, rows, oids FROM commit_chunks WHERE repo_id = ? ORDER BY seq",
+                                  (repo_id,)).fetchall()
+            walking = conn.execute("SELECT 1 FROM walks WHERE repo_id = ?", (repo_id,)).fetchone() is not None
+            derived = conn.execute("SELECT generation, chunks, rows, bits FROM derived WHERE repo_id = ?",
+                                   (repo_id,)).fetchone()
+            if [c[0] for c in chunks] != list(range(len(chunks))):
+                problems.append(f"{name}: chunk numbers {[c[0] for c in chunks]} are not 0..n-1")
+            if any(len(c[2]) != 20 * c[1] for c in chunks):
+                problems.append(f"{name}: a chunk's ids do not match its row count")
+            ids = [c[2][i:i + 20] for c in chunks for i in range(0, len(c[2]), 20)]
+            if len(set(ids)) != len(ids):
+                problems.append(f"{name}: {len(ids) - len(set(ids))} commits stored twice")
             if generation == 0:
-                if members or column:
-                    problems.append(f"{name}: never finished, yet {members} member rows / columns {column}")
+                if derived is not None or (chunks and not walking):
+                    problems.append(f"{name}: never finished, yet derived {derived is not None}, "
+                                    f"{len(chunks)} chunks, walk row {walking}")
                 continue
-            if members != commits:
-                problems.append(f"{name}: repos.commits {commits} but {members} repo_commits rows")
-            if column is None or column != (commits, generation):
-                problems.append(f"{name}: columns {column} do not match (commits {commits}, generation {generation})")
+            if derived is None or derived[0] != generation:
+                problems.append(f"{name}: derived arrays {derived and derived[0]} do not match generation {generation}")
+                continue
+            covered = sum(c[1] for c in chunks[:derived[1]])
+            if derived[1] > len(chunks) or covered != derived[2] or len(derived[3]) != derived[2]:
+                problems.append(f"{name}: derived arrays cover {derived[2]} rows of {derived[1]} chunks, "
+                                f"the chunks hold {covered}")
+            if not walking and len(chunks) != derived[1]:
+                problems.append(f"{name}: {len(chunks) - derived[1]} chunks beyond the derived ones and no walk")
+            alive = sum(1 for b in derived[3] if b)
+            if alive != commits:
+                problems.append(f"{name}: repos.commits {commits} but {alive} rows counted")
             tips = conn.execute("SELECT count(*) FROM refs WHERE repo_id = ?", (repo_id,)).fetchone()[0]
             if commits and not tips:
                 problems.append(f"{name}: {commits} commits but no stored ref tips")
-        orphans = conn.execute("SELECT count(*) FROM commits c WHERE NOT EXISTS "
-                               "(SELECT 1 FROM repo_commits rc WHERE rc.commit_id = c.id)").fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} commit rows belong to no repository")
         return problems
     finally:
         conn.close()
@@ -465,10 +480,7 @@ def pending_paths(data: Path) -> int:
     """Commits whose changed paths are not indexed yet (0 once a sync has finished its job)."""
     conn = sqlite3.connect(data / "index.sqlite", timeout=30)
     try:
-        columns = [r[1] for r in conn.execute("PRAGMA table_info(commits)")]
-        if "paths_done" not in columns:
-            return 0
-        return conn.execute("SELECT count(*) FROM commits WHERE paths_done = 0").fetchone()[0]
+        return conn.execute("SELECT coalesce(sum(rows), 0) FROM commit_chunks WHERE path_offsets IS NULL").fetchone()[0]
     finally:
         conn.close()
 

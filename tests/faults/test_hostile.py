@@ -21,7 +21,7 @@ from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub, signed_slash_command
 
 SECRET = "hostile-signing-secret-0123456789"
-TABLES = {"repos", "refs", "authors", "people", "repo_authors", "commits", "repo_commits", "columns", "meta",
+TABLES = {"repos", "refs", "authors", "people", "repo_authors", "commit_chunks", "derived", "walks", "paths", "meta",
           "projects", "project_repos"}
 STACK = re.compile(r"Traceback|File \"|\w+Error\b(?!s)|\w+Exception\b")
 
@@ -146,14 +146,14 @@ def test_unknown_command_is_a_clean_404(slack):
 def test_sql_and_shell_in_names_stay_text(slack, tmp_path):
     app, stub, engine, data = slack
     for i, text in enumerate(["x'; DROP TABLE repos; --", "web author:'; DROP TABLE repos; --",
-                              "project add p web", "'; DELETE FROM commits; --"]):
+                              "project add p web", "'; DELETE FROM commit_chunks; --"]):
         response = _send(app, stub, f"sql-{i}", text=text, user_id="UADMIN")
         _seen(response, stub, f"sql-{i}")
     conn = sqlite3.connect(data / "index.sqlite")
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert TABLES <= tables
-        assert conn.execute("SELECT count(*) FROM commits").fetchone()[0] == 2
+        assert conn.execute("SELECT sum(rows) FROM commit_chunks").fetchone()[0] == 2
     finally:
         conn.close()
     # the same through the CLI: one line, exit 2, nothing written

@@ -1,0 +1,34 @@
+"""Reachability over a repository's commit graph, held as arrays: which commits a set of tips reaches.
+
+scipy lives here. Every scope (all refs; branches and tags; the default branch), `branch:NAME` and
+`range:A..B` is a set of commits reachable from some tips. The index keeps each commit's parents as
+row numbers (CSR: `offsets`, `parents`), and a breadth-first search in compiled code answers a
+million-commit graph in tens of milliseconds (a Python loop over the same graph takes about a second).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def reachable(offsets: np.ndarray, parents: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """A boolean per row: reachable from any of the `starts` rows (themselves included)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order
+
+    rows = len(offsets) - 1
+    mask = np.zeros(rows, bool)
+    starts = np.unique(np.asarray(starts, np.int64))
+    starts = starts[(starts >= 0) & (starts < rows)]
+    if not len(starts):
+        return mask
+    # One search from a virtual root (row `rows`) whose children are the tips. The arrays are built in
+    # the types csgraph works in (float64 weights, int32 indices), or it converts a copy on every call.
+    indptr = np.empty(rows + 2, np.int32)
+    indptr[:-1] = offsets
+    indptr[-1] = offsets[-1] + len(starts)
+    indices = np.concatenate([parents, starts]).astype(np.int32, copy=False)
+    graph = csr_matrix((np.ones(len(indices)), indices, indptr), shape=(rows + 1, rows + 1), copy=False)
+    order = breadth_first_order(graph, rows, directed=True, return_predecessors=False)
+    mask[order[order < rows]] = True
+    return mask

@@ -1,0 +1,282 @@
+"""Bringing the index in line with a mirror: commits first (reports answer), changed paths after.
+
+The physical limit of a first index is reading each commit once, as `git log` does, and each
+commit's changed paths once, as `git log --name-only` does; this module streams exactly that
+(bot/history.py) into append-only chunks (bot/index.py) and derives the rest with arrays
+(bot/store.py). Everything is resumable:
+
+- commits go in chunk by chunk, each chunk in its own transaction together with the walk's frontier
+  (the commits still to visit). A process killed mid-walk leaves whole chunks and the frontier; the
+  next sync walks on from the frontier, never from the start (METRIC.md's figures only appear once
+  the walk is finished: a partially walked repository says how far along it is instead);
+- the end of a walk derives scope bits, parents as rows and the report order in one transaction,
+  with the new ref tips and a new generation (readers switch at that commit);
+- changed paths are filled in per chunk, each its own transaction, by `git diff-tree --stdin`
+  (one child per chunk, so memory stays bounded; two at once on a machine with two cores or more).
+
+A sync is the same walk with the previously indexed tips hidden (`git log NEW --not OLD`): only new
+commits are read, and reachability over the stored graph decides what still counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import history as git_history
+from . import store
+from .index import ChunkRow, Index, RepoRow
+from .metric import is_bot, person_key
+from .mirrors import Mailmap, Mirror
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total or 0 when unknown)
+CHUNK = 50_000
+# Compact a repository's chunks when this share of its rows no longer counts anywhere (force-pushed
+# branches, rewritten pull requests), or when many small syncs left many small chunks.
+DEAD_SHARE_TO_COMPACT = 0.2
+CHUNKS_TO_COMPACT = 64
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    new_commits: int  # commits that count now and did not before
+    removed_commits: int  # commits that counted before and no longer do
+    commits: int  # commits reachable from some ref
+    unchanged: bool = False
+
+
+class Indexer:
+    def __init__(self, index: Index, bot_patterns: tuple[str, ...]):
+        self.index = index
+        self.bot_patterns = bot_patterns
+
+    # -- identities ------------------------------------------------------------------
+    def refresh_identities(self, repo_id: int, mailmap_data: bytes) -> None:
+        """Map each raw identity of the repository to a person, with and without the mailmap; bot flags."""
+        mailmap = Mailmap(mailmap_data)
+        resolved = []
+        for author_id, name, email in self.index.repo_author_identities(repo_id):
+            mapped_name, mapped_email = mailmap.resolve(name, email)
+            resolved.append((author_id, person_key(mapped_email), person_key(email),
+                             is_bot(mapped_name, mapped_email, self.bot_patterns),
+                             is_bot(name, email, self.bot_patterns)))
+        people = self.index.person_ids({r[1] for r in resolved} | {r[2] for r in resolved})
+        self.index.set_repo_authors(repo_id, ((a, people[pm], people[pr], bm, br) for a, pm, pr, bm, br in resolved))
+
+    def person_table(self, repo_id: int) -> np.ndarray:
+        """Mailmapped person id by author id, for the report order."""
+        author_map = self.index.repo_author_map(repo_id)
+        size = max((a for a, *_ in author_map), default=0) + 1
+        table = np.zeros(size, np.int64)
+        for author_id, person_mm, *_ in author_map:
+            table[author_id] = person_mm
+        return table
+
+    # -- commits -----------------------------------------------------------------------
+    def index_commits(self, repo: RepoRow, mirror: Mirror, progress: Progress | None = None) -> IndexOutcome:
+        """Walk what is new in the mirror into chunks, then derive; see the module docstring."""
+        tips = mirror.ref_tips()
+        mailmap_oid, mailmap_data = mirror.mailmap_blob()
+        walk = self.index.walk(repo.id)
+        old_tips = self.index.stored_tips(repo.id)
+        if walk is None and tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0:
+            return IndexOutcome(0, 0, repo.commits, unchanged=True)
+        stored = store.History.load(self.index, repo.id)
+        present = store.Lookup.build(stored.keys)
+        tip_hex = {t.hex() for name, t in tips.items() if name != "HEAD"}
+        if walk is None:
+            # Everything the previous tips reach is indexed already: hide those still in the mirror.
+            exclude = sorted({t.hex() for t in old_tips.values() if mirror.has_commit(t)})
+            pending = sorted(tip_hex - set(exclude))
+            estimate = mirror.estimate_commits() if not old_tips else None
+        else:
+            # An interrupted walk: on from its frontier, plus any tip that is not indexed at all.
+            exclude = [h for h in walk.exclude if mirror.has_commit(bytes.fromhex(h))]
+            unseen = [h for h in tip_hex if not present.contains(np.array([store.key_of(bytes.fromhex(h))]))[0]]
+            pending = sorted(set(walk.pending) | set(unseen))
+            estimate = walk.estimate
+        if pending:
+            with self.index.transaction():
+                self.index.save_walk(repo.id, pending, exclude, estimate)
+            self._walk(repo, mirror, pending, exclude, estimate, present, len(stored), progress)
+        return self._finish(repo, mirror, tips, mailmap_oid, mailmap_data)
+
+    def _walk(self, repo: RepoRow, mirror: Mirror, pending: list[str], exclude: list[str], estimate: int | None,
+              present: store.Lookup, done: int, progress: Progress | None) -> None:
+        authors = self.index.author_ids()
+        started, first = time.monotonic(), done
+        for chunk in git_history.read_commits(mirror.path, pending, exclude, chunk_size=CHUNK):
+            keys = store.keys_of(chunk.oids)
+            keep = ~present.contains(keys)  # a commit seen before (a revived branch, skewed dates) is stored once
+            with self.index.transaction():
+                author_ids = np.array(self.index.author_ids_for(chunk.identities, authors), np.int32)
+                per_row = author_ids[np.array(chunk.identity_index, np.int64)] if len(chunk) else author_ids
+                if keep.any():
+                    row = _chunk_row(chunk, per_row, keep)
+                    self.index.append_chunk(repo.id, row)
+                    self.index.note_authors(repo.id, np.unique(per_row[keep]).tolist())
+                    present = _merged(present, keys[keep])
+                    done += int(keep.sum())
+                self.index.save_walk(repo.id, chunk.pending, exclude, estimate)
+            if progress:
+                progress("index", done - first, max(estimate or 0, done - first) if estimate else 0)
+        log.info("%s: walked %d new commits in %.1f s", repo.name, done - first, time.monotonic() - started)
+
+    def _finish(self, repo: RepoRow, mirror: Mirror, tips: dict[str, bytes], mailmap_oid: str | None,
+                mailmap_data: bytes) -> IndexOutcome:
+        """Derive bits and orders over every stored row, then switch readers to them: one transaction."""
+        with self.index.transaction():
+            self.refresh_identities(repo.id, mailmap_data)
+            previous_row = self.index.derived(repo.id)
+            history = store.History.load(self.index, repo.id, parents=True)
+            previous = store.Derived.from_row(previous_row) if previous_row is not None else None
+            before = previous.bits if previous is not None else np.zeros(0, np.uint8)
+            derived = store.derive(history, store.ScopeTips.from_refs(tips), self.person_table(repo.id), previous,
+                                   previous_row.rows if previous_row else 0,
+                                   same_people=mailmap_oid == repo.mailmap_oid)
+            alive = derived.bits != 0
+            was_alive = np.zeros(len(alive), bool)
+            was_alive[:len(before)] = before != 0
+            outcome = IndexOutcome(int(np.count_nonzero(alive & ~was_alive)), int(np.count_nonzero(was_alive & ~alive)),
+                                   int(np.count_nonzero(alive)))
+            skipped = int(np.count_nonzero((history.days == store.BAD_DAY) & ((derived.bits & store.IN_DEFAULT) != 0)))
+            generation = self.index.finish_update(repo.id, head_ref=mirror.head_ref(), mailmap_oid=mailmap_oid,
+                                                  commits=outcome.commits, skipped=skipped)
+            self.index.store_derived(repo.id, derived.to_row(generation, history.chunks))
+            self.index.replace_tips(repo.id, tips)
+            self.index.end_walk(repo.id)
+        return outcome
+
+    def rederive_people(self, repo: RepoRow, mailmap_data: bytes) -> None:
+        """New identity rules (bot patterns, mailmap handling): people and the report order, no walk."""
+        with self.index.transaction():
+            self.refresh_identities(repo.id, mailmap_data)
+            row = self.index.derived(repo.id)
+            if row is None:
+                return
+            history = store.History.load(self.index, repo.id, row.chunks)
+            derived = store.Derived.from_row(row)
+            derived.report_order = store.report_order(self.person_table(repo.id), history.author_ids, history.days)
+            generation = self.index.finish_update(repo.id, head_ref=repo.head_ref, mailmap_oid=repo.mailmap_oid,
+                                                  commits=repo.commits, skipped=repo.skipped)
+            self.index.store_derived(repo.id, derived.to_row(generation, row.chunks))
+
+    # -- changed paths -----------------------------------------------------------------------
+    def index_paths(self, repo: RepoRow, mirror: Mirror, progress: Progress | None = None) -> int:
+        """Fill in the changed paths of every chunk that lacks them; return the commits done."""
+        todo = self.index.chunks_lacking_paths(repo.id)
+        if not todo:
+            return 0
+        total = sum(rows for _, rows in todo)
+        cache = self.index.all_path_ids()
+        done = 0
+        workers = max(1, min(2, os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="diff-tree") as pool:
+            def job(seq: int):
+                chunk = self.index.chunk(repo.id, seq, columns=("oids", "parent_counts"))
+                return chunk, _changed_paths(mirror, chunk)
+
+            # `workers` chunks in flight; results stored in order, each chunk its own transaction.
+            futures = [pool.submit(job, seq) for seq, _ in todo[:workers]]
+            for position in range(len(todo)):
+                chunk, per_row = futures[position].result()
+                if position + workers < len(todo):
+                    futures.append(pool.submit(job, todo[position + workers][0]))
+                with self.index.transaction():
+                    self.index.path_ids((p for paths in per_row for p in paths), cache)
+                    stored = store.PathsOfChunk.build([[cache[p] for p in paths] for paths in per_row])
+                    self.index.store_chunk_paths(repo.id, chunk.seq, stored.offsets, stored.path_ids)
+                done += chunk.rows
+                if progress:
+                    progress("paths", done, total)
+        self._compact_if_worth_it(repo)
+        return done
+
+    def _compact_if_worth_it(self, repo: RepoRow) -> None:
+        """Drop rows no ref reaches any more and merge small chunks, once paths are complete."""
+        with self.index.transaction():
+            row = self.index.derived(repo.id)
+            if row is None or self.index.chunks_lacking_paths(repo.id) or self.index.walk(repo.id):
+                return
+            count = self.index.chunk_count(repo.id)
+            bits = np.frombuffer(row.bits, np.uint8)
+            dead = int(np.count_nonzero(bits == 0))
+            if count != row.chunks or not (dead > DEAD_SHARE_TO_COMPACT * max(len(bits), 1) or count > CHUNKS_TO_COMPACT):
+                return
+            chunks = self.index.chunks(repo.id)
+            rebuilt = list(_rechunk(chunks, bits != 0))
+            self.index.replace_chunks(repo.id, rebuilt)
+            history = store.History.from_chunks(rebuilt, parents=True)
+            tips = store.ScopeTips.from_refs(self.index.stored_tips(repo.id))
+            derived = store.derive(history, tips, self.person_table(repo.id))
+            generation = self.index.finish_update(repo.id, head_ref=repo.head_ref, mailmap_oid=repo.mailmap_oid,
+                                                  commits=int(np.count_nonzero(derived.bits)), skipped=repo.skipped)
+            self.index.store_derived(repo.id, derived.to_row(generation, len(rebuilt)))
+            log.info("%s: compacted %d chunks into %d, %d rows no longer reachable dropped", repo.name, count,
+                     len(rebuilt), dead)
+
+
+def _chunk_row(chunk: git_history.CommitChunk, author_ids: np.ndarray, keep: np.ndarray) -> ChunkRow:
+    """The rows of `chunk` that `keep` selects, as the index stores them."""
+    counts = np.frombuffer(chunk.parent_counts, np.uint8)
+    oids = np.frombuffer(chunk.oids, np.uint8).reshape(-1, store.OID_BYTES)
+    parents = np.frombuffer(chunk.parent_oids, np.uint8).reshape(-1, store.OID_BYTES)
+    days = np.array(chunk.days, np.int32)
+    if not keep.all():
+        parents = parents[np.repeat(keep, counts)]
+        oids, counts, days, author_ids = oids[keep], counts[keep], days[keep], author_ids[keep]
+    return ChunkRow(seq=-1, rows=len(oids), oids=oids.tobytes(), author_ids=author_ids.astype(np.int32).tobytes(),
+                    days=days.tobytes(), parent_counts=counts.tobytes(), parent_oids=parents.tobytes())
+
+
+def _merged(lookup: store.Lookup, keys: np.ndarray) -> store.Lookup:
+    """`lookup` plus `keys` (membership only: the rows are not needed while walking)."""
+    fresh = np.sort(keys)
+    at = np.searchsorted(lookup.sorted_keys, fresh)
+    return store.Lookup(np.insert(lookup.sorted_keys, at, fresh), np.insert(lookup.order, at, -2))
+
+
+def _changed_paths(mirror: Mirror, chunk: ChunkRow) -> list[list[str]]:
+    """Per row of the chunk, the paths it changed (none for a merge)."""
+    counts = np.frombuffer(chunk.parent_counts, np.uint8)
+    oids = np.frombuffer(chunk.oids, np.uint8).reshape(-1, store.OID_BYTES)
+    single = np.flatnonzero(counts <= 1)
+    hexes = [bytes(oids[i]).hex() for i in single]
+    listed = git_history.read_changed_paths(mirror.path, hexes).paths
+    per_row: list[list[str]] = [[] for _ in range(len(counts))]
+    for row, paths in zip(single.tolist(), listed):
+        per_row[row] = sorted({p.decode("utf-8", "replace") for p in paths})
+    return per_row
+
+
+def _rechunk(chunks: list[ChunkRow], alive: np.ndarray):
+    """The alive rows of `chunks`, re-cut into chunks of CHUNK rows, paths kept."""
+    history = store.History.from_chunks(chunks, parents=True)
+    oids = np.frombuffer(b"".join(c.oids for c in chunks), np.uint8).reshape(-1, store.OID_BYTES)
+    parent_oids = np.frombuffer(b"".join(c.parent_oids for c in chunks), np.uint8).reshape(-1, store.OID_BYTES)
+    paths = store.PathIndex.from_chunks(chunks)
+    parent_alive = np.repeat(alive, history.parent_counts)
+    path_alive = np.repeat(alive, np.diff(paths.offsets))
+    keep = np.flatnonzero(alive)
+    oids, author_ids, days, counts = oids[keep], history.author_ids[keep], history.days[keep], history.parent_counts[keep]
+    parent_oids, path_ids = parent_oids[parent_alive], paths.path_ids[path_alive]
+    path_counts = np.diff(paths.offsets)[keep]
+    parent_at = store.parent_offsets(counts)
+    path_at = store.parent_offsets(path_counts)
+    for seq, start in enumerate(range(0, len(keep), CHUNK)):
+        end = min(start + CHUNK, len(keep))
+        local = (path_at[start:end + 1] - path_at[start]).astype(np.int32)
+        yield ChunkRow(seq=seq, rows=end - start, oids=oids[start:end].tobytes(),
+                       author_ids=author_ids[start:end].tobytes(), days=days[start:end].tobytes(),
+                       parent_counts=counts[start:end].tobytes(),
+                       parent_oids=parent_oids[parent_at[start]:parent_at[end]].tobytes(),
+                       path_offsets=local.tobytes(), path_ids=path_ids[path_at[start]:path_at[end]].tobytes())
+

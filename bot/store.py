@@ -1,0 +1,288 @@
+"""A repository's indexed history as arrays: chunks of commits in, scope bits and sort orders out.
+
+The index (bot/index.py) keeps each repository's commits in append-only chunks, in the order git
+walked them; a commit's place in that order is its *row*. This module turns chunks into numpy
+arrays and derives, at the end of each walk, what reports need:
+
+- a commit *key* per row: the first 8 bytes of its id as an int64. Keys identify a commit across
+  repositories (a fork's commits are the same commits); two different commits share a key with
+  probability below 1e-7 even in a pair of million-commit repositories (git's abbreviated ids rely
+  on far fewer bits), and a collision inside one repository is detected and reported;
+- parents as rows (CSR, with the chunks' parent counts), for reachability (bot/graph.py);
+- scope bits per row (every ref / branches and tags / the default branch); 0 means no ref reaches
+  the commit any more (a force-push, a deleted branch): it no longer counts anywhere;
+- `key_order` (rows by key, for lookups) and `report_order` (rows by mailmapped person, then day:
+  distinct person-days in one pass).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import graph
+from .index import ChunkRow, DerivedRow, Index
+
+log = logging.getLogger(__name__)
+
+OID_BYTES = 20
+IN_ALL = 1  # reachable from some ref (refs:all)
+IN_DEFAULT = 2  # reachable from a branch or tag (the default scope)
+IN_HEAD = 4  # reachable from the default branch (branch:HEAD)
+BAD_DAY = np.int32(-(2**31))
+
+
+def keys_of(oids: bytes) -> np.ndarray:
+    """The int64 key of each 20-byte id in `oids`."""
+    raw = np.frombuffer(oids, np.uint8).reshape(-1, OID_BYTES)[:, :8]
+    return np.ascontiguousarray(raw).view(">i8").ravel().astype(np.int64)
+
+
+def key_of(oid: bytes) -> int:
+    return int(keys_of(oid[:OID_BYTES])[0])
+
+
+@dataclass
+class History:
+    """Every stored row of one repository, in row order."""
+
+    keys: np.ndarray  # int64
+    author_ids: np.ndarray  # int32
+    days: np.ndarray  # int32
+    parent_counts: np.ndarray  # uint8
+    parent_keys: np.ndarray | None = None  # int64, sum(parent_counts); loaded when parents are resolved
+    chunks: int = 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @classmethod
+    def load(cls, index: Index, repo_id: int, chunks: int | None = None, *, parents: bool = False) -> "History":
+        wanted = ("oids", "author_ids", "days", "parent_counts") + (("parent_oids",) if parents else ())
+        rows = index.chunks(repo_id, limit=chunks, columns=wanted)
+        return cls.from_chunks(rows, parents=parents)
+
+    @classmethod
+    def from_chunks(cls, rows: list[ChunkRow], *, parents: bool = False) -> "History":
+        def join(attr: str, dtype) -> np.ndarray:
+            parts = [np.frombuffer(getattr(r, attr), dtype) for r in rows]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+        oids = b"".join(r.oids for r in rows)
+        history = cls(keys_of(oids), join("author_ids", np.int32), join("days", np.int32),
+                      join("parent_counts", np.uint8), chunks=len(rows))
+        if parents:
+            history.parent_keys = keys_of(b"".join(r.parent_oids for r in rows))
+        return history
+
+
+def parent_offsets(parent_counts: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(parent_counts) + 1, np.int64)
+    np.cumsum(parent_counts, out=offsets[1:])
+    return offsets
+
+
+@dataclass
+class Lookup:
+    """Rows by commit key: `rows_of(keys)` in one vectorised binary search."""
+
+    sorted_keys: np.ndarray
+    order: np.ndarray  # rows in key order
+
+    @classmethod
+    def build(cls, keys: np.ndarray, order: np.ndarray | None = None) -> "Lookup":
+        if order is None:
+            order = np.argsort(keys, kind="stable").astype(np.int32)
+        return cls(keys[order], order)
+
+    def rows_of(self, keys: np.ndarray) -> np.ndarray:
+        """The row of each key, or -1 where the repository has no such commit."""
+        keys = np.asarray(keys, np.int64)
+        if not len(self.sorted_keys):
+            return np.full(len(keys), -1, np.int64)
+        at = np.searchsorted(self.sorted_keys, keys)
+        at_clipped = np.minimum(at, len(self.sorted_keys) - 1)
+        found = self.sorted_keys[at_clipped] == keys
+        return np.where(found, self.order[at_clipped], -1).astype(np.int64)
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        return self.rows_of(keys) >= 0
+
+    def duplicates(self) -> int:
+        """How many keys appear more than once (distinct commits whose ids share 8 bytes, or a stored duplicate)."""
+        return int(np.count_nonzero(self.sorted_keys[1:] == self.sorted_keys[:-1])) if len(self.sorted_keys) > 1 else 0
+
+
+@dataclass(frozen=True)
+class ScopeTips:
+    """Commit keys of the tips of each scope (METRIC.md rule 1)."""
+
+    every: tuple[int, ...]
+    default: tuple[int, ...]
+    head: tuple[int, ...]
+
+    @classmethod
+    def from_refs(cls, tips: dict[str, bytes]) -> "ScopeTips":
+        from .mirrors import DEFAULT_SCOPE_PREFIXES
+
+        every = tuple(sorted({key_of(t) for n, t in tips.items() if n != "HEAD"}))
+        default = tuple(sorted({key_of(t) for n, t in tips.items() if n.startswith(DEFAULT_SCOPE_PREFIXES)}))
+        head = (key_of(tips["HEAD"]),) if "HEAD" in tips else ()
+        return cls(every, default, head)
+
+
+@dataclass
+class Derived:
+    """The arrays derived at the end of a walk (see the module docstring)."""
+
+    bits: np.ndarray  # uint8 per row
+    parent_rows: np.ndarray  # int32 per parent entry, -1 when the parent is not stored
+    key_order: np.ndarray  # int32
+    report_order: np.ndarray  # int32
+
+    def to_row(self, generation: int, chunks: int) -> DerivedRow:
+        return DerivedRow(generation=generation, chunks=chunks, rows=len(self.bits), bits=self.bits.tobytes(),
+                          parent_rows=self.parent_rows.astype(np.int32).tobytes(),
+                          key_order=self.key_order.astype(np.int32).tobytes(),
+                          report_order=self.report_order.astype(np.int32).tobytes())
+
+    @classmethod
+    def from_row(cls, row: DerivedRow) -> "Derived":
+        return cls(np.frombuffer(row.bits, np.uint8), np.frombuffer(row.parent_rows, np.int32),
+                   np.frombuffer(row.key_order, np.int32), np.frombuffer(row.report_order, np.int32))
+
+
+def resolve_parents(keys: np.ndarray, offsets: np.ndarray, parent_keys: np.ndarray, lookup: Lookup) -> np.ndarray:
+    """Each parent entry's row. git walks a parent soon after its child, most often right after it:
+    that guess is checked for every entry at once, and only the misses are looked up."""
+    rows = len(keys)
+    counts = np.diff(offsets)
+    guess = np.repeat(np.arange(1, rows + 1, dtype=np.int64), counts)
+    np.minimum(guess, rows - 1, out=guess)
+    found = keys[guess] == parent_keys if rows else np.zeros(0, bool)
+    result = guess.astype(np.int32)
+    missed = ~found
+    if missed.any():
+        result[missed] = lookup.rows_of(parent_keys[missed])
+    return result
+
+
+def report_order(person_of_author: np.ndarray, author_ids: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """Rows sorted by (mailmapped person, day)."""
+    return np.lexsort((days, person_of_author[author_ids])).astype(np.int32)
+
+
+def scope_bits(offsets: np.ndarray, parent_rows: np.ndarray, lookup: Lookup, tips: ScopeTips) -> np.ndarray:
+    """Scope membership of every row, by reachability from each scope's tips."""
+    bits = np.zeros(len(offsets) - 1, np.uint8)
+    for bit, keys in ((IN_ALL, tips.every), (IN_DEFAULT, tips.default), (IN_HEAD, tips.head)):
+        if keys:
+            starts = lookup.rows_of(np.array(keys, np.int64))
+            bits[reachable(offsets, parent_rows, starts[starts >= 0])] |= bit
+    return bits
+
+
+def reachable(offsets: np.ndarray, parent_rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """graph.reachable, leaving out parents the store does not hold (a damaged or grafted history)."""
+    if len(parent_rows) and int(parent_rows.min()) < 0:
+        valid = parent_rows >= 0
+        counts = np.add.reduceat(valid.astype(np.int64), offsets[:-1]) if len(valid) else np.zeros(0, np.int64)
+        counts[offsets[:-1] == offsets[1:]] = 0  # reduceat gives the next element for empty segments
+        offsets = parent_offsets(counts)
+        parent_rows = parent_rows[valid]
+    return graph.reachable(offsets, parent_rows.astype(np.int32), starts)
+
+
+def derive(history: History, tips: ScopeTips, person_of_author: np.ndarray, previous: Derived | None = None,
+           previous_rows: int = 0, same_people: bool = False) -> Derived:
+    """Everything `Derived` holds for `history`, reusing what `previous` (over its first `previous_rows`
+    rows, which are unchanged) already worked out: only the rows appended since are sorted and resolved."""
+    reuse = previous is not None and 0 < previous_rows <= len(history) and len(previous.key_order) == previous_rows
+    if reuse:
+        fresh = np.arange(previous_rows, len(history), dtype=np.int32)
+        old_keys = history.keys[previous.key_order]
+        fresh_sorted = fresh[np.argsort(history.keys[fresh], kind="stable")]
+        key_order = np.insert(previous.key_order, np.searchsorted(old_keys, history.keys[fresh_sorted]),
+                              fresh_sorted).astype(np.int32)
+    else:
+        key_order = np.argsort(history.keys, kind="stable").astype(np.int32)
+    lookup = Lookup.build(history.keys, key_order)
+    if lookup.duplicates():
+        log.warning("%d commits share an 8-byte id prefix with another commit of the same repository",
+                    lookup.duplicates())
+    offsets = parent_offsets(history.parent_counts)
+    if reuse and history.parent_keys is not None:
+        first_fresh_parent = int(offsets[previous_rows])
+        parent_rows = np.concatenate([previous.parent_rows[:first_fresh_parent],
+                                      lookup.rows_of(history.parent_keys[first_fresh_parent:])]).astype(np.int32)
+    else:
+        parent_rows = resolve_parents(history.keys, offsets, history.parent_keys, lookup)
+    bits = scope_bits(offsets, parent_rows, lookup, tips)
+    if reuse and same_people:
+        people = person_of_author[history.author_ids]
+        composite = (people.astype(np.int64) << 32) | (history.days.astype(np.int64) + 2**31)  # orders as lexsort does
+        fresh_sorted = fresh[np.lexsort((history.days[fresh], people[fresh]))]
+        order = np.insert(previous.report_order, np.searchsorted(composite[previous.report_order],
+                                                                 composite[fresh_sorted], side="right"),
+                          fresh_sorted).astype(np.int32)
+    else:
+        order = report_order(person_of_author, history.author_ids, history.days)
+    return Derived(bits, parent_rows, key_order, order)
+
+
+@dataclass
+class PathIndex:
+    """Which paths each row changed, as CSR over the repository's rows (merges change none)."""
+
+    offsets: np.ndarray  # int64, rows + 1
+    path_ids: np.ndarray  # int32
+
+    @classmethod
+    def from_chunks(cls, rows: list[ChunkRow]) -> "PathIndex":
+        offsets = [np.zeros(1, np.int64)]
+        ids = []
+        base = 0
+        for chunk in rows:
+            local = np.frombuffer(chunk.path_offsets, np.int32).astype(np.int64)
+            offsets.append(local[1:] + base)
+            base += int(local[-1])
+            ids.append(np.frombuffer(chunk.path_ids, np.int32))
+        return cls(np.concatenate(offsets), np.concatenate(ids) if ids else np.zeros(0, np.int32))
+
+    def rows_touching(self, include: np.ndarray | None, exclude: np.ndarray | None, table_size: int) -> np.ndarray:
+        """Rows that changed a path under `include` (any path when None) that is not under `exclude`."""
+        hit = np.ones(table_size, bool) if include is None else np.zeros(table_size, bool)
+        if include is not None:
+            hit[include] = True
+        if exclude is not None:
+            hit[exclude] = False
+        per_entry = hit[self.path_ids]
+        counts = np.concatenate([[0], np.cumsum(per_entry, dtype=np.int64)])
+        return (counts[self.offsets[1:]] - counts[self.offsets[:-1]]) > 0
+
+
+@dataclass
+class PathsOfChunk:
+    """A chunk's changed paths as the CSR pair the index stores."""
+
+    offsets: bytes
+    path_ids: bytes
+
+    @classmethod
+    def build(cls, per_row: list[list[int]]) -> "PathsOfChunk":
+        counts = np.fromiter((len(p) for p in per_row), np.int64, len(per_row))
+        offsets = np.zeros(len(per_row) + 1, np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        flat = np.fromiter((i for p in per_row for i in p), np.int32, int(counts.sum()))
+        return cls(offsets.tobytes(), flat.tobytes())
+
+
+@dataclass
+class Snapshot:
+    """Everything read for one repository at one generation (the engine caches it per generation)."""
+
+    history: History
+    derived: Derived
+    extras: dict = field(default_factory=dict)  # lazily loaded: graph offsets, path index, lookup
