@@ -204,13 +204,14 @@ def repos(as_json):
 def _track_on_the_fly(engine, words: list[str]) -> list[str]:
     """The operator may name a path or URL instead of a tracked repository: track it first."""
     from .query import is_source
-    from .sources import is_local_path
 
     resolved = []
     for word in words:
         if not is_source(word):
             resolved.append(word)
             continue
+        from .sources import is_local_path
+
         source = _normalise_source(word)
         existing = engine.find_by_source(source)
         if existing is None:

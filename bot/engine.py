@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,13 +26,14 @@ from . import store
 from .config import Settings
 from .errors import GadError, MirrorError, QueryError, UnknownRepoError
 from .index import Index, RepoRow, utcnow
-from .indexer import Indexer
 from .metric import Report
-from .mirrors import FetchLimits, Mirror, MirrorStore, open_local
 from .store import IN_ALL, IN_DEFAULT, IN_HEAD
+
+if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
+    from .indexer import Indexer
+    from .mirrors import Mirror, MirrorStore
 from .periods import to_epoch_day
 from .query import Query
-from .sources import default_name, is_local_path
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +57,30 @@ class Engine:
         self.settings = settings
         settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.index = index or Index(settings.index_path)
-        limits = FetchLimits(dict(settings.https_tokens), settings.ssh_key, settings.fetch_timeout_seconds,
-                             settings.max_mirror_mb * 1024 * 1024)
-        self.store = MirrorStore(settings.mirrors_dir, limits)
-        self.indexer = Indexer(self.index, tuple(settings.bot_patterns))
+        self._store: MirrorStore | None = None
+        self._indexer: Indexer | None = None
         self._cache: dict[int, col.RepoColumns] = {}
         self._cache_lock = threading.Lock()
         self._refresh_bot_patterns()
+
+    @property
+    def store(self) -> "MirrorStore":
+        """The mirror store (pygit2), created on first use: reports never need it."""
+        if self._store is None:
+            from .mirrors import FetchLimits, MirrorStore
+
+            limits = FetchLimits(dict(self.settings.https_tokens), self.settings.ssh_key,
+                                 self.settings.fetch_timeout_seconds, self.settings.max_mirror_mb * 1024 * 1024)
+            self._store = MirrorStore(self.settings.mirrors_dir, limits)
+        return self._store
+
+    @property
+    def indexer(self) -> "Indexer":
+        if self._indexer is None:
+            from .indexer import Indexer
+
+            self._indexer = Indexer(self.index, tuple(self.settings.bot_patterns))
+        return self._indexer
 
     @classmethod
     def open(cls, settings: Settings) -> "Engine":
@@ -81,6 +100,8 @@ class Engine:
         key = self._patterns_key()
         if self.index.get_meta("bot_patterns") == key:
             return
+        from .mirrors import Mirror
+
         for repo in self.index.repos():
             try:
                 data = Mirror(repo.mirror_path).mailmap_blob()[1]
@@ -131,6 +152,9 @@ class Engine:
         With paths=False the changed paths (for `path:`) are left to `index_paths`, so that the
         caller can answer as soon as the commits are in: they take several times longer.
         """
+        from .mirrors import Mirror, open_local
+        from .sources import default_name, is_local_path
+
         name = name or default_name(source)
         if self.index.repo(name):
             raise QueryError(f"A repository named `{name}` is already tracked; choose another name with `as:NAME` "
@@ -159,7 +183,7 @@ class Engine:
         repo = self.repo(name)
         started = time.perf_counter()
         with self._repo_lock(repo):
-            count = self.indexer.index_paths(self.index.repo_by_id(repo.id), Mirror(repo.mirror_path), progress)
+            count = self.indexer.index_paths(self.index.repo_by_id(repo.id), self._mirror(repo), progress)
         return count, time.perf_counter() - started
 
     def reclone(self, name: str, progress: Progress | None = None) -> SyncResult:
@@ -213,7 +237,7 @@ class Engine:
         started = time.perf_counter()
         try:
             with self._repo_lock(repo):
-                mirror = Mirror(repo.mirror_path)
+                mirror = self._mirror(repo)
                 if not repo.in_place:  # never touch the locks of a repository someone else owns
                     mirror.clear_stale_locks()
                 if fetch and not repo.in_place:
@@ -231,7 +255,7 @@ class Engine:
         try:
             if paths:
                 with self._repo_lock(repo):
-                    self.indexer.index_paths(self.index.repo_by_id(repo.id), Mirror(repo.mirror_path), progress)
+                    self.indexer.index_paths(self.index.repo_by_id(repo.id), self._mirror(repo), progress)
         except GadError as error:  # the commits are indexed; paths catch up on the next sync
             log.warning("path indexing of %s stopped: %s", repo.name, error)
         self.index.record_attempt(repo.id, None, now)
@@ -240,7 +264,13 @@ class Engine:
                  indexed - started, done - indexed)
         return dataclasses.replace(result, seconds=indexed - started, path_seconds=done - indexed)
 
-    def _index_repo(self, repo: RepoRow, mirror: Mirror, progress: Progress | None) -> SyncResult:
+    @staticmethod
+    def _mirror(repo: RepoRow) -> "Mirror":
+        from .mirrors import Mirror
+
+        return Mirror(repo.mirror_path)
+
+    def _index_repo(self, repo: RepoRow, mirror: "Mirror", progress: Progress | None) -> SyncResult:
         """Bring the index in line with the mirror's refs (METRIC.md rule 1): see bot/indexer.py."""
         outcome = self.indexer.index_commits(repo, mirror, progress)
         return SyncResult(repo.name, outcome.new_commits, outcome.removed_commits, outcome.commits,

@@ -30,10 +30,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 
 
@@ -320,48 +322,66 @@ class Index:
 
     # -- connections ---------------------------------------------------------
     @property
-    def db(self) -> sqlite_utils.Database:
-        db = getattr(self._local, "db", None)
-        if db is None:
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection; every query of this module goes through it."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
             conn.execute("PRAGMA busy_timeout = 30000")  # readers and writers wait rather than fail
             conn.execute("PRAGMA journal_mode = WAL")  # readers never block on a sync's transaction
             conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable at checkpoints, never corrupt
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA cache_size = -65536")  # 64 MiB
-            db = sqlite_utils.Database(conn)
+            self._local.conn = conn
+        return conn
+
+    @property
+    def db(self) -> "sqlite_utils.Database":
+        """The same connection as a sqlite-utils Database, for the writers that use its helpers.
+
+        Imported on first use: sqlite-utils (and click, dateutil, pluggy behind it) cost 70-170 ms of
+        start-up that `gad-bot report`, which only reads, does not need (measured with -X importtime).
+        """
+        db = getattr(self._local, "db", None)
+        if db is None:
+            import sqlite_utils
+
+            db = sqlite_utils.Database(self.conn)
             self._local.db = db
         return db
 
     def execute(self, sql: str, params: Iterable = ()) -> sqlite3.Cursor:
-        return self.db.execute(sql, tuple(params))
+        return self.conn.execute(sql, tuple(params))
 
     def rows(self, sql: str, params: Iterable = ()) -> list[dict]:
-        return list(self.db.query(sql, tuple(params)))
+        cursor = self.conn.execute(sql, tuple(params))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor]
 
     def close(self) -> None:
-        db = getattr(self._local, "db", None)
-        if db is not None:
-            db.conn.close()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
             self._local.db = None
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite_utils.Database]:
+    def transaction(self) -> Iterator["sqlite_utils.Database"]:
         """BEGIN IMMEDIATE ... COMMIT; anything raised rolls the whole update back."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            yield db
+            yield self.db
         except BaseException:
-            db.execute("ROLLBACK")
+            conn.execute("ROLLBACK")
             raise
         else:
-            db.execute("COMMIT")
+            conn.execute("COMMIT")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads that see one committed state (WAL: a read transaction), unless already in a transaction."""
-        conn = self.db.conn
+        conn = self.conn
         if conn.in_transaction:
             yield
             return
@@ -378,12 +398,12 @@ class Index:
         with self._lock:
             # Reads first: a database that is up to date must open without taking the write lock,
             # or every reader would queue behind a long sync transaction.
-            has_table = self.db.execute(
+            has_table = self.conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
             if has_table and self.schema_version() == SCHEMA_VERSION:
                 return applied
             if not has_table:
-                self.db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
+                self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
                                 "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
             newest = self.schema_version()
             if newest > SCHEMA_VERSION:
@@ -400,19 +420,19 @@ class Index:
         return applied
 
     def schema_version(self) -> int:
-        row = self.db.execute("SELECT max(version) FROM migrations").fetchone()
+        row = self.conn.execute("SELECT max(version) FROM migrations").fetchone()
         return row[0] or 0
 
     def get_meta(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+        self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     # -- repositories --------------------------------------------------------
     def add_repo(self, name: str, source: str, mirror_path: Path, in_place: bool) -> int:
-        cursor = self.db.execute(
+        cursor = self.conn.execute(
             "INSERT INTO repos (name, source, mirror_path, in_place, created_at) VALUES (?, ?, ?, ?, ?)",
             (name, source, str(mirror_path), int(in_place), _iso(utcnow())))
         return cursor.lastrowid
@@ -429,7 +449,7 @@ class Index:
         return [RepoRow.from_row(r) for r in self.rows("SELECT * FROM repos ORDER BY name")]
 
     def repo_names(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT name FROM repos ORDER BY name")]
+        return [r[0] for r in self.conn.execute("SELECT name FROM repos ORDER BY name")]
 
     def remove_repo(self, repo_id: int) -> None:
         """Forget a repository and everything stored for it, in one transaction (cascades)."""
@@ -439,31 +459,31 @@ class Index:
     def record_attempt(self, repo_id: int, error: str | None, at: datetime, next_attempt: datetime | None = None) -> None:
         """Note a sync's outcome: success clears the error and the failure count."""
         if error is None:
-            self.db.execute("UPDATE repos SET last_sync_at = ?, last_success_at = ?, last_error = NULL, failures = 0, "
+            self.conn.execute("UPDATE repos SET last_sync_at = ?, last_success_at = ?, last_error = NULL, failures = 0, "
                             "next_attempt_at = NULL WHERE id = ?", (_iso(at), _iso(at), repo_id))
         else:
-            self.db.execute("UPDATE repos SET last_sync_at = ?, last_error = ?, failures = failures + 1, "
+            self.conn.execute("UPDATE repos SET last_sync_at = ?, last_error = ?, failures = failures + 1, "
                             "next_attempt_at = ? WHERE id = ?", (_iso(at), error, _iso(next_attempt), repo_id))
 
     def set_mirror_path(self, repo_id: int, path: Path) -> None:
-        self.db.execute("UPDATE repos SET mirror_path = ? WHERE id = ?", (str(path), repo_id))
+        self.conn.execute("UPDATE repos SET mirror_path = ? WHERE id = ?", (str(path), repo_id))
 
     # -- refs ----------------------------------------------------------------
     def stored_tips(self, repo_id: int) -> dict[str, bytes]:
         return {name: target for name, target in
-                self.db.execute("SELECT name, target FROM refs WHERE repo_id = ?", (repo_id,))}
+                self.conn.execute("SELECT name, target FROM refs WHERE repo_id = ?", (repo_id,))}
 
     def replace_tips(self, repo_id: int, tips: dict[str, bytes]) -> None:
-        self.db.execute("DELETE FROM refs WHERE repo_id = ?", (repo_id,))
-        self.db.conn.executemany("INSERT INTO refs VALUES (?, ?, ?)", ((repo_id, n, t) for n, t in tips.items()))
+        self.conn.execute("DELETE FROM refs WHERE repo_id = ?", (repo_id,))
+        self.conn.executemany("INSERT INTO refs VALUES (?, ?, ?)", ((repo_id, n, t) for n, t in tips.items()))
 
     # -- commit chunks -------------------------------------------------------
     def chunk_count(self, repo_id: int) -> int:
-        return self.db.execute("SELECT count(*) FROM commit_chunks WHERE repo_id = ?", (repo_id,)).fetchone()[0]
+        return self.conn.execute("SELECT count(*) FROM commit_chunks WHERE repo_id = ?", (repo_id,)).fetchone()[0]
 
     def append_chunk(self, repo_id: int, chunk: ChunkRow) -> None:
         """Add a chunk after the repository's last one (caller holds the transaction)."""
-        self.db.execute(
+        self.conn.execute(
             "INSERT INTO commit_chunks (repo_id, seq, rows, oids, author_ids, days, parent_counts, parent_oids, "
             "path_offsets, path_ids) VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM commit_chunks WHERE repo_id = ?), "
             "?, ?, ?, ?, ?, ?, ?, ?)",
@@ -472,7 +492,7 @@ class Index:
 
     def replace_chunks(self, repo_id: int, chunks: Iterable[ChunkRow]) -> None:
         """Rewrite a repository's chunks (compaction; caller holds the transaction)."""
-        self.db.execute("DELETE FROM commit_chunks WHERE repo_id = ?", (repo_id,))
+        self.conn.execute("DELETE FROM commit_chunks WHERE repo_id = ?", (repo_id,))
         for chunk in chunks:
             self.append_chunk(repo_id, chunk)
 
@@ -481,36 +501,36 @@ class Index:
         """The repository's chunks in order, from the `first`-th, at most `limit` of them, with only `columns`."""
         wanted = [c for c in CHUNK_COLUMNS if c in columns]
         selected = ", ".join(["seq", "rows", *wanted])
-        rows = self.db.execute(f"SELECT {selected} FROM commit_chunks WHERE repo_id = ? ORDER BY seq "
+        rows = self.conn.execute(f"SELECT {selected} FROM commit_chunks WHERE repo_id = ? ORDER BY seq "
                                f"LIMIT ? OFFSET ?", (repo_id, -1 if limit is None else limit, first)).fetchall()
         return [ChunkRow(seq=r[0], rows=r[1], **dict(zip(wanted, r[2:]))) for r in rows]
 
     def chunk(self, repo_id: int, seq: int, columns: tuple[str, ...] = CHUNK_COLUMNS) -> ChunkRow:
         wanted = [c for c in CHUNK_COLUMNS if c in columns]
-        row = self.db.execute(f"SELECT seq, rows{''.join(', ' + c for c in wanted)} FROM commit_chunks "
+        row = self.conn.execute(f"SELECT seq, rows{''.join(', ' + c for c in wanted)} FROM commit_chunks "
                               "WHERE repo_id = ? AND seq = ?", (repo_id, seq)).fetchone()
         return ChunkRow(seq=row[0], rows=row[1], **dict(zip(wanted, row[2:])))
 
     def chunks_lacking_paths(self, repo_id: int) -> list[tuple[int, int]]:
         """(seq, rows) of the chunks whose changed paths are not indexed yet."""
-        return [tuple(r) for r in self.db.execute(
+        return [tuple(r) for r in self.conn.execute(
             "SELECT seq, rows FROM commit_chunks WHERE repo_id = ? AND path_offsets IS NULL ORDER BY seq", (repo_id,))]
 
     def chunk_path_state(self, repo_id: int, chunks: int) -> tuple[int, int]:
         """(commits whose paths are indexed, commits) over the repository's first `chunks` chunks."""
-        row = self.db.execute(
+        row = self.conn.execute(
             "SELECT coalesce(sum(CASE WHEN path_offsets IS NULL THEN 0 ELSE rows END), 0), coalesce(sum(rows), 0) "
             "FROM (SELECT rows, path_offsets FROM commit_chunks WHERE repo_id = ? ORDER BY seq LIMIT ?)",
             (repo_id, chunks)).fetchone()
         return int(row[0]), int(row[1])
 
     def store_chunk_paths(self, repo_id: int, seq: int, offsets: bytes, path_ids: bytes) -> None:
-        self.db.execute("UPDATE commit_chunks SET path_offsets = ?, path_ids = ? WHERE repo_id = ? AND seq = ?",
+        self.conn.execute("UPDATE commit_chunks SET path_offsets = ?, path_ids = ? WHERE repo_id = ? AND seq = ?",
                         (offsets, path_ids, repo_id, seq))
 
     # -- walks ---------------------------------------------------------------
     def walk(self, repo_id: int) -> WalkState | None:
-        row = self.db.execute("SELECT pending, exclude, estimate, started_at FROM walks WHERE repo_id = ?",
+        row = self.conn.execute("SELECT pending, exclude, estimate, started_at FROM walks WHERE repo_id = ?",
                               (repo_id,)).fetchone()
         if row is None:
             return None
@@ -518,16 +538,16 @@ class Index:
                          estimate=row[2], started_at=parse_time(row[3]))
 
     def save_walk(self, repo_id: int, pending: Iterable[str], exclude: Iterable[str], estimate: int | None) -> None:
-        self.db.execute("INSERT INTO walks VALUES (?, ?, ?, ?, ?) ON CONFLICT(repo_id) DO UPDATE SET "
+        self.conn.execute("INSERT INTO walks VALUES (?, ?, ?, ?, ?) ON CONFLICT(repo_id) DO UPDATE SET "
                         "pending = excluded.pending, exclude = excluded.exclude, estimate = excluded.estimate",
                         (repo_id, "\n".join(pending), "\n".join(exclude), estimate, _iso(utcnow())))
 
     def end_walk(self, repo_id: int) -> None:
-        self.db.execute("DELETE FROM walks WHERE repo_id = ?", (repo_id,))
+        self.conn.execute("DELETE FROM walks WHERE repo_id = ?", (repo_id,))
 
     # -- derived arrays --------------------------------------------------------
     def store_derived(self, repo_id: int, derived: DerivedRow) -> None:
-        self.db.execute(
+        self.conn.execute(
             "INSERT INTO derived VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(repo_id) DO UPDATE SET "
             "generation = excluded.generation, chunks = excluded.chunks, rows = excluded.rows, bits = excluded.bits, "
             "parent_rows = excluded.parent_rows, key_order = excluded.key_order, report_order = excluded.report_order",
@@ -536,7 +556,7 @@ class Index:
 
     def derived(self, repo_id: int, columns: tuple[str, ...] = DERIVED_COLUMNS) -> DerivedRow | None:
         wanted = [c for c in DERIVED_COLUMNS if c in columns]
-        row = self.db.execute(f"SELECT generation, chunks, rows{''.join(', ' + c for c in wanted)} FROM derived "
+        row = self.conn.execute(f"SELECT generation, chunks, rows{''.join(', ' + c for c in wanted)} FROM derived "
                               "WHERE repo_id = ?", (repo_id,)).fetchone()
         if row is None:
             return None
@@ -544,49 +564,52 @@ class Index:
 
     def note_authors(self, repo_id: int, author_ids: Iterable[int]) -> None:
         """Placeholder identity rows for authors new to the repository; the identity refresh fills them in."""
-        self.db.conn.executemany("INSERT OR IGNORE INTO repo_authors VALUES (?, ?, 0, 0, 0, 0)",
+        self.conn.executemany("INSERT OR IGNORE INTO repo_authors VALUES (?, ?, 0, 0, 0, 0)",
                                  ((repo_id, int(a)) for a in author_ids))
 
     def author_ids_for(self, identities: list[tuple[str, str]], cache: dict[tuple[str, str], int]) -> list[int]:
         """Ids of raw (name, e-mail) identities, adding the new ones (caller holds the transaction)."""
         missing = [i for i in dict.fromkeys(identities) if i not in cache]
         if missing:
-            self.db.conn.executemany("INSERT OR IGNORE INTO authors (name, email) VALUES (?, ?)", missing)
+            self.conn.executemany("INSERT OR IGNORE INTO authors (name, email) VALUES (?, ?)", missing)
             for start in range(0, len(missing), 400):
                 part = missing[start:start + 400]
                 clause = " OR ".join(["(name = ? AND email = ?)"] * len(part))
-                for author_id, name, email in self.db.execute(
+                for author_id, name, email in self.conn.execute(
                         f"SELECT id, name, email FROM authors WHERE {clause}", [v for pair in part for v in pair]):
                     cache[(name, email)] = author_id
         return [cache[i] for i in identities]
 
     def author_ids(self) -> dict[tuple[str, str], int]:
-        return {(n, e): i for i, n, e in self.db.execute("SELECT id, name, email FROM authors")}
+        return {(n, e): i for i, n, e in self.conn.execute("SELECT id, name, email FROM authors")}
 
     # -- identities ----------------------------------------------------------
     def repo_author_identities(self, repo_id: int) -> list[tuple[int, str, str]]:
-        return [tuple(r) for r in self.db.execute(
+        return [tuple(r) for r in self.conn.execute(
             "SELECT a.id, a.name, a.email FROM repo_authors ra JOIN authors a ON a.id = ra.author_id WHERE ra.repo_id = ?",
             (repo_id,))]
 
     def person_ids(self, emails: Iterable[str]) -> dict[str, int]:
         emails = set(emails)
-        self.db.conn.executemany("INSERT OR IGNORE INTO people (email) VALUES (?)", ((e,) for e in emails))
+        self.conn.executemany("INSERT OR IGNORE INTO people (email) VALUES (?)", ((e,) for e in emails))
         found: dict[str, int] = {}
-        for email in emails:
-            found[email] = self.db.execute("SELECT id FROM people WHERE email = ?", (email,)).fetchone()[0]
+        ordered = sorted(emails)
+        for start in range(0, len(ordered), 500):
+            part = ordered[start:start + 500]
+            marks = ",".join("?" * len(part))
+            found.update({e: i for i, e in self.conn.execute(f"SELECT id, email FROM people WHERE email IN ({marks})", part)})
         return found
 
     def set_repo_authors(self, repo_id: int, rows: Iterable[tuple[int, int, int, bool, bool]]) -> None:
         """Replace (author, person_mm, person_raw, bot_mm, bot_raw) for a repository."""
-        self.db.conn.executemany(
+        self.conn.executemany(
             "INSERT INTO repo_authors VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(repo_id, author_id) DO UPDATE SET "
             "person_mm = excluded.person_mm, person_raw = excluded.person_raw, bot_mm = excluded.bot_mm, "
             "bot_raw = excluded.bot_raw",
             ((repo_id, a, pm, pr, int(bm), int(br)) for a, pm, pr, bm, br in rows))
 
     def repo_author_map(self, repo_id: int) -> list[tuple[int, int, int, int, int]]:
-        return [tuple(r) for r in self.db.execute(
+        return [tuple(r) for r in self.conn.execute(
             "SELECT author_id, person_mm, person_raw, bot_mm, bot_raw FROM repo_authors WHERE repo_id = ?", (repo_id,))]
 
     def people_matching(self, person_ids: Iterable[int]) -> dict[int, str]:
@@ -595,20 +618,20 @@ class Index:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(self.db.execute(f"SELECT id, email FROM people WHERE id IN ({marks})", chunk).fetchall())
+            found.update(self.conn.execute(f"SELECT id, email FROM people WHERE id IN ({marks})", chunk).fetchall())
         return found
 
     def finish_update(self, repo_id: int, *, head_ref: str | None, mailmap_oid: str | None, commits: int,
                       skipped: int) -> int:
         """Bump the repository's generation (readers reload their caches) and store its summary."""
-        self.db.execute("UPDATE repos SET generation = generation + 1, head_ref = ?, mailmap_oid = ?, commits = ?, "
+        self.conn.execute("UPDATE repos SET generation = generation + 1, head_ref = ?, mailmap_oid = ?, commits = ?, "
                         "skipped = ? WHERE id = ?", (head_ref, mailmap_oid, commits, skipped, repo_id))
-        return self.db.execute("SELECT generation FROM repos WHERE id = ?", (repo_id,)).fetchone()[0]
+        return self.conn.execute("SELECT generation FROM repos WHERE id = ?", (repo_id,)).fetchone()[0]
 
     def generations(self, repo_ids: Iterable[int]) -> dict[int, int]:
         ids = list(repo_ids)
         marks = ",".join("?" * len(ids))
-        return dict(self.db.execute(f"SELECT id, generation FROM repos WHERE id IN ({marks})", ids).fetchall()) if ids else {}
+        return dict(self.conn.execute(f"SELECT id, generation FROM repos WHERE id IN ({marks})", ids).fetchall()) if ids else {}
 
     # -- paths ---------------------------------------------------------------
     def path_ids(self, paths: Iterable[str], cache: dict[str, int]) -> None:
@@ -616,33 +639,33 @@ class Index:
         missing = [p for p in dict.fromkeys(paths) if p not in cache]
         if not missing:
             return
-        self.db.conn.executemany("INSERT OR IGNORE INTO paths (path) VALUES (?)", ((p,) for p in missing))
+        self.conn.executemany("INSERT OR IGNORE INTO paths (path) VALUES (?)", ((p,) for p in missing))
         for start in range(0, len(missing), 500):
             part = missing[start:start + 500]
             marks = ",".join("?" * len(part))
-            cache.update({p: i for i, p in self.db.execute(f"SELECT id, path FROM paths WHERE path IN ({marks})", part)})
+            cache.update({p: i for i, p in self.conn.execute(f"SELECT id, path FROM paths WHERE path IN ({marks})", part)})
 
     def all_path_ids(self) -> dict[str, int]:
-        return {p: i for i, p in self.db.execute("SELECT id, path FROM paths")}
+        return {p: i for i, p in self.conn.execute("SELECT id, path FROM paths")}
 
     def max_path_id(self) -> int:
-        return self.db.execute("SELECT coalesce(max(id), 0) FROM paths").fetchone()[0]
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM paths").fetchone()[0]
 
     def path_ids_under(self, prefixes: tuple[str, ...]) -> list[int]:
         """Ids of the paths equal to a prefix or inside it as a directory (`a/b` matches `a/b` and `a/b/...`)."""
         found: list[int] = []
         for prefix in prefixes:
             # range scans on the unique index: '0' sorts right after '/'
-            found += [r[0] for r in self.db.execute(
+            found += [r[0] for r in self.conn.execute(
                 "SELECT id FROM paths WHERE path = ? OR (path >= ? AND path < ?)", (prefix, prefix + "/", prefix + "0"))]
         return found
 
     # -- projects ------------------------------------------------------------
     def project_repo_ids(self, name: str) -> list[int] | None:
-        row = self.db.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()
+        row = self.conn.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()
         if row is None:
             return None
-        return [r[0] for r in self.db.execute("SELECT repo_id FROM project_repos WHERE project_id = ?", (row[0],))]
+        return [r[0] for r in self.conn.execute("SELECT repo_id FROM project_repos WHERE project_id = ?", (row[0],))]
 
     def set_project(self, name: str, repo_ids: list[int]) -> None:
         with self.transaction() as db:
@@ -651,11 +674,11 @@ class Index:
             db.conn.executemany("INSERT OR IGNORE INTO project_repos VALUES (?, ?)", ((project_id, r) for r in repo_ids))
 
     def remove_project(self, name: str) -> bool:
-        return self.db.execute("DELETE FROM projects WHERE name = ?", (name,)).rowcount > 0
+        return self.conn.execute("DELETE FROM projects WHERE name = ?", (name,)).rowcount > 0
 
     def projects(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
-        for project, repo in self.db.execute(
+        for project, repo in self.conn.execute(
                 "SELECT p.name, r.name FROM projects p LEFT JOIN project_repos pr ON pr.project_id = p.id "
                 "LEFT JOIN repos r ON r.id = pr.repo_id ORDER BY p.name, r.name"):
             found.setdefault(project, [])
@@ -680,4 +703,4 @@ class Index:
             target.close()
 
     def integrity_ok(self) -> bool:
-        return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

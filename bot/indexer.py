@@ -89,8 +89,17 @@ class Indexer:
         old_tips = self.index.stored_tips(repo.id)
         if walk is None and tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0:
             return IndexOutcome(0, 0, repo.commits, unchanged=True)
+        previous_row = self.index.derived(repo.id)
+        previous = store.Derived.from_row(previous_row) if previous_row is not None else None
         stored = store.History.load(self.index, repo.id)
-        present = store.Lookup.build(stored.keys)
+        # Rows beyond the derived ones (an interrupted walk's chunks) need their parents resolved.
+        derived_chunks = previous_row.chunks if previous_row is not None else 0
+        if stored.chunks > derived_chunks:
+            stored = store.History.load(self.index, repo.id, derived_chunks).then(
+                store.History.load(self.index, repo.id, first=derived_chunks, parents=True))
+        else:
+            stored.parent_keys, stored.parents_from = np.zeros(0, np.int64), len(stored)
+        present = _present(stored, previous)
         tip_hex = {t.hex() for name, t in tips.items() if name != "HEAD"}
         if walk is None:
             # Everything the previous tips reach is indexed already: hide those still in the mirror.
@@ -100,19 +109,22 @@ class Indexer:
         else:
             # An interrupted walk: on from its frontier, plus any tip that is not indexed at all.
             exclude = [h for h in walk.exclude if mirror.has_commit(bytes.fromhex(h))]
-            unseen = [h for h in tip_hex if not present.contains(np.array([store.key_of(bytes.fromhex(h))]))[0]]
+            keys = np.array([store.key_of(bytes.fromhex(h)) for h in sorted(tip_hex)], np.int64)
+            unseen = [h for h, seen in zip(sorted(tip_hex), present.contains(keys)) if not seen]
             pending = sorted(set(walk.pending) | set(unseen))
             estimate = walk.estimate
         if pending:
             with self.index.transaction():
                 self.index.save_walk(repo.id, pending, exclude, estimate)
-            self._walk(repo, mirror, pending, exclude, estimate, present, len(stored), progress)
-        return self._finish(repo, mirror, tips, mailmap_oid, mailmap_data)
+            stored = self._walk(repo, mirror, pending, exclude, estimate, present, stored, progress)
+        return self._finish(repo, mirror, tips, old_tips, mailmap_oid, mailmap_data, stored, previous)
 
     def _walk(self, repo: RepoRow, mirror: Mirror, pending: list[str], exclude: list[str], estimate: int | None,
-              present: store.Lookup, done: int, progress: Progress | None) -> None:
+              present: store.Lookup, stored: store.History, progress: Progress | None) -> store.History:
+        """Walk into chunks, one transaction each with the frontier; return `stored` with the new rows."""
         authors = self.index.author_ids()
-        started, first = time.monotonic(), done
+        started, first = time.monotonic(), len(stored)
+        parts = []
         for chunk in git_history.read_commits(mirror.path, pending, exclude, chunk_size=CHUNK):
             keys = store.keys_of(chunk.oids)
             keep = ~present.contains(keys)  # a commit seen before (a revived branch, skewed dates) is stored once
@@ -124,23 +136,26 @@ class Indexer:
                     self.index.append_chunk(repo.id, row)
                     self.index.note_authors(repo.id, np.unique(per_row[keep]).tolist())
                     present = _merged(present, keys[keep])
-                    done += int(keep.sum())
+                    parts.append(store.History.from_chunks([row], parents=True))
                 self.index.save_walk(repo.id, chunk.pending, exclude, estimate)
             if progress:
-                progress("index", done - first, max(estimate or 0, done - first) if estimate else 0)
-        log.info("%s: walked %d new commits in %.1f s", repo.name, done - first, time.monotonic() - started)
+                done = sum(len(p) for p in parts)
+                progress("index", done, max(estimate or 0, done) if estimate else 0)
+        for part in parts:
+            stored = stored.then(part) if stored.parent_keys is None or len(stored) == stored.parents_from \
+                else _joined_with_parents(stored, part)
+        log.info("%s: walked %d new commits in %.1f s", repo.name, len(stored) - first, time.monotonic() - started)
+        return stored
 
-    def _finish(self, repo: RepoRow, mirror: Mirror, tips: dict[str, bytes], mailmap_oid: str | None,
-                mailmap_data: bytes) -> IndexOutcome:
+    def _finish(self, repo: RepoRow, mirror: Mirror, tips: dict[str, bytes], old_tips: dict[str, bytes],
+                mailmap_oid: str | None, mailmap_data: bytes, history: store.History,
+                previous: store.Derived | None) -> IndexOutcome:
         """Derive bits and orders over every stored row, then switch readers to them: one transaction."""
         with self.index.transaction():
             self.refresh_identities(repo.id, mailmap_data)
-            previous_row = self.index.derived(repo.id)
-            history = store.History.load(self.index, repo.id, parents=True)
-            previous = store.Derived.from_row(previous_row) if previous_row is not None else None
             before = previous.bits if previous is not None else np.zeros(0, np.uint8)
             derived = store.derive(history, store.ScopeTips.from_refs(tips), self.person_table(repo.id), previous,
-                                   previous_row.rows if previous_row else 0,
+                                   store.ScopeTips.from_refs(old_tips) if old_tips else None,
                                    same_people=mailmap_oid == repo.mailmap_oid)
             alive = derived.bits != 0
             was_alive = np.zeros(len(alive), bool)
@@ -235,6 +250,23 @@ def _chunk_row(chunk: git_history.CommitChunk, author_ids: np.ndarray, keep: np.
         oids, counts, days, author_ids = oids[keep], counts[keep], days[keep], author_ids[keep]
     return ChunkRow(seq=-1, rows=len(oids), oids=oids.tobytes(), author_ids=author_ids.astype(np.int32).tobytes(),
                     days=days.tobytes(), parent_counts=counts.tobytes(), parent_oids=parents.tobytes())
+
+
+def _present(stored: store.History, previous: store.Derived | None) -> store.Lookup:
+    """Which commits are stored, by key: the derived key order, plus any rows stored after it."""
+    if previous is None or not len(previous.bits):
+        return store.Lookup.build(stored.keys)
+    lookup = store.Lookup.build(stored.keys[:len(previous.bits)], previous.key_order)
+    extra = stored.keys[len(previous.bits):]
+    return _merged(lookup, extra) if len(extra) else lookup
+
+
+def _joined_with_parents(stored: store.History, part: store.History) -> store.History:
+    """`stored` then `part`, keeping the parent ids `stored` already carries for its own new rows."""
+    joined = stored.then(part)
+    joined.parent_keys = np.concatenate([stored.parent_keys, part.parent_keys])
+    joined.parents_from = stored.parents_from
+    return joined
 
 
 def _merged(lookup: store.Lookup, keys: np.ndarray) -> store.Lookup:

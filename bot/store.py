@@ -52,16 +52,19 @@ class History:
     author_ids: np.ndarray  # int32
     days: np.ndarray  # int32
     parent_counts: np.ndarray  # uint8
-    parent_keys: np.ndarray | None = None  # int64, sum(parent_counts); loaded when parents are resolved
+    parent_keys: np.ndarray | None = None  # int64: the parents of rows `parents_from` onwards, when loaded
+    parents_from: int = 0
     chunks: int = 0
 
     def __len__(self) -> int:
         return len(self.keys)
 
     @classmethod
-    def load(cls, index: Index, repo_id: int, chunks: int | None = None, *, parents: bool = False) -> "History":
+    def load(cls, index: Index, repo_id: int, chunks: int | None = None, *, first: int = 0,
+             parents: bool = False) -> "History":
+        """Chunks `first` .. `first + chunks` (all when None) of a repository, parent ids too when asked."""
         wanted = ("oids", "author_ids", "days", "parent_counts") + (("parent_oids",) if parents else ())
-        rows = index.chunks(repo_id, limit=chunks, columns=wanted)
+        rows = index.chunks(repo_id, first=first, limit=chunks, columns=wanted)
         return cls.from_chunks(rows, parents=parents)
 
     @classmethod
@@ -76,6 +79,15 @@ class History:
         if parents:
             history.parent_keys = keys_of(b"".join(r.parent_oids for r in rows))
         return history
+
+    def then(self, later: "History") -> "History":
+        """These rows followed by `later`'s; parent ids are kept for `later`'s rows (resolved ones need none)."""
+        joined = History(np.concatenate([self.keys, later.keys]), np.concatenate([self.author_ids, later.author_ids]),
+                         np.concatenate([self.days, later.days]),
+                         np.concatenate([self.parent_counts, later.parent_counts]), chunks=self.chunks + later.chunks)
+        if later.parent_keys is not None:
+            joined.parent_keys, joined.parents_from = later.parent_keys, len(self) + later.parents_from
+        return joined
 
 
 def parent_offsets(parent_counts: np.ndarray) -> np.ndarray:
@@ -154,16 +166,18 @@ class Derived:
                    np.frombuffer(row.key_order, np.int32), np.frombuffer(row.report_order, np.int32))
 
 
-def resolve_parents(keys: np.ndarray, offsets: np.ndarray, parent_keys: np.ndarray, lookup: Lookup) -> np.ndarray:
-    """Each parent entry's row. git walks a parent soon after its child, most often right after it:
-    that guess is checked for every entry at once, and only the misses are looked up."""
+def resolve_parents(keys: np.ndarray, offsets: np.ndarray, parent_keys: np.ndarray, lookup: Lookup,
+                    first_row: int = 0) -> np.ndarray:
+    """The row of each parent entry of rows `first_row` onwards (`parent_keys` holds just those).
+
+    git walks a parent soon after its child, most often right after it: that guess is checked for
+    every entry at once, and only the misses are looked up."""
     rows = len(keys)
-    counts = np.diff(offsets)
-    guess = np.repeat(np.arange(1, rows + 1, dtype=np.int64), counts)
-    np.minimum(guess, rows - 1, out=guess)
-    found = keys[guess] == parent_keys if rows else np.zeros(0, bool)
+    counts = np.diff(offsets[first_row:])
+    guess = np.repeat(np.arange(first_row + 1, rows + 1, dtype=np.int64), counts)
+    np.minimum(guess, max(rows - 1, 0), out=guess)
     result = guess.astype(np.int32)
-    missed = ~found
+    missed = keys[guess] != parent_keys if len(guess) else np.zeros(0, bool)
     if missed.any():
         result[missed] = lookup.rows_of(parent_keys[missed])
     return result
@@ -196,40 +210,118 @@ def reachable(offsets: np.ndarray, parent_rows: np.ndarray, starts: np.ndarray) 
 
 
 def derive(history: History, tips: ScopeTips, person_of_author: np.ndarray, previous: Derived | None = None,
-           previous_rows: int = 0, same_people: bool = False) -> Derived:
-    """Everything `Derived` holds for `history`, reusing what `previous` (over its first `previous_rows`
-    rows, which are unchanged) already worked out: only the rows appended since are sorted and resolved."""
-    reuse = previous is not None and 0 < previous_rows <= len(history) and len(previous.key_order) == previous_rows
+           previous_tips: ScopeTips | None = None, same_people: bool = False) -> Derived:
+    """Everything `Derived` holds for `history`. With `previous` (derived over the first rows, which are
+    unchanged), only the rows appended since are sorted and resolved, and scope bits grow by a short
+    propagation from the new tips when no tip went backwards (a full search otherwise). `history`
+    must hold parent ids from `len(previous.bits)` on (all of them without `previous`)."""
+    reuse = previous is not None and 0 < len(previous.bits) <= len(history)
+    old_rows = len(previous.bits) if reuse else 0
+    fresh = np.arange(old_rows, len(history), dtype=np.int32)
     if reuse:
-        fresh = np.arange(previous_rows, len(history), dtype=np.int32)
-        old_keys = history.keys[previous.key_order]
         fresh_sorted = fresh[np.argsort(history.keys[fresh], kind="stable")]
-        key_order = np.insert(previous.key_order, np.searchsorted(old_keys, history.keys[fresh_sorted]),
-                              fresh_sorted).astype(np.int32)
+        key_order = np.insert(previous.key_order, np.searchsorted(history.keys[previous.key_order],
+                                                                  history.keys[fresh_sorted]), fresh_sorted)
     else:
-        key_order = np.argsort(history.keys, kind="stable").astype(np.int32)
-    lookup = Lookup.build(history.keys, key_order)
+        key_order = np.argsort(history.keys, kind="stable")
+    lookup = Lookup.build(history.keys, key_order.astype(np.int32))
     if lookup.duplicates():
         log.warning("%d commits share an 8-byte id prefix with another commit of the same repository",
                     lookup.duplicates())
     offsets = parent_offsets(history.parent_counts)
-    if reuse and history.parent_keys is not None:
-        first_fresh_parent = int(offsets[previous_rows])
-        parent_rows = np.concatenate([previous.parent_rows[:first_fresh_parent],
-                                      lookup.rows_of(history.parent_keys[first_fresh_parent:])]).astype(np.int32)
-    else:
-        parent_rows = resolve_parents(history.keys, offsets, history.parent_keys, lookup)
-    bits = scope_bits(offsets, parent_rows, lookup, tips)
+    if history.parent_keys is None or history.parents_from > old_rows:
+        raise ValueError("derive needs the parent ids of every row not derived before")
+    first_fresh_parent = int(offsets[old_rows])
+    skip = first_fresh_parent - int(offsets[history.parents_from])
+    fresh_parents = resolve_parents(history.keys, offsets, history.parent_keys[skip:], lookup, first_row=old_rows)
+    parent_rows = np.concatenate([previous.parent_rows[:first_fresh_parent], fresh_parents]) if reuse else fresh_parents
+    parent_rows = parent_rows.astype(np.int32, copy=False)
+    bits = None
+    if reuse and previous_tips is not None:
+        bits = grown_scope_bits(offsets, parent_rows, lookup, previous.bits, tips, previous_tips)
+    if bits is None:
+        bits = scope_bits(offsets, parent_rows, lookup, tips)
     if reuse and same_people:
         people = person_of_author[history.author_ids]
         composite = (people.astype(np.int64) << 32) | (history.days.astype(np.int64) + 2**31)  # orders as lexsort does
         fresh_sorted = fresh[np.lexsort((history.days[fresh], people[fresh]))]
         order = np.insert(previous.report_order, np.searchsorted(composite[previous.report_order],
-                                                                 composite[fresh_sorted], side="right"),
-                          fresh_sorted).astype(np.int32)
+                                                                 composite[fresh_sorted], side="right"), fresh_sorted)
     else:
         order = report_order(person_of_author, history.author_ids, history.days)
-    return Derived(bits, parent_rows, key_order, order)
+    return Derived(bits, parent_rows, key_order.astype(np.int32), order.astype(np.int32))
+
+
+def grown_scope_bits(offsets: np.ndarray, parent_rows: np.ndarray, lookup: Lookup, old_bits: np.ndarray,
+                     tips: ScopeTips, old_tips: ScopeTips, limit: int = 20_000) -> np.ndarray | None:
+    """Scope bits after a sync in which every scope's old tips are still reached, or None.
+
+    A scope's commits are an ancestor-closed set, so when every old tip is reached from the new tips,
+    the new set is the old one plus what a propagation from the new tips meets before it enters the old
+    set. That propagation is short after an ordinary push (the new commits); it proves the old tips are
+    reached when it meets each of them (or they are new tips too). Otherwise, or past `limit` steps,
+    None: the caller searches the whole graph.
+    """
+    rows = len(offsets) - 1
+    bits = np.zeros(rows, np.uint8)
+    bits[:len(old_bits)] = old_bits
+    for bit, new_keys, old_keys in ((IN_ALL, tips.every, old_tips.every), (IN_DEFAULT, tips.default, old_tips.default),
+                                    (IN_HEAD, tips.head, old_tips.head)):
+        if new_keys == old_keys:
+            continue
+        inside = (bits & bit) != 0
+        starts = lookup.rows_of(np.array(new_keys, np.int64))
+        starts = np.unique(starts[starts >= 0])
+        added, met = _propagate(offsets, parent_rows, inside, starts, limit)
+        if added is None:
+            return None
+        old_starts = lookup.rows_of(np.array(old_keys, np.int64))
+        reached = np.zeros(rows, bool)
+        reached[np.concatenate([met, starts])] = True
+        if not reached[old_starts[old_starts >= 0]].all():
+            return None  # a tip went backwards or away: some commits may have left the scope
+        bits[added] |= bit
+    return bits
+
+
+def _propagate(offsets: np.ndarray, parent_rows: np.ndarray, inside: np.ndarray, starts: np.ndarray,
+               limit: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """Rows reached from `starts` without entering `inside`, and the `inside` rows met on the way.
+
+    A push adds a line or a few of commits, so the frontier is mostly a single row: such steps are
+    plain Python on lists (a numpy call costs more than the step); wide frontiers go through numpy.
+    """
+    rows = len(inside)
+    added = np.zeros(rows, bool)
+    met: list[int] = starts[inside[starts]].tolist()
+    frontier = starts[~inside[starts]]
+    added[frontier] = True
+    steps = 0
+    while len(frontier):
+        steps += 1
+        if steps > limit:
+            return None, np.zeros(0, np.int64)
+        if len(frontier) <= 8:
+            found: set[int] = set()
+            for row in frontier.tolist():
+                for parent in parent_rows[offsets[row]:offsets[row + 1]].tolist():
+                    if parent < 0:
+                        continue
+                    if inside[parent]:
+                        met.append(parent)
+                    elif not added[parent]:
+                        found.add(parent)
+            frontier = np.fromiter(found, np.int64, len(found))
+        else:
+            lengths = offsets[frontier + 1] - offsets[frontier]
+            total = int(lengths.sum())
+            begin = np.repeat(offsets[frontier] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+            parents = parent_rows[np.arange(total) + begin]
+            parents = parents[parents >= 0]
+            met.extend(parents[inside[parents]].tolist())
+            frontier = np.unique(parents[~inside[parents] & ~added[parents]])
+        added[frontier] = True
+    return added, np.array(met, np.int64)
 
 
 @dataclass

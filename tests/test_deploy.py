@@ -114,7 +114,9 @@ def test_dockerfile_installs_from_the_lock_only():
     runs = " ".join(args for kw, args in dockerfile_instructions() if kw == "RUN")
     assert re.search(r"pip install --no-deps -r \S*requirements\.lock", runs)
     assert re.search(r"pip install --no-deps (?!-r )\S+", runs), "the project itself, also with --no-deps"
-    assert "apt-get" not in runs, "no system packages are needed: pygit2 wheels bundle libgit2"
+    # system packages: git (the indexer streams `git log`/`git diff-tree`), nothing else by accident
+    assert re.search(r"apt-get install -y --no-install-recommends [^&]*\bgit\b", runs)
+    assert "rm -rf /var/lib/apt/lists/*" in runs, "apt's package lists stay out of the image"
 
 
 # --- compose.yml ----------------------------------------------------------------------------------
