@@ -96,6 +96,49 @@ FEATURES = [  # (branch, merged into main now and then?)
 TOPIC_SLOTS = 8
 
 
+SUBDIR_NAMES = ["gpu", "drm", "amd", "display", "dc", "i915", "net", "ethernet", "intel", "wireless", "ath", "usb",
+                "core", "host", "media", "platform", "pci", "scsi", "input", "soc", "codecs", "clk", "regulator",
+                "pinctrl", "iio", "hid", "mmc", "spi", "i2c", "tty", "serial", "power", "acpi", "firmware", "dma",
+                "irqchip", "misc", "staging", "video", "fbdev", "phy", "thermal", "watchdog", "rtc", "mfd", "leds",
+                "gpio", "hwmon", "infiniband", "nvme", "vfio", "virtio", "xen", "bluetooth", "can", "mtd", "nfc",
+                "remoteproc", "x86", "arm64", "riscv", "mips", "boot", "mm", "kvm", "lib", "include", "uapi"]
+
+
+def kernel_layout(target_files: int = 70_000) -> tuple[list[str], list[str]]:
+    """A tree shaped like a large kernel: ~70,000 files in directories up to 6 deep (the same every time).
+
+    Returns (paths, subsystems): the subsystems are the directories holding files, where authors work.
+    """
+    rng = random.Random(20261203)
+    tops = ["drivers", "arch", "fs", "net", "sound", "include", "kernel", "tools", "Documentation", "mm", "lib",
+            "security", "crypto", "block", "samples", "scripts", "virt", "ipc", "init", "certs"]
+    weights = [40, 14, 10, 9, 6, 6, 3, 6, 8, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1]
+    budget = [max(20, target_files * w // sum(weights)) for w in weights]
+    paths: list[str] = []
+    subsystems: list[str] = []
+
+    def grow(directory: str, depth: int, files: int) -> None:
+        # A directory keeps a share of its files and splits the rest between 2-8 subdirectories.
+        if depth >= 6 or files <= 40:
+            here = files
+            children = 0
+        else:
+            here = max(3, int(files * rng.uniform(0.05, 0.2)))
+            children = rng.randint(2, 8)
+        ext = ".rst" if directory.startswith("Documentation") else ".c"
+        for k in range(here):
+            stem = f"{STEMS[k % len(STEMS)]}{k // len(STEMS) or ''}"
+            paths.append(f"{directory}/{stem}{ext if k % 5 else '.h'}")
+        subsystems.append(directory)
+        rest = files - here
+        for name in rng.sample(SUBDIR_NAMES, children):
+            grow(f"{directory}/{name}", depth + 1, rest // children)
+
+    for top, files in zip(tops, budget):
+        grow(top, 1, files)
+    return list(TOP_FILES) + paths, subsystems
+
+
 def base_paths() -> list[str]:
     """The ~280 paths of the first commit (the same for every seed)."""
     paths = list(TOP_FILES)
@@ -139,7 +182,7 @@ def _email_local(rng: random.Random, first: str, last: str, n: int) -> str:
     return f"{local}{n}" if rng.random() < 0.5 else local
 
 
-def make_authors(seed: int) -> tuple[list[Author], list[str]]:
+def make_authors(seed: int, n_dirs: int = len(DIRS)) -> tuple[list[Author], list[str]]:
     """The author pool and the .mailmap lines (deterministic in `seed`)."""
     rng = random.Random(seed * 7919 + 1)
     authors: list[Author] = []
@@ -169,7 +212,7 @@ def make_authors(seed: int) -> tuple[list[Author], list[str]]:
             length = min(1.2, rng.lognormvariate(-1.6, 1.0))
             end = start + max(length, 0.01)
         zone = rng.choices([z for z, _ in ZONES], [w for _, w in ZONES])[0]
-        dirs = rng.sample(range(len(DIRS)), rng.choice((1, 2, 2, 3)))
+        dirs = rng.sample(range(n_dirs), rng.choice((1, 2, 2, 3)))
         authors.append(Author(name, email, zone, weight, max(0.0, start), min(1.0, end), dirs,
                               mixed_case=rng.random() < 0.05))
     mailmap = ["# Canonical names and addresses (git-check-mailmap(1)).", ""]
@@ -275,11 +318,14 @@ def _data(text: str) -> bytes:
 
 
 class Generator:
-    def __init__(self, n: int, seed: int, writer: Writer):
-        self.n, self.seed, self.w = n, seed, writer
+    def __init__(self, n: int, seed: int, writer: Writer, shape: str = "default"):
+        self.n, self.seed, self.w, self.shape = n, seed, writer, shape
         self.rng = random.Random(seed)
-        self.authors, self.mailmap = make_authors(seed)
-        self.paths = base_paths()
+        if shape == "kernel":
+            self.paths, self.dirs = kernel_layout()
+        else:
+            self.paths, self.dirs = base_paths(), list(DIRS)
+        self.authors, self.mailmap = make_authors(seed, len(self.dirs))
         self.blob = {p: 1 + i % BLOB_POOL for i, p in enumerate(self.paths)}
         self.mark = FIRST_COMMIT_MARK
         self.times = Times(self.rng, n)
@@ -325,10 +371,13 @@ class Generator:
         rng = self.rng
         if a is None:
             return [rng.choice(BOT_FILES)]
+        if self.shape == "kernel":  # 1-5 files of one subsystem, as most kernel commits are
+            cands = self._dir_paths(self.dirs[rng.choice(a.dirs)]) or self.paths
+            return sorted(set(rng.choice(cands) for _ in range(rng.choice((1, 1, 1, 2, 2, 3, 4, 5)))))
         out = []
         for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
             if rng.random() < 0.8:
-                cands = self._dir_paths(DIRS[rng.choice(a.dirs)])
+                cands = self._dir_paths(self.dirs[rng.choice(a.dirs)])
                 out.append(rng.choice(cands) if cands else rng.choice(self.paths))
             else:
                 out.append(rng.choice(self.paths))
@@ -441,7 +490,7 @@ class Generator:
                 self.commit(main, t, who, ".mailmap: add more people", [], extra={".mailmap": BLOB_POOL + 2},
                             parent=main.tip)
             elif i % new_path_every == 0:
-                d = DIRS[i // new_path_every % len(DIRS)]
+                d = self.dirs[i // new_path_every % len(self.dirs)]
                 path = f"{d}/new{i // new_path_every}.c"
                 self.paths.append(path)
                 self.blob[path] = 1
@@ -509,7 +558,7 @@ class Generator:
 
     def message(self, who) -> str:
         a = who[3]
-        d = DIRS[a.dirs[0]] if a is not None else "deps"
+        d = self.dirs[a.dirs[0]] if a is not None else "deps"
         verb = self.rng.choice(("fix", "add", "clean up", "refactor", "document", "speed up", "handle"))
         return f"{d.rsplit('/', 1)[-1]}: {verb} {self.rng.choice(STEMS)} path"
 
@@ -533,12 +582,12 @@ def fast_import(out: Path, feed) -> None:
     return result
 
 
-def generate(out: Path, n: int, seed: int) -> dict:
+def generate(out: Path, n: int, seed: int, shape: str = "default") -> dict:
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} exists and is not empty; remove it or use --append")
     out.mkdir(parents=True, exist_ok=True)
     git("init", "--quiet", "--bare", "--initial-branch=main", str(out))
-    stats = fast_import(out, lambda w: Generator(n, seed, w).run())
+    stats = fast_import(out, lambda w: Generator(n, seed, w, shape).run())
     git("pack-refs", "--all", cwd=out)
     return stats
 
@@ -584,12 +633,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="directory of the bare repository to create")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--append", type=int, metavar="K", help="append K commits on main of the existing --out repository")
+    ap.add_argument("--shape", choices=("default", "kernel"), default="default",
+                    help="kernel: ~70,000 files up to 6 directories deep, commits touching 1-5 files of one subsystem")
     args = ap.parse_args(argv)
     started = time.perf_counter()
     if args.append is not None:
         stats = append(args.out, args.append, args.seed)
     else:
-        stats = generate(args.out, args.commits, args.seed)
+        stats = generate(args.out, args.commits, args.seed, args.shape)
     print(f"{args.out}: {stats} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0
 

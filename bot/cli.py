@@ -68,12 +68,14 @@ class _ProgressBar:
 
     def __enter__(self):
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
 
             from rich.console import Console
 
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+                                      TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
+                                      transient=True)
             self._progress.start()
         return self
 

@@ -55,6 +55,24 @@ def request_id(payload: dict) -> str:
     return hashlib.sha1(str(seed).encode()).hexdigest()[:10]
 
 
+PHASES = {"fetch": "fetching objects", "index": "indexing commits", "paths": "indexing changed paths (for path:)"}
+
+
+class PhaseClock:
+    """Estimates the time left in each phase of a long job from its rate so far."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._started: dict[str, float] = {}
+
+    def seconds_left(self, phase: str, done: int, total: int) -> float | None:
+        now = self._clock()
+        started = self._started.setdefault(phase, now)
+        if not total or done <= 0 or now <= started or done >= total:
+            return None
+        return (now - started) * (total - done) / done
+
+
 class Responder:
     """respond() within Slack's budget for a response_url, then the app's DM with the user."""
 
@@ -251,17 +269,24 @@ class SlackFace:
     def _track(self, parsed: q.Track, responder: Responder) -> None:
         url = check_remote_source(parsed.source, self.policy)
         shown = redact(url)
+        clock = PhaseClock()
 
         def progress(phase: str, done: int, total: int) -> None:
-            responder.progress(*kit.progress_blocks(f"Tracking {shown}", done, total or None, phase))
+            responder.progress(*kit.progress_blocks(f"Tracking {shown}", done, total or None, PHASES.get(phase, phase),
+                                                    clock.seconds_left(phase, done, total)))
 
         result = self.engine.track(url, parsed.name, progress=progress, paths=False)
+        name = kit.code(result.name)
         text = f"Tracked {result.name}: {result.commits:,} commits indexed."
-        responder.final(text, [kit.section(f"Tracked {kit.code(result.name)}: {result.commits:,} commits indexed. "
+        responder.final(text, [kit.section(f"Tracked {name}: {result.commits:,} commits indexed. "
                                            f"Try `/gad {kit.escape_mrkdwn(result.name)} since:12w by:week`; "
-                                           "`path:` works once its changed paths are indexed, in a few minutes.")],
+                                           "`path:` works once its changed paths are indexed: I will say so here.")],
                         replace=True)
-        self.engine.index_paths(result.name)  # after answering: reports already work without them
+        # After answering: reports already work without the changed paths.
+        count, seconds = self.engine.index_paths(result.name, progress)
+        responder.final(f"{result.name} is fully indexed: path: works now.",
+                        [kit.section(f"{name} is fully indexed: `path:` works now (the changed paths of {count:,} "
+                                     f"commits, indexed in {seconds:.0f} s).")])
 
     # -- people ------------------------------------------------------------------
     def _may_administer(self, client: WebClient, user: str) -> bool:

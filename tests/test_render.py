@@ -519,6 +519,14 @@ def test_progress_blocks(done, total, expected):
     assert fallback.startswith("Tracking web: indexing commits")
 
 
+@pytest.mark.parametrize("seconds, expected", [
+    (12, "(300 of 1,000, less than a minute left)"), (150, "(300 of 1,000, about 2 min left)"),
+    (7200, "(300 of 1,000, about 2.0 h left)")])
+def test_progress_blocks_say_how_long_is_left(seconds, expected):
+    _, blocks = progress_blocks("Tracking linux", 300, 1000, "indexing commits", seconds_left=seconds)
+    assert blocks[0]["text"]["text"].endswith("30% " + expected)
+
+
 def test_progress_blocks_escape_title():
     fallback, blocks = progress_blocks(f"Tracking {EVIL}", 1, 2, EVIL)
     assert_no_pings(all_texts(fallback, blocks))

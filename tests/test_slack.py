@@ -242,3 +242,17 @@ def test_format_csv_attaches_a_file(bot, stub):
     assert len(files) == 1
     lines = files[0].data.decode().splitlines()
     assert lines[0].startswith("key,") and lines[1].startswith("2024-01,") and lines[-1].startswith("TOTAL,")
+
+
+def test_phase_clock_estimates_the_time_left_from_the_rate_so_far():
+    from bot.slack import PhaseClock
+
+    now = [100.0]
+    clock = PhaseClock(lambda: now[0])
+    assert clock.seconds_left("index", 0, 1000) is None  # the phase starts: no rate yet
+    now[0] = 110.0
+    assert clock.seconds_left("index", 250, 1000) == 30.0  # 250 in 10 s: 750 more in 30 s
+    assert clock.seconds_left("index", 10, 0) is None  # no total known: no estimate
+    assert clock.seconds_left("paths", 5, 100) is None  # another phase starts its own clock
+    now[0] = 120.0
+    assert clock.seconds_left("paths", 50, 100) == 10.0

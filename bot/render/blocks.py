@@ -332,7 +332,8 @@ def progress_bar(done: int, total: int | None, width: int = 20) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
-def progress_blocks(title: str, done: int, total: int | None, phase: str) -> tuple[str, list[dict]]:
+def progress_blocks(title: str, done: int, total: int | None, phase: str,
+                    seconds_left: float | None = None) -> tuple[str, list[dict]]:
     """A progress message to update while a large repository is cloned and indexed."""
     if total and total > 0:
         done = min(max(done, 0), total)
@@ -340,8 +341,9 @@ def progress_blocks(title: str, done: int, total: int | None, phase: str) -> tup
         count = f"{words.number(done)} of {words.number(total)}"
     else:
         pct, count = "", f"{words.number(max(done, 0))} so far"
+    left = f", {words.time_left(seconds_left)}" if seconds_left is not None else ""
     text = (f"*{_prose(title, 300)}* — {_prose(phase, 200)}\n"
-            f"`{progress_bar(done, total)}`{pct} ({count})")
+            f"`{progress_bar(done, total)}`{pct} ({count}{left})")
     return _fallback(f"{title}: {phase}{pct}"), [section(text)]
 
 

@@ -214,3 +214,13 @@ def repo_summary(repo) -> dict:
     return {"name": repo.name, "source": redact(repo.source), "in_place": repo.in_place, "commits": repo.commits,
             "skipped": repo.skipped, "last_sync": repo.last_sync_at, "last_success": repo.last_success_at,
             "last_error": repo.last_error, "next_attempt": repo.next_attempt_at}
+
+
+def time_left(seconds: float) -> str:
+    """An estimate of the time left, as a person would say it: 'about 3 min left'."""
+    if seconds < 60:
+        return "less than a minute left"
+    minutes = round(seconds / 60)
+    if minutes < 90:
+        return f"about {minutes} min left"
+    return f"about {seconds / 3600:.1f} h left"
