@@ -38,7 +38,9 @@ from .mirrors import Mailmap, Mirror
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total or 0 when unknown)
-CHUNK = 50_000
+# Rows per chunk: a kill -9 loses at most the chunk being walked (and the path chunks in flight), so a
+# chunk is ~2 % of a million-commit history; fewer, larger chunks save nothing measurable.
+CHUNK = 20_000
 # Compact a repository's chunks when this share of its rows no longer counts anywhere (force-pushed
 # branches, rewritten pull requests), or when many small syncs left many small chunks.
 DEAD_SHARE_TO_COMPACT = 0.2
@@ -191,7 +193,8 @@ class Indexer:
         if not todo:
             return 0
         total = sum(rows for _, rows in todo)
-        cache = self.index.all_path_ids()
+        # Paths arrive as git's bytes; each is decoded once, when first seen (most repeat).
+        cache = {path.encode("utf-8", "surrogateescape"): path_id for path, path_id in self.index.all_path_ids().items()}
         done = 0
         workers = max(1, min(2, os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="diff-tree") as pool:
@@ -206,8 +209,13 @@ class Indexer:
                 if position + workers < len(todo):
                     futures.append(pool.submit(job, todo[position + workers][0]))
                 with self.index.transaction():
-                    self.index.path_ids((p for paths in per_row for p in paths), cache)
-                    stored = store.PathsOfChunk.build([[cache[p] for p in paths] for paths in per_row])
+                    new = {p for paths in per_row for p in paths if p not in cache}
+                    if new:
+                        named: dict[str, int] = {}
+                        texts = {p: p.decode("utf-8", "replace") for p in new}
+                        self.index.path_ids(texts.values(), named)
+                        cache.update({p: named[text] for p, text in texts.items()})
+                    stored = store.PathsOfChunk.build([sorted({cache[p] for p in paths}) for paths in per_row])
                     self.index.store_chunk_paths(repo.id, chunk.seq, stored.offsets, stored.path_ids)
                 done += chunk.rows
                 if progress:
@@ -276,16 +284,16 @@ def _merged(lookup: store.Lookup, keys: np.ndarray) -> store.Lookup:
     return store.Lookup(np.insert(lookup.sorted_keys, at, fresh), np.insert(lookup.order, at, -2))
 
 
-def _changed_paths(mirror: Mirror, chunk: ChunkRow) -> list[list[str]]:
-    """Per row of the chunk, the paths it changed (none for a merge)."""
+def _changed_paths(mirror: Mirror, chunk: ChunkRow) -> list[list[bytes]]:
+    """Per row of the chunk, the paths it changed, as git's bytes (none for a merge)."""
     counts = np.frombuffer(chunk.parent_counts, np.uint8)
     oids = np.frombuffer(chunk.oids, np.uint8).reshape(-1, store.OID_BYTES)
     single = np.flatnonzero(counts <= 1)
     hexes = [bytes(oids[i]).hex() for i in single]
     listed = git_history.read_changed_paths(mirror.path, hexes).paths
-    per_row: list[list[str]] = [[] for _ in range(len(counts))]
+    per_row: list[list[bytes]] = [[] for _ in range(len(counts))]
     for row, paths in zip(single.tolist(), listed):
-        per_row[row] = sorted({p.decode("utf-8", "replace") for p in paths})
+        per_row[row] = paths
     return per_row
 
 

@@ -5,25 +5,22 @@
     report_to_dict(report) / report_to_csv(report)                      # JSON / CSV
     trend_png([("2024-W01", 12), ...], "web") -> PNG bytes              # chart
 
-`text` (rich) and `chart` (matplotlib) load on first use, so importing this package stays cheap.
+Each renderer loads on first use, so importing this package stays cheap.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .blocks import (error_blocks, escape_mrkdwn, fit_blocks, help_blocks, home_view, progress_blocks,
-                     report_blocks, repos_blocks)
-from .csvout import report_to_csv
-from .jsonout import report_to_dict
-from .words import figure_words, footnotes, period_words, sparkline
+# Every name loads its module on first use, so that importing this package costs nothing: a
+# `gad-bot report --json` needs jsonout alone, and `rich` (text) or matplotlib (chart) are heavy.
+_LAZY = {"error_blocks": "blocks", "escape_mrkdwn": "blocks", "fit_blocks": "blocks", "help_blocks": "blocks",
+         "home_view": "blocks", "progress_blocks": "blocks", "report_blocks": "blocks", "repos_blocks": "blocks",
+         "report_to_csv": "csvout", "report_to_dict": "jsonout", "figure_words": "words", "footnotes": "words",
+         "period_words": "words", "sparkline": "words", "render_text": "text", "render_repos_text": "text",
+         "render_help_text": "text", "trend_png": "chart"}
 
-_LAZY = {"render_text": "text", "render_repos_text": "text", "render_help_text": "text", "trend_png": "chart"}
-
-__all__ = ["error_blocks", "escape_mrkdwn", "figure_words", "fit_blocks", "footnotes", "help_blocks",
-           "home_view", "period_words", "progress_blocks", "render_help_text", "render_repos_text",
-           "render_text", "report_blocks", "report_to_csv", "report_to_dict", "repos_blocks", "sparkline",
-           "trend_png"]
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
