@@ -102,56 +102,102 @@ class Selection:
     commit_ids: np.ndarray
     sorted_pairs: bool  # (persons, days) already sorted: distinct pairs need no sort
     skipped: int
+    keys: np.ndarray | None = None  # person << 32 | day per record, when already computed
+
+
+@dataclass
+class _Counted:
+    """The rows of one scope that can count at all (no bot, a possible day), cached per columns object:
+    every query with that scope starts from here instead of masking a million rows again."""
+
+    index: np.ndarray  # positions in the columns
+    persons: np.ndarray  # int64
+    days: np.ndarray  # int32
+    keys: np.ndarray  # int64, person << 32 | day (sorted: the columns are)
+    commit_ids: np.ndarray
+    bad_index: np.ndarray  # positions of rows left out only for an impossible day
+    slot: np.ndarray  # per position of the columns, its place in `index`, or -1
+
+
+def _counted(columns: RepoColumns, scope_bit: int | None, mailmap: bool, bots: bool) -> _Counted:
+    cache = columns.__dict__.setdefault("_counted", {})
+    key = (scope_bit, mailmap, bots)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    mask = np.ones(len(columns.days), bool) if scope_bit is None else (columns.bits & scope_bit) != 0
+    if not bots:
+        mask &= ~(columns.bot_mm if mailmap else columns.bot_raw)[columns.author_ids]
+    bad = columns.days == BAD_DAY
+    bad_index = np.flatnonzero(mask & bad)
+    index = np.flatnonzero(mask & ~bad)
+    persons = (columns.person_mm if mailmap else columns.person_raw)[columns.author_ids[index]]
+    days = columns.days[index]
+    keys = (persons.astype(np.int64) << DAY_BITS) | days.astype(np.int64)
+    slot = np.full(len(columns.days), -1, np.int64)
+    slot[index] = np.arange(len(index))
+    found = cache[key] = _Counted(index, persons, days, keys, columns.commit_ids[index], bad_index, slot)
+    return found
 
 
 def select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | None = None) -> Selection:
-    """Apply scope, bots, period and author filters (METRIC.md rules 1-4) to one repository."""
+    """Apply scope, bots, period and author filters (METRIC.md rules 1-4) to one repository.
+
+    `extra_mask` (a branch's or a path's commits, scope included) replaces the scope bit."""
     if not flt.mailmap:
         raw = columns.ordered(mailmap=False)
         if extra_mask is not None and raw is not columns:
             extra_mask = extra_mask[columns._raw_permutation]
         columns = raw
+    counted = _counted(columns, None if extra_mask is not None else flt.scope_bit, flt.mailmap, flt.bots)
     if extra_mask is not None:
-        mask = extra_mask.copy()
+        # Through the positions the mask selects: a subsystem's commits are a small share of the rows.
+        chosen = counted.slot[np.flatnonzero(extra_mask)]
+        keep = np.zeros(len(counted.index), bool)
+        keep[chosen[chosen >= 0]] = True
+        skipped = int(np.count_nonzero(extra_mask[counted.bad_index]))
     else:
-        mask = (columns.bits & flt.scope_bit) != 0
-    bad = columns.days == BAD_DAY
-    person_of = columns.person_mm if flt.mailmap else columns.person_raw
-    bot_of = columns.bot_mm if flt.mailmap else columns.bot_raw
-    if not flt.bots:
-        mask &= ~bot_of[columns.author_ids]
-    skipped = int(np.count_nonzero(mask & bad))
-    mask &= ~bad
-    if flt.since_day is not None:
-        mask &= columns.days >= flt.since_day
-    if flt.until_day is not None:
-        mask &= columns.days <= flt.until_day
-    persons = person_of[columns.author_ids[mask]]
+        keep = None
+        skipped = len(counted.bad_index)
+    for bound, compare in ((flt.since_day, np.greater_equal), (flt.until_day, np.less_equal)):
+        if bound is not None:
+            inside = compare(counted.days, bound)
+            keep = inside if keep is None else keep & inside
+    persons = counted.persons if keep is None else counted.persons[keep]
     if flt.allowed_people is not None:
-        keep = flt.allowed_people[persons]  # the engine sizes the table to cover every person id
-        persons = persons[keep]
-        index = np.flatnonzero(mask)[keep]
-    else:
-        index = mask
-    return Selection(columns.name, persons, columns.days[index], columns.commit_ids[index],
-                     sorted_pairs=True, skipped=skipped)
+        allowed = flt.allowed_people[persons]  # the engine sizes the table to cover every person id
+        keep = allowed if keep is None else _refine(keep, allowed)
+        persons = persons[allowed]
+    if keep is None:
+        return Selection(columns.name, persons, counted.days, counted.commit_ids, True, skipped, counted.keys)
+    return Selection(columns.name, persons, counted.days[keep], counted.commit_ids[keep], True, skipped,
+                     counted.keys[keep])
+
+
+def _refine(keep: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """`keep` narrowed by `allowed`, a mask over the rows `keep` selects."""
+    narrowed = keep.copy()
+    narrowed[np.flatnonzero(keep)[~allowed]] = False
+    return narrowed
 
 
 def _pair_keys(selections: list[Selection]) -> np.ndarray:
     """Distinct (person, day) pairs as sorted int64 keys: person << 32 | day."""
     if not selections:
         return np.zeros(0, np.int64)
+
+    def keys_of(s: Selection) -> np.ndarray:
+        return s.keys if s.keys is not None else (s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64)
+
     if len(selections) == 1 and selections[0].sorted_pairs:
-        s = selections[0]
-        keys = (s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64)
+        keys = keys_of(selections[0])
         if len(keys) < 2:
             return keys
         keep = np.empty(len(keys), bool)
         keep[0] = True
         np.not_equal(keys[1:], keys[:-1], out=keep[1:])
         return keys[keep]
-    keys = np.concatenate([(s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64) for s in selections])
-    return np.unique(keys)
+    return np.unique(np.concatenate([keys_of(s) for s in selections]))
 
 
 def _distinct_count(values: np.ndarray) -> int:
@@ -173,23 +219,26 @@ def totals(selections: list[Selection]) -> tuple[Totals, np.ndarray]:
     return Totals(person_days=int(len(keys)), developers=developers, commits=commits), keys
 
 
-def _buckets(days: np.ndarray, bucket: str) -> np.ndarray:
-    """Each epoch day's bucket as an integer that orders like time."""
-    days = days.astype(np.int64, copy=False)
+def _bucket_of_day(first: int, last: int, bucket: str) -> np.ndarray:
+    """The bucket number (ordered like time) of every day from `first` to `last`, epoch days."""
+    days = np.arange(first, last + 1, dtype=np.int64)
     if bucket == "week":
         return (days + EPOCH_MONDAY_OFFSET) // 7
-    if not len(days):
-        return days
-    # Calendar months through a lookup table over the days spanned: one datetime conversion per
-    # distinct day instead of one per record.
-    low, high = int(days.min()), int(days.max())
-    table = np.arange(low, high + 1).astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
-    months = table[days - low]
+    months = days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
     if bucket == "month":
         return months
     if bucket == "quarter":
         return months // 3
     return months // 12
+
+
+def _buckets(days: np.ndarray, bucket: str) -> np.ndarray:
+    """Each epoch day's bucket as an integer that orders like time (a lookup over the days spanned)."""
+    days = days.astype(np.int64, copy=False)
+    if not len(days):
+        return days
+    low = int(days.min())
+    return _bucket_of_day(low, int(days.max()), bucket)[days - low]
 
 
 def _bucket_start(number: int, bucket: str) -> date:
@@ -199,6 +248,18 @@ def _bucket_start(number: int, bucket: str) -> date:
     return date(1970 + months // 12, months % 12 + 1, 1)
 
 
+def _per_bucket(days: np.ndarray, bucket: str, low: int, size: int) -> np.ndarray:
+    """How many of `days` fall in each of `size` buckets from bucket `low`: counted per day first
+    (a bincount over a million records), then per bucket over the few thousand days spanned."""
+    if not len(days):
+        return np.zeros(size, np.int64)
+    first, last = int(days.min()), int(days.max())
+    per_day = np.bincount(days - first, minlength=last - first + 1)
+    buckets = _bucket_of_day(first, last, bucket) - low
+    inside = (buckets >= 0) & (buckets < size)
+    return np.bincount(buckets[inside], weights=per_day[inside], minlength=size).astype(np.int64)
+
+
 def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
               first_day: int | None = None, last_day: int | None = None, person_days_only: bool = False) -> list[Row]:
     """One row per period (empty periods between the first and last included, with zeros).
@@ -206,11 +267,12 @@ def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
     `person_days_only` (for trends) skips developers and commits, the costly part.
     """
     pair_days = (keys & 0xFFFFFFFF).astype(np.int64)
-    pair_buckets = _buckets(pair_days, bucket)
-    if not len(pair_buckets) and first_day is None:
+    if not len(pair_days) and first_day is None:
         return []
-    low = int(pair_buckets.min()) if len(pair_buckets) else None
-    high = int(pair_buckets.max()) if len(pair_buckets) else None
+    low = high = None
+    if len(pair_days):
+        low = int(_buckets(pair_days[[int(pair_days.argmin())]], bucket)[0])
+        high = int(_buckets(pair_days[[int(pair_days.argmax())]], bucket)[0])
     if first_day is not None:
         low = int(_buckets(np.array([first_day]), bucket)[0])
     if last_day is not None:
@@ -218,14 +280,15 @@ def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
     if low is None or high is None or high < low:
         return []
     size = high - low + 1
-    in_range = (pair_buckets >= low) & (pair_buckets <= high)
-    person_days = np.bincount(pair_buckets[in_range] - low, minlength=size)
+    person_days = _per_bucket(pair_days, bucket, low, size)
     if person_days_only:
         developers = commits = np.zeros(size, np.int64)
     else:
         # Distinct (person, bucket) pairs. The keys are sorted by (person, day) and a bucket never
         # goes back in time, so (person, bucket) is sorted too: an adjacent-difference mask counts
         # them without a sort or hash (np.unique was most of a by:month report on 1M commits).
+        pair_buckets = _buckets(pair_days, bucket)
+        in_range = (pair_buckets >= low) & (pair_buckets <= high)
         persons = keys[in_range] >> DAY_BITS
         buckets = pair_buckets[in_range] - low
         fresh = np.ones(len(persons), bool)
@@ -237,15 +300,21 @@ def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
             commit_ids = np.concatenate([s.commit_ids for s in selections])
             _, first = np.unique(commit_ids, return_index=True)
             record_days = record_days[first]
-        commit_buckets = _buckets(record_days, bucket) - low
-        commit_buckets = commit_buckets[(commit_buckets >= 0) & (commit_buckets < size)]
-        commits = np.bincount(commit_buckets, minlength=size)
+        commits = _per_bucket(record_days.astype(np.int64, copy=False), bucket, low, size)
     rows = []
     for offset in range(size):
         start = _bucket_start(low + offset, bucket)
         rows.append(Row(bucket_label(start, bucket), Totals(int(person_days[offset]), int(developers[offset]),
                                                             int(commits[offset])), first_day=start))
     return rows
+
+
+def distinct_persons(keys: np.ndarray) -> np.ndarray:
+    """The persons of sorted (person, day) keys, each once."""
+    persons = keys >> DAY_BITS
+    if len(persons) < 2:
+        return persons
+    return persons[np.concatenate(([True], persons[1:] != persons[:-1]))]
 
 
 def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, str]) -> list[Row]:

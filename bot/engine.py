@@ -60,6 +60,8 @@ class Engine:
         self._store: MirrorStore | None = None
         self._indexer: Indexer | None = None
         self._cache: dict[int, col.RepoColumns] = {}
+        self._people: dict[int, str] = {}
+        self._globs: dict[tuple, np.ndarray] = {}
         self._cache_lock = threading.Lock()
         self._refresh_bot_patterns()
 
@@ -360,19 +362,40 @@ class Engine:
             cache[key] = self.reachable_rows(columns, [tip])
         return columns.in_rows(cache[key])
 
-    def _allowed_people(self, globs: tuple[str, ...]) -> np.ndarray:
-        import fnmatch
+    def _people_names(self, person_ids: np.ndarray) -> dict[int, str]:
+        """E-mail of each person id; people rows never change once written, so they are cached."""
+        with self._cache_lock:
+            names = self._people
+            missing = [p for p in person_ids.tolist() if p not in names]
+        if missing:
+            found = self.index.people_matching(missing)
+            with self._cache_lock:
+                self._people = {**self._people, **found}
+                names = self._people
+        return names
 
-        rows = self.index.execute("SELECT id, email FROM people").fetchall()
-        size = max((r[0] for r in rows), default=0) + 1
-        allowed = np.zeros(size, bool)
-        for person_id, email in rows:
-            if any(fnmatch.fnmatchcase(email, g) for g in globs):
+    def _allowed_people(self, globs: tuple[str, ...]) -> np.ndarray:
+        """Which person ids `author:` globs match, by id; cached until new people appear."""
+        import fnmatch
+        import re
+
+        newest = self.index.execute("SELECT coalesce(max(id), 0) FROM people").fetchone()[0]
+        key = (globs, newest)
+        with self._cache_lock:
+            cached = self._globs.get(key)
+        if cached is not None:
+            return cached
+        pattern = re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs))  # fnmatchcase, all at once
+        allowed = np.zeros(newest + 1, bool)
+        for person_id, email in self.index.execute("SELECT id, email FROM people"):
+            if pattern.match(email):
                 allowed[person_id] = True
+        with self._cache_lock:
+            self._globs = {key: allowed}  # one entry: a new person or new globs replace it
         return allowed
 
     def report(self, query: Query, today: date | None = None) -> Report:
-        """Answer a Query from the index (never by walking history, except for a named branch's divergence)."""
+        """Answer a Query from the index alone (reachability over its graph for `branch:`)."""
         today = today or datetime.now(timezone.utc).date()
         repos = self.resolve(query.repos)
         scope_bit = {"default": IN_DEFAULT, "all": IN_ALL, "branch": IN_HEAD}[query.scope.kind]
@@ -384,7 +407,9 @@ class Engine:
         selections = []
         for repo in repos:
             columns = self.columns_of(repo)
-            mask = self._branch_mask(repo, columns, query.scope.branch) if query.scope.kind == "branch" else None
+            # branch:HEAD is the IN_HEAD scope bit itself; another branch is a mask of its own.
+            mask = (self._branch_mask(repo, columns, query.scope.branch)
+                    if query.scope.kind == "branch" and query.scope.branch != "HEAD" else None)
             if query.paths or query.exclude_paths:
                 if mask is None:
                     mask = (columns.bits & scope_bit) != 0
@@ -395,7 +420,7 @@ class Engine:
         if query.by in ("week", "month", "quarter", "year"):
             rows = col.by_period(selections, keys, query.by, first_day=flt.since_day, last_day=flt.until_day)
         elif query.by == "person":
-            rows = col.by_person(selections, keys, self.index.people_matching(np.unique(keys >> col.DAY_BITS).tolist()))
+            rows = col.by_person(selections, keys, self._people_names(col.distinct_persons(keys)))
         elif query.by == "repo":
             for selection in selections:
                 repo_totals, _ = col.totals([selection])
@@ -424,19 +449,22 @@ class Engine:
 
     def _path_mask(self, repo: RepoRow, columns: col.RepoColumns, query: Query) -> np.ndarray:
         """Which of the columns' commits changed a path under `path:` (and not only under `path:!`)."""
-        done, total = self.index.chunk_path_state(repo.id, columns.store.history.chunks)
+        cache = columns.store.extras
+        done, total = (1, 1) if "paths" in cache else self.index.chunk_path_state(repo.id, columns.store.history.chunks)
         if done < total:
             percent = min(99, 100 * done // max(total, 1))
             raise GadError(f"`{repo.name}` is still indexing which paths its commits changed ({percent} % done, "
                            f"{total - done:,} of {total:,} commits to go); try `path:` again in a few minutes.")
-        cache = columns.store.extras
         if "paths" not in cache:
             cache["paths"] = store.PathIndex.from_chunks(self.index.chunks(repo.id, limit=columns.store.history.chunks,
                                                                            columns=("path_offsets", "path_ids")))
-        size = self.index.max_path_id() + 1
-        include = np.array(self.index.path_ids_under(query.paths), np.int64) if query.paths else None
-        exclude = np.array(self.index.path_ids_under(query.exclude_paths), np.int64) if query.exclude_paths else None
-        return columns.in_rows(cache["paths"].rows_touching(include, exclude, size))
+        key = ("paths", query.paths, query.exclude_paths)
+        if key not in cache:  # a subsystem's commits do not change until the next sync
+            size = self.index.max_path_id() + 1
+            include = np.array(self.index.path_ids_under(query.paths), np.int64) if query.paths else None
+            exclude = np.array(self.index.path_ids_under(query.exclude_paths), np.int64) if query.exclude_paths else None
+            cache[key] = columns.in_rows(cache["paths"].rows_touching(include, exclude, size))
+        return cache[key]
 
     @staticmethod
     def _trend_bucket(query: Query, keys: np.ndarray, today: date) -> str:

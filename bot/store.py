@@ -330,6 +330,7 @@ class PathIndex:
 
     offsets: np.ndarray  # int64, rows + 1
     path_ids: np.ndarray  # int32
+    entry_rows: np.ndarray | None = None  # int32 per entry, built on first use
 
     @classmethod
     def from_chunks(cls, rows: list[ChunkRow]) -> "PathIndex":
@@ -350,9 +351,11 @@ class PathIndex:
             hit[include] = True
         if exclude is not None:
             hit[exclude] = False
-        per_entry = hit[self.path_ids]
-        counts = np.concatenate([[0], np.cumsum(per_entry, dtype=np.int64)])
-        return (counts[self.offsets[1:]] - counts[self.offsets[:-1]]) > 0
+        if self.entry_rows is None:  # the row of each entry, once per snapshot
+            self.entry_rows = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.int32), np.diff(self.offsets))
+        touched = np.zeros(len(self.offsets) - 1, bool)
+        touched[self.entry_rows[hit[self.path_ids]]] = True
+        return touched
 
 
 @dataclass
