@@ -713,7 +713,9 @@ def test_property_accept_only_what_is_safe(text, allow_ssh):
         url = check_remote_source(text, policy)
     except SourceError as error:
         check_refused_message(error)
-        if "SECRET" in text:
+        # A secret is what sits where credentials go (before an "@"); Hypothesis also draws the bare
+        # word "SECRET" from this file's constants, and echoing a plain word leaks nothing.
+        if re.search(r"SECRET[^/]*@", text):
             assert "SECRET" not in str(error)
     else:
         check_accepted(url, policy)
