@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import binascii
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -155,17 +156,69 @@ def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] =
     feeder.start()
     pending: set[bytes] = {h.encode() for h in include}
     zones: dict[bytes, int | None] = {}
+    reader = _Reader(child.stdout)
+    reader.start()
     try:
-        yield from _parse_log(child.stdout, pending, zones, chunk_size)
+        yield from _parse_log(reader, pending, zones, chunk_size)
     finally:
         if child.poll() is None:
             child.kill()
-        child.stdout.close()
+        reader.stop()
         code = child.wait()
         drain.join(timeout=5)
         feeder.join(timeout=5)
     if code != 0:
         raise _fail("Reading the history with git log", code, drain.text)
+
+
+class _Reader(threading.Thread):
+    """Empties git's output pipe as fast as git fills it, so that git never waits while gad-bot stores a
+    chunk: the pipe is widened to 1 MiB where Linux allows, and a thread keeps up to 64 MiB queued."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True, name="git-log-reader")
+        self.stream = stream
+        self.queue: queue.Queue[bytes] = queue.Queue(maxsize=64)
+        self._stopped = threading.Event()
+        try:
+            import fcntl
+
+            fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except (OSError, ImportError, ValueError):
+            pass  # another system, or a lower limit: the thread alone still helps
+
+    def run(self) -> None:
+        fd = self.stream.fileno()
+        pending = bytearray()
+        try:
+            while not self._stopped.is_set():
+                data = os.read(fd, _READ)
+                if data:
+                    pending += data
+                    if len(pending) < _READ // 2:
+                        continue  # git writes in small pieces: hand over big ones (fewer, cheaper steps)
+                    self.queue.put(bytes(pending))
+                    pending.clear()
+                else:
+                    if pending:
+                        self.queue.put(bytes(pending))
+                    self.queue.put(b"")
+                    return
+        except OSError:
+            self.queue.put(b"")
+
+    def read(self, _size: int = -1) -> bytes:
+        return self.queue.get()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        while self.is_alive():  # unblock a put() on a full queue, then let the thread end
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                pass
+            self.join(timeout=0.05)
+        self.stream.close()
 
 
 def _feed(stdin, include: list[str], exclude: Iterable[str]) -> None:
