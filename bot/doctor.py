@@ -42,6 +42,20 @@ def check_data_dir(settings: Settings) -> Check:
     return Check(True, f"data directory {settings.data_dir} is writable and private")
 
 
+def check_git() -> Check:
+    from .history import MIN_GIT, git_version
+
+    version = git_version()
+    needed = ".".join(map(str, MIN_GIT))
+    if version is None:
+        return Check(False, "the `git` command is not installed (gad-bot reads histories with it)",
+                     "install git (e.g. `apt-get install git`) on this host")
+    shown = ".".join(map(str, version))
+    if version < MIN_GIT:
+        return Check(False, f"git {shown} is older than {needed}", f"install git {needed} or newer")
+    return Check(True, f"git {shown} reads histories")
+
+
 def check_index(engine) -> list[Check]:
     index = engine.index
     checks = [Check(True, f"index schema version {index.schema_version()} (migrations applied)")]
@@ -143,5 +157,5 @@ def check_schedule(engine, now: datetime) -> list[Check]:
 
 def run_checks(settings: Settings, engine, client_factory, now: datetime | None = None) -> list[Check]:
     now = now or datetime.now(timezone.utc)
-    return [check_data_dir(settings), *check_index(engine), *check_slack(settings, client_factory),
+    return [check_data_dir(settings), check_git(), *check_index(engine), *check_slack(settings, client_factory),
             *check_mirrors(engine, now), *check_schedule(engine, now)]

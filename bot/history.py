@@ -55,6 +55,19 @@ def git_binary() -> str:
     return found
 
 
+MIN_GIT = (2, 32)  # GIT_CONFIG_GLOBAL (a blank host configuration) appeared in git 2.32
+
+
+def git_version() -> tuple[int, ...] | None:
+    """The installed git's version, or None when there is no git."""
+    try:
+        out = subprocess.run([git_binary(), "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (MirrorError, OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    return tuple(int(g) for g in found.groups() if g is not None) if found else None
+
+
 def git_env(git_dir: Path) -> dict[str, str]:
     """The environment every git child runs in: this repository, no host configuration."""
     return {"PATH": _PATH, "GIT_DIR": str(git_dir), "LC_ALL": "C",

@@ -41,6 +41,20 @@ def test_doctor_all_good(tmp_path, stub):
     assert any("bot token valid" in c.line() for c in checks)
 
 
+def test_doctor_checks_the_git_command(tmp_path, stub, monkeypatch):
+    import subprocess
+
+    from bot import history
+
+    version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[2]
+    checks = doctor(tmp_path, stub, stub.good_token)
+    assert f"[ok  ] git {version} reads histories" in [c.line() for c in checks]
+    monkeypatch.setattr(history, "_GIT", str(tmp_path / "no-git-here"))
+    bad = failing(doctor(tmp_path, stub, stub.good_token))
+    assert [c.line() for c in bad] == ["[FAIL] the `git` command is not installed (gad-bot reads histories with it) -- "
+                                       "install git (e.g. `apt-get install git`) on this host"]
+
+
 def test_doctor_bad_token_says_how_to_fix(tmp_path, stub):
     checks = doctor(tmp_path, stub, "xoxb-wrong")
     bad = failing(checks)
