@@ -447,7 +447,7 @@ def bench(args) -> Results:
         names_runs.append(measure(git_names, env=env, capture=False))
         data = run_dir / f"data-{k}"
         print(f"track {k + 1}/{track_times} ...", file=sys.stderr)
-        run = measure_lines(track_argv(upstream), env={**env, "GAD_DATA_DIR": str(data)})
+        run = measure_lines(track_argv(upstream), env={**env, "GAD_DATA_DIR": str(data), "GAD_LOG_LEVEL": "DEBUG"})
         if run.status != 0:
             raise SystemExit(f"gad-bot track failed ({run.status}):\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}")
         track_runs.append(run)
@@ -470,6 +470,21 @@ def bench(args) -> Results:
     res.rows.append(["peak RSS of the whole track (its largest process)", fmt_mb(t.max_rss_kb),
                      f"gad-bot's own process: {fmt_mb(self_rss) if self_rss else '?'}", f"{rss_ratio:.2f}x git log's",
                      f"<= {TARGET_TRACK_RSS}x: {verdict(rss_ratio <= TARGET_TRACK_RSS)}"])
+    stamps = [(int(n), float(at)) for n, at in
+              re.findall(r"changed paths of chunk \d+ \((\d+) commits\) stored at ([\d.]+) s", t.stderr)]
+    if len(stamps) >= 8:  # the path rate early and late in the history: it must not sink with depth
+        quarter = len(stamps) // 4
+
+        def rate(part: list[tuple[int, float]], before: float) -> float:
+            return sum(n for n, _ in part) / max(part[-1][1] - before, 1e-9)
+
+        early = rate(stamps[:quarter], 0.0)
+        late = rate(stamps[-quarter:], stamps[-quarter - 1][1])
+        res.rows.append(["changed paths: commits per second, first and last quarter of the chunks",
+                         f"{early:,.0f} / {late:,.0f}", f"{len(stamps)} chunks", f"last/first {late / early:.2f}",
+                         "no slowdown deep into the history: " + verdict(late >= 0.7 * early)])
+        if late < 0.7 * early:
+            res.misses.append(f"the path rate sank from {early:,.0f} to {late:,.0f} commits/s deep into the history")
     if commit_ratio > TARGET_COMMITS_TIME:
         res.misses.append(f"commits indexed in {commit_ratio:.2f}x git log (target <= {TARGET_COMMITS_TIME}x)")
     if whole_ratio > TARGET_TRACK_TIME:

@@ -193,6 +193,7 @@ class Indexer:
         if not todo:
             return 0
         total = sum(rows for _, rows in todo)
+        started = time.monotonic()
         # Paths arrive as git's bytes; each is decoded once, when first seen (most repeat).
         cache = {path.encode("utf-8", "surrogateescape"): path_id for path, path_id in self.index.all_path_ids().items()}
         done = 0
@@ -218,8 +219,13 @@ class Indexer:
                     stored = store.PathsOfChunk.build([sorted({cache[p] for p in paths}) for paths in per_row])
                     self.index.store_chunk_paths(repo.id, chunk.seq, stored.offsets, stored.path_ids)
                 done += chunk.rows
+                now = time.monotonic()
+                # One line per chunk: the rate must not sink deep into a long history (it once did).
+                log.debug("%s: changed paths of chunk %d (%d commits) stored at %.2f s", repo.name, chunk.seq,
+                          chunk.rows, now - started)
                 if progress:
                     progress("paths", done, total)
+        log.info("%s: changed paths of %d commits in %.1f s", repo.name, done, time.monotonic() - started)
         self._compact_if_worth_it(repo)
         return done
 
