@@ -192,11 +192,12 @@ def untrack(name):
 @friendly
 def repos(as_json):
     """List tracked repositories: source, commits, last sync, last error."""
-    from .render.words import repo_summary
+    from .rows import RepoSummary
 
-    rows = [repo_summary(r) for r in _engine().repos()]
+    rows = [RepoSummary.of(r) for r in _engine().repos()]
     if as_json:
-        click.echo(json.dumps(rows, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else str(v), indent=2))
+        click.echo(json.dumps([r.to_dict() for r in rows], default=lambda v: v.isoformat() if hasattr(v, "isoformat")
+                              else str(v), indent=2))
         return
     from .render.text import render_repos_text
 

@@ -439,8 +439,7 @@ class Engine:
                       trend_bucket=trend_bucket, trend=tuple(trend),
                       skipped=sum(s.skipped for s in selections),
                       data_as_of=min(as_of) if len(as_of) == len(repos) and as_of else None,
-                      extra={"paths": query.paths, "exclude_paths": query.exclude_paths}
-                      if (query.paths or query.exclude_paths) else {})
+                      paths=query.paths, exclude_paths=query.exclude_paths)
         if query.vs_cocomo:
             from .cocomo import with_cocomo  # runs a line counter only when asked
 

@@ -25,9 +25,9 @@ from . import query as q
 from .config import Settings
 from .engine import Engine
 from .errors import GadError, PermissionDeniedError, QueryError
-from .periods import bucket_start
+from . import periods
 from .render import blocks as kit
-from .render.words import repo_summary
+from .rows import HomeRow, RepoSummary
 from .sources import SourcePolicy, check_remote_source, redact
 
 log = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ class SlackFace:
         if isinstance(parsed, q.ShowReport):
             self._report(parsed.query, command.get("text") or "", responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
-            responder.final(*kit.repos_blocks([repo_summary(r) for r in self.engine.repos()]))
+            responder.final(*kit.repos_blocks([RepoSummary.of(r) for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
         elif isinstance(parsed, q.Untrack):
@@ -330,17 +330,16 @@ class SlackFace:
             return
         user = event.get("user", "")
         today = self.today()
-        monday = bucket_start(today, "week") - timedelta(days=7)  # the last full week
+        monday = periods.bucket_start(today, "week") - timedelta(days=7)  # the last full week
+        week = periods.bucket_label(monday, "week")
         rows = []
         for repo in self.engine.repos():
             try:
                 weekly = self.engine.report(q.Query(repos=(repo.name,), since=monday, until=monday + timedelta(days=6)),
-                                            today)
-                two_gad = weekly.totals.two_gad
-            except GadError:
-                two_gad = None
-            rows.append({"name": repo.name, "weekly_two_gad": two_gad, "last_sync": repo.last_success_at,
-                         "last_error": repo.last_error, "commits": repo.commits})
+                                            today).totals.two_gad
+            except GadError:  # e.g. not indexed yet
+                weekly = None
+            rows.append(HomeRow(name=repo.name, weekly_two_gad=weekly, week=week, last_error=repo.last_error))
         client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user)))
 
     def on_error(self, error, body) -> None:

@@ -59,7 +59,7 @@ def test_merges_do_not_count_and_the_answer_says_so(engine, tree):
     engine.track(str(tree.path), "kernel")
     report = ask(engine, "kernel path:drivers/gpu by:person")
     assert "merger@example.com" not in {r.key for r in report.rows}
-    assert report.extra["paths"] == ("drivers/gpu",)
+    assert report.paths == ("drivers/gpu",)
     from bot.render.words import MERGES_NOTE, footnotes
 
     assert MERGES_NOTE in footnotes(report)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from datetime import datetime
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -12,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..metric import Report
+from ..rows import RepoSummary
 from ..query import EXAMPLES, GRAMMAR
 from . import words
 
@@ -96,7 +96,7 @@ def render_text(report: Report, *, width: int = 100, color: bool = False) -> str
     return _render(parts, width, color)
 
 
-def render_repos_text(rows: Sequence[dict], *, width: int = 100, color: bool = False) -> str:
+def render_repos_text(rows: Sequence[RepoSummary], *, width: int = 100, color: bool = False) -> str:
     """`gad-bot repos`: name, commits, last sync, status and (already redacted) source of each repository."""
     if not rows:
         return "No repositories are tracked yet; add one with `gad-bot track URL`.\n"
@@ -107,15 +107,12 @@ def render_repos_text(rows: Sequence[dict], *, width: int = 100, color: bool = F
     table.add_column("status", overflow="fold")
     table.add_column("source", overflow="fold")
     for row in rows:
-        commits = row.get("commits")
-        last_sync = row.get("last_sync")
-        error = row.get("last_error")
-        table.add_row(str(row.get("name", "")),
-                      words.number(int(commits)) if commits is not None else "-",
-                      words.utc_words(last_sync) if isinstance(last_sync, datetime) else "never",
-                      f"failed: {error}" if error else "ok",
-                      str(row.get("source") or ""))
-    failing = sum(1 for r in rows if r.get("last_error"))
+        table.add_row(row.name,
+                      words.number(row.commits) if row.commits is not None else "-",
+                      words.utc_words(row.last_sync) if row.last_sync is not None else "never",
+                      f"failed: {row.last_error}" if row.last_error else "ok",
+                      row.source)
+    failing = sum(1 for r in rows if r.last_error)
     summary = words.plural(len(rows), "repository", "repositories") + " tracked"
     if failing:
         summary += f", {failing} failing to sync"

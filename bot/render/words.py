@@ -5,7 +5,6 @@ Plain strings only; the Block Kit and terminal renderers escape or style them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 
@@ -23,7 +22,6 @@ MERGES_NOTE = ("with path:, merge commits are not counted: they integrate work r
 REPO_OVERLAP_NOTE = ("repository rows can add up to more than the total: a person active in several "
                      "repositories on one day is one person-day in the total")
 
-_PATHS_IN_SCOPE = re.compile(r"(?:^|, )(?:paths|excluding) ")
 
 
 def number(n: int) -> str:
@@ -76,10 +74,8 @@ def is_converted(report: Report) -> bool:
 
 
 def uses_paths(report: Report) -> bool:
-    """Whether the query had `path:` filters (the engine may say so in extra, else the scope words do)."""
-    if report.extra.get("paths") or report.extra.get("exclude_paths"):
-        return True
-    return bool(_PATHS_IN_SCOPE.search(report.scope_words or ""))
+    """Whether the query had `path:` filters."""
+    return bool(report.paths or report.exclude_paths)
 
 
 def skipped_words(skipped: int) -> str | None:
@@ -202,18 +198,6 @@ def clip(text: str, limit: int, ellipsis: str = "…") -> str:
     if limit <= len(ellipsis):
         return ellipsis[:limit]
     return text[: limit - len(ellipsis)] + ellipsis
-
-
-def repo_summary(repo) -> dict:
-    """What `repos` shows of a tracked repository (an index RepoRow), the same in the CLI and Slack.
-
-    `last_sync` is the last attempt, `last_success` the last one that worked; the source never
-    shows credentials."""
-    from ..sources import redact
-
-    return {"name": repo.name, "source": redact(repo.source), "in_place": repo.in_place, "commits": repo.commits,
-            "skipped": repo.skipped, "last_sync": repo.last_sync_at, "last_success": repo.last_success_at,
-            "last_error": repo.last_error, "next_attempt": repo.next_attempt_at}
 
 
 def time_left(seconds: float) -> str:
