@@ -106,3 +106,12 @@ def test_every_cli_command_is_documented():
     docs = (ROOT / "README.md").read_text() + (ROOT / "docs" / "operations.md").read_text()
     for name in cli.commands:
         assert re.search(rf"gad-bot {name}\b", docs), f"`gad-bot {name}` is not documented"
+
+
+def test_every_token_is_documented():
+    from bot.query import TOKENS
+
+    readme = (ROOT / "README.md").read_text()
+    for token in TOKENS:
+        word = token.form.split(":")[0]
+        assert f"`{word}:" in readme or f"`{word}`" in readme, f"`{token.form}` is not in the README's token table"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Sequence
 
 from rich import box
@@ -63,16 +64,20 @@ def _breakdown_table(report: Report) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title=words.breakdown_title(report.by), title_justify="left",
                   show_edge=False, pad_edge=False, padding=(0, 1))
     table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
-    for name in ("2GAD", "active days", "developers", "commits"):
+    # a row of by:person is one person: its "developers" would always read 1
+    figures = ("2GAD", "active days", "commits") if report.by == "person" else \
+        ("2GAD", "active days", "developers", "commits")
+    for name in figures:
         table.add_column(name, justify="right", no_wrap=True)
+
+    def cells(t) -> list[str]:
+        values = {"2GAD": t.two_gad, "active days": t.person_days, "developers": t.developers, "commits": t.commits}
+        return [words.number(values[name]) for name in figures]
+
     rows = words.sorted_rows(report)
     for i, row in enumerate(rows):
-        r = row.totals
-        table.add_row(row.key, words.number(r.two_gad), words.number(r.person_days),
-                      words.number(r.developers), words.number(r.commits), end_section=i == len(rows) - 1)
-    t = report.totals
-    table.add_row("total", words.number(t.two_gad), words.number(t.person_days),
-                  words.number(t.developers), words.number(t.commits))
+        table.add_row(row.key, *cells(row.totals), end_section=i == len(rows) - 1)
+    table.add_row("total", *cells(report.totals))
     return table
 
 
@@ -119,10 +124,31 @@ def render_repos_text(rows: Sequence[RepoSummary], *, width: int = 100, color: b
     return _render([table, "", summary], width, color)
 
 
-def render_help_text(prefix: str = "") -> str:
-    """The command grammar and examples, as plain text (backticks dropped); `prefix` goes before examples."""
-    grammar = GRAMMAR.replace("`", "")
+def token_lines(tokens, width: int = 88) -> list[str]:
+    """Each token on a line of its own, its meaning and an example indented beneath it."""
+    lines = []
+    for token in tokens:
+        lines.append(f"  {token.form}")
+        lines += textwrap.wrap(f"{token.meaning}; e.g. {token.example}", width, initial_indent=" " * 6,
+                               subsequent_indent=" " * 6)
+    return lines
+
+
+def render_help_text(commands: Sequence[tuple[str, str]] = ()) -> str:
+    """The query grammar for a terminal: every token with its meaning and an example, periods, examples,
+    Slack's own commands, then `commands` ((usage, what it does) of the CLI's commands)."""
+    from ..periods import PERIOD_FORMS
+    from ..query import TOKENS
+
     lines = ["2GAD (Git Active Days x 2) measures software effort in person-days.", "",
-             "Usage:", *(f"  {prefix if i == 0 else ''}{line}" for i, line in enumerate(grammar.splitlines())), "", "Examples:", *(f"  {prefix}{e}" for e in EXAMPLES),
-             "", words.UNITS_NOTE]
+             "Usage: gad-bot report REPO... [TOKENS]   (in Slack: /gad REPO... [TOKENS])", "",
+             "Tokens, in any order after the repository or project names:", *token_lines(TOKENS)]
+    lines += ["", *textwrap.wrap(f"PERIOD is {PERIOD_FORMS}.".replace("`", ""), 88), "", "Examples:"]
+    lines += [f"  gad-bot report {e}" for e in EXAMPLES if not e.startswith("subscribe ")]
+    lines += ["", *textwrap.wrap("In Slack, /gad also takes: " + GRAMMAR.split("Other commands: ", 1)[1].replace("`", ""), 88,
+                                 subsequent_indent="  ")]
+    if commands:
+        usage_width = max(len(u) for u, _ in commands)
+        lines += ["", "Commands:", *(f"  {u:<{usage_width}}  {what}" for u, what in commands)]
+    lines += ["", words.UNITS_NOTE]
     return "\n".join(lines) + "\n"
