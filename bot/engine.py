@@ -32,7 +32,7 @@ from .store import IN_ALL, IN_DEFAULT, IN_HEAD
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
     from .indexer import Indexer
     from .mirrors import Mirror, MirrorStore
-from .periods import to_epoch_day
+from .periods import from_epoch_day, to_epoch_day
 from .query import Query
 
 log = logging.getLogger(__name__)
@@ -405,11 +405,15 @@ class Engine:
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
         selections = []
+        last_day = None  # the newest commit in scope, whatever the filters: where the data ends
         for repo in repos:
             columns = self.columns_of(repo)
             # branch:HEAD is the IN_HEAD scope bit itself; another branch is a mask of its own.
             mask = (self._branch_mask(repo, columns, query.scope.branch)
                     if query.scope.kind == "branch" and query.scope.branch != "HEAD" else None)
+            newest = self._newest_day(columns, scope_bit, mask)
+            if newest is not None:
+                last_day = newest if last_day is None else max(last_day, newest)
             if query.paths or query.exclude_paths:
                 if mask is None:
                     mask = (columns.bits & scope_bit) != 0
@@ -439,12 +443,27 @@ class Engine:
                       trend_bucket=trend_bucket, trend=tuple(trend),
                       skipped=sum(s.skipped for s in selections),
                       data_as_of=min(as_of) if len(as_of) == len(repos) and as_of else None,
-                      paths=query.paths, exclude_paths=query.exclude_paths)
+                      paths=query.paths, exclude_paths=query.exclude_paths,
+                      last_day=from_epoch_day(last_day) if last_day is not None else None)
         if query.vs_cocomo:
             from .cocomo import with_cocomo  # runs a line counter only when asked
 
             report = with_cocomo(self, repos, query, report)
         return report
+
+    @staticmethod
+    def _newest_day(columns: col.RepoColumns, scope_bit: int, mask: np.ndarray | None) -> int | None:
+        """The newest commit's epoch day in scope, before any filter: where the data ends (cached per snapshot)."""
+        cache = getattr(columns.store, "extras", None) if mask is None else None
+        key = ("newest_day", scope_bit)
+        if cache is not None and key in cache:
+            return cache[key]
+        in_scope = mask if mask is not None else (columns.bits & scope_bit) != 0
+        days = columns.days[in_scope & (columns.days != col.BAD_DAY)]
+        newest = int(days.max()) if len(days) else None
+        if cache is not None:
+            cache[key] = newest
+        return newest
 
     def _path_mask(self, repo: RepoRow, columns: col.RepoColumns, query: Query) -> np.ndarray:
         """Which of the columns' commits changed a path under `path:` (and not only under `path:!`)."""

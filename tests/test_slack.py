@@ -158,9 +158,10 @@ def test_share_button_posts_for_everyone(bot, stub):
     body, headers = signed_interaction(SECRET, payload)
     response = app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
     assert response.status == 200
-    message = answer(stub, "share")
-    assert message["response_type"] == "in_channel"
-    assert "U123" in all_text(message)  # says who shared it
+    private, shared = stub.wait_for_response("share", count=2, timeout=10)
+    assert private["replace_original"] is True and "gad_share" not in all_text(private)  # no second press
+    assert shared["response_type"] == "in_channel" and shared["replace_original"] is False
+    assert "U123" in all_text(shared)  # says who shared it
 
 
 def test_mentions_in_user_text_cannot_ping(bot, stub):

@@ -220,8 +220,12 @@ def share_value(query_text: str) -> str:
 
 
 def report_blocks(report: Report, query_text: str, *, shared_by: str | None = None,
-                  public: bool = False) -> tuple[str, list[dict]]:
-    """The answer to `/gad ...`: figure, period, scope, trend, breakdown, COCOMO, footnotes, share button."""
+                  public: bool = False, notice: str | None = None) -> tuple[str, list[dict]]:
+    """The answer to `/gad ...`: figure, period, scope, trend, breakdown, COCOMO, footnotes, share button.
+
+    `notice` (mrkdwn, already escaped) is a sentence about this answer shown under the figure, such
+    as where its CSV went.
+    """
     totals = report.totals
     period = words.period_words(report.since, report.until)
     fallback = _fallback(f"{words.repos_words(report.repos, limit=3)}: {words.figure_words(totals)}, {period}")
@@ -235,6 +239,8 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
         figure.append(f"*Scope:* {_prose(report.scope_words, 1000)}")
     figure.append(f"*{'Repository' if len(report.repos) == 1 else 'Repositories'}:* {_names(report.repos)}")
     body = [section("\n".join(figure))]
+    if notice:
+        body.append(section(notice))
 
     trend = words.trend_words(report)
     if trend:

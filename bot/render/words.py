@@ -106,7 +106,7 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
     notes: list[str] = []
     if scope and report.scope_words:
         notes.append(f"Scope: {report.scope_words}")
-    for line in (skipped_words(report.skipped), as_of_words(report.data_as_of)):
+    for line in (skipped_words(report.skipped), as_of_words(report.data_as_of), data_ends_words(report)):
         if line:
             notes.append(line)
     if uses_paths(report):
@@ -141,12 +141,34 @@ def bucket_words(bucket: str) -> tuple[str, str, str]:
     return BUCKET_WORDS.get(bucket, (bucket + "ly", bucket, bucket + "s"))
 
 
+def trend_rows(report: Report) -> list:
+    """The trend's buckets up to the one holding the data's last day (report.last_day).
+
+    A mirror whose history stopped in August would otherwise end in a run of empty buckets that
+    reads as a slump; the trend stops where the data does, and `data_ends_words` says so.
+    """
+    rows = list(report.trend)
+    if report.last_day is None:
+        return rows
+    while len(rows) > 1 and rows[-1].first_day is not None and rows[-1].first_day > report.last_day:
+        rows.pop()
+    return rows
+
+
+def data_ends_words(report: Report) -> str | None:
+    """'the history ends on 2025-08-14 (its newest commit); the trend stops there', when the trend was cut."""
+    if report.last_day is None or len(trend_rows(report)) == len(report.trend):
+        return None
+    return f"the history ends on {report.last_day.isoformat()} (its newest commit); the trend stops there"
+
+
 def trend_words(report: Report, *, max_points: int = 104) -> tuple[str, str] | None:
-    """(caption, sparkline) for report.trend, the last max_points buckets; None without a trend.
+    """(caption, sparkline) for report.trend up to where the data ends, the last max_points buckets;
+    None without a trend.
 
     caption: '2GAD per month, 2024-01 to 2024-12, peak 40 in 2024-03'.
     """
-    trend: Sequence = report.trend
+    trend: Sequence = trend_rows(report)
     if not trend:
         return None
     _, one, many = bucket_words(report.trend_bucket)
