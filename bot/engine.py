@@ -25,6 +25,7 @@ from . import columns as col
 from . import store
 from .config import Settings
 from .errors import GadError, MirrorError, QueryError, UnknownRepoError
+from .filters import check_filters
 from .index import Index, RepoRow, utcnow
 from .metric import Report
 from .store import IN_ALL, IN_DEFAULT, IN_HEAD
@@ -404,6 +405,7 @@ class Engine:
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
+        check_filters(self.index, repos, query, self._touches(repos))  # `path:nosuch` is a typo, not a quiet period
         selections = []
         last_day = None  # the newest commit in scope, whatever the filters: where the data ends
         for repo in repos:
@@ -450,6 +452,14 @@ class Engine:
 
             report = with_cocomo(self, repos, query, report)
         return report
+
+    def _touches(self, repos: list[RepoRow]) -> Callable[[str], bool]:
+        """Whether any commit of `repos` (in any scope, at any time) changed a path under a prefix."""
+        def touched(prefix: str) -> bool:
+            probe = Query(repos=(), paths=(prefix,))
+            return any(bool(self._path_mask(repo, self.columns_of(repo), probe).any()) for repo in repos)
+
+        return touched
 
     @staticmethod
     def _newest_day(columns: col.RepoColumns, scope_bit: int, mask: np.ndarray | None) -> int | None:
