@@ -351,25 +351,35 @@ def healthcheck():
 
 
 @cli.command()
-@click.option("--at", "at", metavar="ISO-8601-TIME", help="Deliver what is due at this instant (default: now).")
-@click.option("--dry-run", is_flag=True, help="Build the due digests and print them; post nothing, record nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option("--at", "at", metavar="ISO-8601-TIME", help="Deliver what is due at this instant (default: now); "
+              "with --dry-run it may be in the future.")
+@click.option("--dry-run", is_flag=True, help="Print each subscription's digest as it would be posted (at --at, "
+              "default now), whatever the ledger says; post nothing, record nothing.")
+@click.option("--channel", "channels", multiple=True, metavar="CHANNEL_ID",
+              help="Only this channel's subscription (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (with each digest's text and blocks).")
 @friendly
-def digest(at, dry_run, as_json):
+def digest(at, dry_run, channels, as_json):
     """Deliver every weekly digest due now (or --at) that has not been delivered yet, then exit."""
     from .digest import parse_at, run_due_digests, slack_client_factory
+    from .render.blocks import blocks_to_text
 
     settings = _settings()
     engine = _engine()
     results = run_due_digests(engine, slack_client_factory(settings), at=parse_at(at) if at else None,
-                              dry_run=dry_run)
+                              dry_run=dry_run, channels=channels or None)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2, default=str))
     else:
         for result in results:
             click.echo(result.line())
+            if dry_run and result.blocks:
+                click.echo("")
+                click.echo("    " + blocks_to_text(result.blocks).rstrip().replace("\n", "\n    ").replace("    \n", "\n"))
+                click.echo("")
         if not results:
-            click.echo("no digest is due")
+            click.echo("no subscription" + (" in " + ", ".join(channels) if channels else "") if dry_run
+                       else "no digest is due")
     if any(r.state in ("failed", "unknown") for r in results):
         sys.exit(1)
 

@@ -115,3 +115,8 @@ def test_every_token_is_documented():
     for token in TOKENS:
         word = token.form.split(":")[0]
         assert f"`{word}:" in readme or f"`{word}`" in readme, f"`{token.form}` is not in the README's token table"
+
+
+def test_no_leftover_todo_in_the_docs():
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        assert "TODO(" not in path.read_text(), f"{path.name} has a leftover TODO"

@@ -169,6 +169,33 @@ def _packed(lines: Sequence[str], max_blocks: int, more: Callable[[int], str],
     return [section(chunk) for chunk in chunks]
 
 
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _mrkdwn_to_plain(text: str) -> str:
+    # bold markers go; code spans keep their backticks (they mark what to type); entities decoded
+    return _unescape(re.sub(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])", r"\1", text))
+
+
+def blocks_to_text(blocks: Sequence[dict]) -> str:
+    """A message's blocks as plain text for a terminal (`gad-bot digest --dry-run`): what a reader sees."""
+    lines: list[str] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "header":
+            lines += [_unescape(block["text"]["text"]), ""]
+        elif kind == "section":
+            lines += [_mrkdwn_to_plain(block["text"]["text"]), ""]
+        elif kind == "context":
+            lines += [_mrkdwn_to_plain(e.get("text", "")) for e in block.get("elements", [])] + [""]
+        elif kind == "image":
+            lines += [f"[chart: {block.get('title', {}).get('text', block.get('alt_text', ''))}]", ""]
+        elif kind == "divider":
+            lines += ["-" * 40, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # -- reports ----------------------------------------------------------------------------------
 
 
