@@ -181,6 +181,11 @@ class SlackFace:
                 return  # ack_command already answered it: once is enough
             if isinstance(parsed, q.Help):
                 return
+            if isinstance(parsed, q.Track):
+                try:
+                    check_remote_source(parsed.source, self._ack_policy)
+                except GadError:
+                    return  # refused in the ack already
             if isinstance(parsed, ADMIN_COMMANDS):
                 self._require_admin(client, user)
             self._dispatch(parsed, command, responder, client)
@@ -188,7 +193,8 @@ class SlackFace:
                      extra={"request_id": request_id(command)})
         except GadError as error:
             log.info("/gad refused: %s", error, extra={"request_id": request_id(command)})
-            text, blocks = kit.error_blocks(str(error))
+            mentions = self.settings.admins if isinstance(error, PermissionDeniedError) else ()
+            text, blocks = kit.error_blocks(str(error), mentions=mentions)
             responder.final(text, blocks)
         except Exception:
             reference = uuid.uuid4().hex[:8]

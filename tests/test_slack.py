@@ -129,8 +129,9 @@ def test_track_refuses_unsafe_sources(bot, stub):
     app, engine = bot
     for text, fragment in [("track file:///etc", "https"), ("track https://user:hunter2@example.com/x.git", "secret"),
                            ("track /srv/git/x", "https"), ("track https://127.0.0.1/x.git", "")]:
-        _, name = dispatch(app, stub, text, user="UADMIN")
-        message = answer(stub, name)
+        response, name = dispatch(app, stub, text, user="UADMIN")
+        message = ack_body(response)  # refused in the ack itself, before "Tracking ..." is ever said
+        assert message["response_type"] == "ephemeral" and "Tracking" not in all_text(message)
         assert "hunter2" not in all_text(message)
         assert fragment.lower() in all_text(message).lower()
     assert engine.known_names() == ["web"]

@@ -302,9 +302,18 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
 # -- other messages ---------------------------------------------------------------------------
 
 
-def error_blocks(message: str, reference: str | None = None) -> tuple[str, list[dict]]:
-    """A one-sentence error (its backticks kept as formatting) and an optional reference id."""
-    blocks = [section(f":warning: {_prose(message, SECTION_LIMIT - len(':warning: '))}")]
+def error_blocks(message: str, reference: str | None = None, *,
+                 mentions: Sequence[str] = ()) -> tuple[str, list[dict]]:
+    """A one-sentence error (its backticks kept as formatting) and an optional reference id.
+
+    `<@U...>` for the user ids in `mentions` (the operator's GAD_ADMINS, never typed text) stay
+    mentions, so the reader sees names; any other `<...>` is escaped.
+    """
+    text = _prose(message, SECTION_LIMIT - len(":warning: "))
+    for user in mentions:
+        if _USER_ID.match(user):
+            text = text.replace(f"&lt;@{user}&gt;", f"<@{user}>")
+    blocks = [section(f":warning: {text}")]
     if reference:
         blocks.append(context([f"Reference: {code(reference)}"]))
     return _fallback(message), blocks  # fallback is plain notification text: backticks are harmless
