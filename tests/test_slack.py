@@ -64,7 +64,8 @@ def test_report_answers_ephemerally_with_figures(bot, stub):
     assert response.status == 200
     message = answer(stub, name)
     assert message["response_type"] == "ephemeral"
-    assert "4" in message["text"]  # 2GAD = 2 x 2 person-days
+    # ann 2024-01-02 and bob 2024-01-03: 2 person-days in January, 2GAD 4 (ann's February commit is outside)
+    assert message["text"] == "web: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
     assert "gad_share" in all_text(message)  # the Share button
     assert len(message["blocks"]) <= 50
 
