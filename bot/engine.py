@@ -24,7 +24,7 @@ import numpy as np
 from . import columns as col
 from . import store
 from .config import Settings
-from .errors import GadError, MirrorError, QueryError, UnknownRepoError
+from .errors import GadError, MirrorError, QueryError, UnknownRepoError, command
 from .filters import check_filters
 from .index import Index, RepoRow, utcnow
 from .metric import Report
@@ -161,7 +161,7 @@ class Engine:
         name = name or default_name(source)
         if self.index.repo(name):
             raise QueryError(f"A repository named `{name}` is already tracked; choose another name with `as:NAME` "
-                             f"(CLI: --name) or sync it with `sync {name}`.")
+                             f"(CLI: --name) or sync it with {command('sync ' + name)}.")
         if in_place:
             path = open_local(source)
             Mirror(path)  # fails early, clearly, if it is not readable
@@ -292,7 +292,7 @@ class Engine:
             if members is None:
                 raise UnknownRepoError(name, self.known_names())
             if not members:
-                raise QueryError(f"Project `{name}` has no repositories; add some with `project add {name} REPO...`.")
+                raise QueryError(f"Project `{name}` has no repositories; add some with {command(f'project add {name} REPO...')}.")
             for repo_id in members:
                 resolved[repo_id] = self.index.repo_by_id(repo_id)
         return list(resolved.values())
@@ -322,7 +322,7 @@ class Engine:
         """Why a repository has no figures yet, with how far its first index has come."""
         walk = self.index.walk(repo.id)
         if walk is None:
-            return f"`{repo.name}` has not been indexed yet; run `sync {repo.name}`."
+            return f"`{repo.name}` has not been indexed yet; run {command('sync ' + repo.name)}."
         done = sum(c.rows for c in self.index.chunks(repo.id, columns=()))
         if walk.estimate:
             percent = min(99, 100 * done // max(walk.estimate, 1))
