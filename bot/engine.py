@@ -24,7 +24,7 @@ import numpy as np
 from . import columns as col
 from . import store
 from .config import Settings
-from .errors import GadError, MirrorError, QueryError, UnknownRepoError, command
+from .errors import GadError, MirrorError, QueryError, UnknownRepoError, command, nearest
 from .filters import check_filters
 from .index import Index, RepoRow, utcnow
 from .metric import Report
@@ -355,6 +355,9 @@ class Engine:
                                       f"refs/tags/{branch}") if c in tips), None)
         if tip is None:
             names = sorted(n.removeprefix("refs/heads/") for n in tips if n.startswith("refs/heads/"))
+            close = nearest(branch, names, n=1)
+            if close:
+                raise QueryError(f"`{repo.name}` has no branch `{branch}`; did you mean `branch:{close[0]}`?")
             hint = ", ".join(f"`{b}`" for b in names[:8]) + (" ..." if len(names) > 8 else "")
             raise QueryError(f"`{repo.name}` has no branch `{branch}`; its branches are {hint or 'none'}.")
         key = ("branch", tip)

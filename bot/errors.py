@@ -106,7 +106,7 @@ class UnknownRepoError(GadError):
             # the first word of `/gad subscibe web`: a mistyped command, not a repository
             also = f" (or the repository {did_you_mean(self.suggestions)[len('did you mean '):-1]})" \
                 if self.suggestions else ""
-            super().__init__(f"`{name}` is neither a command nor a tracked repository; did you mean "
+            super().__init__(f"`{name}` is not a tracked repository or project; did you mean the command "
                              f"{command(command_word)}{also}?")
             return
         if self.suggestions:

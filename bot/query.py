@@ -214,7 +214,7 @@ EXAMPLES = (
 def suggest_command(word: str) -> str | None:
     """The command a mistyped first word most likely was (`subscibe` -> `subscribe`), or None."""
     found = nearest(word, COMMAND_WORDS, n=1, cutoff=0.75)
-    return found[0] if found and found[0] != word.lower() else None
+    return found[0] if found else None  # exact too: `gad-bot report subscribe` means Slack's command
 
 
 def straighten(text: str) -> str:

@@ -59,6 +59,8 @@ def test_unknown_branch_names_the_branches(engine, history):
     engine.track(str(history.path), "up")
     with pytest.raises(Exception, match="no branch `nope`.*`feature`.*`main`"):
         ask(engine, "up branch:nope")
+    with pytest.raises(Exception, match=r"no branch `featur`; did you mean `branch:feature`\?"):
+        ask(engine, "up branch:featur")
 
 
 def test_refs_all_includes_pull_refs(engine, history):

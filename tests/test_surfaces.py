@@ -186,7 +186,7 @@ def test_share_posts_the_private_answer_for_everyone_once(bot, stub):
 
 def test_mistyped_command_and_names_get_suggestions(bot):
     message = bot.ask("subscibe web")
-    assert "`subscibe` is neither a command nor a tracked repository; did you mean `/gad subscribe`?" in read(message)
+    assert "`subscibe` is not a tracked repository or project; did you mean the command `/gad subscribe`?" in read(message)
     message = bot.ask("WEB since:2024")
     assert "No repository or project named `WEB` is tracked; did you mean `web`?" in read(message)
     ack, _ = bot.slash("web sinse:2024")
@@ -323,6 +323,7 @@ def test_subscribe_in_the_subscribers_time_zone_then_preview_list_and_unsubscrib
     # Friday 11-27 to Thursday 12-03 (Tokyo dates equal UTC ones here): ann 11-30 on web -> 2GAD 2 so far
     assert "Preview: Weekly 2GAD digest, 2026-11-27 to 2026-12-03" in preview["text"]
     assert "*2GAD 2 person-days*" in read(preview)
+    assert "Not subscribed here: `wbe`\nDid you mean `web`?" in read(bot.ask("unsubscribe wbe"))
     gone = read(bot.ask("unsubscribe web"))
     assert ":white_check_mark: *Unsubscribed from:* `web`" in gone and "Still subscribed (1): `api`" in gone
     assert "This channel gets no digest any more." in read(bot.ask("unsubscribe all"))

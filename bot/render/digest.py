@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from .. import metric
+from ..errors import did_you_mean, nearest
 from ..periods import bucket_label
 from . import words
 from .blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, section
@@ -313,6 +314,11 @@ def unsubscribe_blocks(result: UnsubscribeResult) -> tuple[str, list[dict]]:
                                   "repositories"))
     if result.not_subscribed:
         lines.append(_inline_list([code(n) for n in result.not_subscribed], "Not subscribed here:", "repositories"))
+        subscribed = result.remaining.repos if result.remaining is not None else ()
+        close = [c for n in result.not_subscribed[:5] for c in nearest(n, subscribed, n=1)]
+        if close:
+            hint = did_you_mean(list(dict.fromkeys(close)))
+            lines.append(hint[0].upper() + hint[1:])
     if result.remaining is None:
         lines.append("This channel gets no digest any more." if result.removed
                      else "This channel has no digest subscription.")
