@@ -640,7 +640,7 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
     if at.tzinfo is None:
         raise DigestError("The time to deliver at needs a time zone, e.g. 2026-11-30T09:00+00:00 or ...Z.")
     if dry_run:
-        return preview_due_digests(engine, at, channels=channels)
+        return preview_due_digests(engine, at, channels=channels, workers=workers)
     if at > now + timedelta(minutes=1):
         raise DigestError("Digests can only be delivered for times that have come: "
                           f"{_iso(at)} is in the future.")
@@ -717,7 +717,8 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
     return results
 
 
-def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None = None) -> list[DeliveryResult]:
+def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None = None,
+                        workers: int = 8) -> list[DeliveryResult]:
     """For each subscription (or those of `channels`), the digest as it would be posted at `at`.
 
     `gad-bot digest --dry-run`: the period is the newest one due at `at` (a future `at` previews a
@@ -728,17 +729,16 @@ def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None 
 
     wanted = set(channels) if channels is not None else None
     ledger = Ledger(engine.index)
-    results = []
-    for sub in subs.all_subscriptions(engine.index):
-        if wanted is not None and sub.channel_id not in wanted:
-            continue
+    cache = ReportCache(engine)
+    chosen = [sub for sub in subs.all_subscriptions(engine.index) if wanted is None or sub.channel_id in wanted]
+
+    def one(sub: Subscription) -> DeliveryResult:
         period = sub.period_due_before(at)
         due_at = sub.due_at(period)
         try:
-            digest = build_digest(engine, sub, period, now=min(at, utcnow()))
+            digest = build_digest(engine, sub, period, cache=cache, now=min(at, utcnow()))
         except GadError as error:
-            results.append(DeliveryResult(sub.channel_id, period, due_at, "failed", str(error)))
-            continue
+            return DeliveryResult(sub.channel_id, period, due_at, "failed", str(error))
         text, blocks = digest_blocks(digest, chart_file_id=None)
         record = ledger.get(sub.channel_id, period)
         notes = ["not posted (dry run)"]
@@ -746,10 +746,14 @@ def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None 
             notes.append(f"the ledger says {record.shown_state}")
         if sub.paused:
             notes.append(f"the subscription is paused ({sub.paused_reason})")
-        results.append(DeliveryResult(sub.channel_id, period, due_at, "dry_run", "; ".join(notes),
-                                      data_as_of=digest.data_as_of, stale=tuple(n for n, _ in digest.stale),
-                                      chart="sparkline", text=text, blocks=blocks))
-    return results
+        return DeliveryResult(sub.channel_id, period, due_at, "dry_run", "; ".join(notes),
+                              data_as_of=digest.data_as_of, stale=tuple(n for n, _ in digest.stale),
+                              chart="sparkline", text=text, blocks=blocks)
+
+    if len(chosen) <= 1 or workers <= 1:
+        return [one(sub) for sub in chosen]
+    with ThreadPoolExecutor(max_workers=min(workers, len(chosen)), thread_name_prefix="digest") as pool:
+        return list(pool.map(one, chosen))
 
 
 def preview_digest(engine, channel_id: str, now: datetime | None = None) -> tuple[str, list[dict]]:
