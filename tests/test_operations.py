@@ -190,12 +190,9 @@ def test_doctor_on_a_damaged_index_never_advises_throwing_it_away(tmp_path, stub
     engine = Engine.open(settings)
     engine.track(str(upstream.path), "up")
     engine.index.close()
-    # Damage an index b-tree for real: swap two entries' order on disk by rewriting the index of refs' keys.
+    # Damage an index b-tree for real: the unique index on repository names loses its entries.
     db = sqlite3.connect(settings.index_path)
-    db.execute("PRAGMA writable_schema = ON")
-    root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'repo_commits_by_commit'").fetchone()[0]
-    db.execute("PRAGMA writable_schema = OFF")
-    db.commit()
+    root = db.execute("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'repos'").fetchone()[0]
     page_size = db.execute("PRAGMA page_size").fetchone()[0]
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
