@@ -273,12 +273,15 @@ def test_successful_track_from_slack(bot, stub, tmp_path, monkeypatch):
         ack, name = bot.slash(f"track {server.url('tools.git')} as:tools", user=ADMIN)
         assert "Tracking" in ack["text"] and "I will update this message as it goes" in ack["text"]
         deadline = time.monotonic() + 60
-        while not any("Tracked" in b.get("text", "") for b in stub.responses(name)) and time.monotonic() < deadline:
-            time.sleep(0.05)  # progress updates come first
-        final = stub.responses(name)[-1]
-    assert final["replace_original"] is True
-    assert final["text"] == "Tracked tools: 2 commits indexed."
-    assert "Try `/gad tools since:12w by:week`" in read(final)
+        while not any("fully indexed" in b.get("text", "") for b in stub.responses(name)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)  # progress updates come first, then the answer, then "path: works now"
+        bodies = stub.responses(name)
+    (tracked,) = [b for b in bodies if b["text"].startswith("Tracked")]
+    assert tracked["replace_original"] is True  # replaces "Tracking ..." and its progress
+    assert tracked["text"] == "Tracked tools: 2 commits indexed."
+    assert "Try `/gad tools since:12w by:week`" in read(tracked)
+    assert bodies[-1]["text"] == "tools is fully indexed: path: works now."
     assert bot.ask("tools")["text"] == "tools: 2GAD 4 person-days, all history"
 
 
