@@ -17,7 +17,7 @@ from functools import wraps
 import click
 
 from .config import Settings
-from .errors import ConfigError, GadError, QueryError, SourceError
+from .errors import ConfigError, GadError, QueryError, SourceError, set_face
 
 log = logging.getLogger("gad-bot")
 
@@ -96,7 +96,11 @@ class _ProgressBar:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gad-bot")
 def cli():
-    """gad-bot: 2GAD (Git Active Days x 2, in person-days) for your repositories, in Slack and here."""
+    """gad-bot: 2GAD (Git Active Days x 2, in person-days) for your repositories, in Slack and here.
+
+    `gad-bot help` shows what a query can say; `gad-bot COMMAND --help` shows a command's options.
+    """
+    set_face("terminal")  # messages name `gad-bot repos`, not `/gad repos` (serve sets Slack's face back)
     try:
         settings = _settings()
         # One-shot commands print their own results; their log stays quiet unless asked for.
@@ -192,11 +196,12 @@ def untrack(name):
 @friendly
 def repos(as_json):
     """List tracked repositories: source, commits, last sync, last error."""
-    from .render.words import repo_summary
+    from .rows import RepoSummary
 
-    rows = [repo_summary(r) for r in _engine().repos()]
+    rows = [RepoSummary.of(r) for r in _engine().repos()]
     if as_json:
-        click.echo(json.dumps(rows, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else str(v), indent=2))
+        click.echo(json.dumps([r.to_dict() for r in rows], default=lambda v: v.isoformat() if hasattr(v, "isoformat")
+                              else str(v), indent=2))
         return
     from .render.text import render_repos_text
 
@@ -217,8 +222,12 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
         source = _normalise_source(word)
         existing = engine.find_by_source(source)
         if existing is None:
+            in_place = is_local_path(word)
             with _ProgressBar(True) as progress:
-                existing_name = engine.track(source, None, in_place=is_local_path(word), progress=progress).name
+                existing_name = engine.track(source, None, in_place=in_place, progress=progress).name
+            how = "read in place, nothing copied" if in_place else "mirrored into the data directory"
+            click.echo(f"gad-bot: now tracking {source} as `{existing_name}` ({how}); later reports can name it "
+                       f"`{existing_name}`, and `gad-bot untrack {existing_name}` forgets it.", err=True)
         else:
             existing_name = existing.name
             if existing.in_place:
@@ -227,21 +236,47 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
     return resolved
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+def _report_epilog() -> str:
+    """Every token with an example, for `gad-bot report --help` (click keeps lines after \\b as they are)."""
+    from .periods import PERIOD_FORMS
+    from .query import EXAMPLES, TOKENS
+    from .render.text import token_lines
+
+    lines = ["\b", "Tokens (any order, after the repository or project names):", *token_lines(TOKENS, 76)]
+    lines += ["", f"PERIOD is {PERIOD_FORMS}.", "", "\b", "Examples:"]
+    lines += [f"  gad-bot report {e}" for e in EXAMPLES if not e.startswith("subscribe")]
+    lines += ["  gad-bot report . since:2024-01      (the repository you are in, registered in place)"]
+    return "\n".join(lines)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True}, epilog=_report_epilog(),
+             short_help="2GAD for a query, exactly what a Slack user types after /gad.")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (the breakdown rows, or the totals).")
 @friendly
 def report(query, as_json, as_csv):
-    """2GAD for QUERY: exactly what a Slack user types after /gad (repositories, then tokens)."""
+    """2GAD for QUERY: REPO... [TOKENS], exactly what a Slack user types after /gad.
+
+    A path or URL in place of a name tracks it first (a path in place, nothing copied).
+    """
     import dataclasses
 
-    from .query import parse_query
+    from .query import explain_unknown, parse_query
 
+    if query[0].lower() in ("help", "?"):
+        return help_command.callback(None)
     parsed = parse_query(list(query), _today())  # a typo fails here, before anything is written
     engine = _engine()
     parsed = dataclasses.replace(parsed, repos=tuple(dict.fromkeys(_track_on_the_fly(engine, list(parsed.repos)))))
-    result = engine.report(parsed, _today())
+    try:
+        result = engine.report(parsed, _today())
+    except GadError as error:
+        from .errors import UnknownRepoError
+
+        if isinstance(error, UnknownRepoError):
+            raise explain_unknown(error, " ".join(query)) from None
+        raise
     if as_json:
         from .render.jsonout import report_to_dict
 
@@ -254,6 +289,17 @@ def report(query, as_json, as_csv):
         from .render.text import render_text
 
         click.echo(render_text(result))
+
+
+@cli.command("help")
+@click.argument("topic", required=False)
+def help_command(topic):
+    """What a query can say (every token, with examples), and the commands."""
+    from .render.text import render_help_text
+
+    commands = [(f"gad-bot {name}", (command.get_short_help_str(limit=66)))
+                for name, command in sorted(cli.commands.items())]
+    click.echo(render_help_text(commands), nl=False)
 
 
 def _check_slack_settings(settings: Settings, socket_mode: bool) -> None:
@@ -281,6 +327,7 @@ def serve(port, host):
     """Run the Slack app: Socket Mode when SLACK_APP_TOKEN is set, otherwise HTTP on --port."""
     from .server import run_server
 
+    set_face("slack")  # what it says goes to Slack users
     settings = _settings()
     socket_mode = bool(settings.slack_app_token)
     _check_slack_settings(settings, socket_mode)
@@ -304,25 +351,35 @@ def healthcheck():
 
 
 @cli.command()
-@click.option("--at", "at", metavar="ISO-8601-TIME", help="Deliver what is due at this instant (default: now).")
-@click.option("--dry-run", is_flag=True, help="Build the due digests and print them; post nothing, record nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option("--at", "at", metavar="ISO-8601-TIME", help="Deliver what is due at this instant (default: now); "
+              "with --dry-run it may be in the future.")
+@click.option("--dry-run", is_flag=True, help="Print each subscription's digest as it would be posted (at --at, "
+              "default now), whatever the ledger says; post nothing, record nothing.")
+@click.option("--channel", "channels", multiple=True, metavar="CHANNEL_ID",
+              help="Only this channel's subscription (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (with each digest's text and blocks).")
 @friendly
-def digest(at, dry_run, as_json):
+def digest(at, dry_run, channels, as_json):
     """Deliver every weekly digest due now (or --at) that has not been delivered yet, then exit."""
     from .digest import parse_at, run_due_digests, slack_client_factory
+    from .render.blocks import blocks_to_text
 
     settings = _settings()
     engine = _engine()
     results = run_due_digests(engine, slack_client_factory(settings), at=parse_at(at) if at else None,
-                              dry_run=dry_run)
+                              dry_run=dry_run, channels=channels or None)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2, default=str))
     else:
         for result in results:
             click.echo(result.line())
+            if dry_run and result.blocks:
+                click.echo("")
+                click.echo("    " + blocks_to_text(result.blocks).rstrip().replace("\n", "\n    ").replace("    \n", "\n"))
+                click.echo("")
         if not results:
-            click.echo("no digest is due")
+            click.echo("no subscription" + (" in " + ", ".join(channels) if channels else "") if dry_run
+                       else "no digest is due")
     if any(r.state in ("failed", "unknown") for r in results):
         sys.exit(1)
 

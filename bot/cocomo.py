@@ -50,6 +50,13 @@ DEFAULT_TIMEOUT_SECONDS = 600
 INSTALL_HINT = ("Counting source lines for `vs:cocomo` needs SLOCCount or cloc on the gad-bot server and neither "
                 "is installed; ask the operator to run `apt-get install sloccount` (Debian/Ubuntu; or install "
                 "`cloc`) and try again.")
+# The one line an answer carries instead of a COCOMO figure when no counter is installed.
+NO_COUNTER_NOTE = ("vs:cocomo: no COCOMO figure, because the gad-bot server has no line counter; the operator "
+                   "enables it with `apt-get install sloccount` (or cloc), see docs/cocomo.md.")
+
+
+class NoCounterError(GadError):
+    """Neither SLOCCount nor cloc is installed."""
 
 # The cache of line counts: one row per (tree, counter). Migration 4 ("cocomo_cache") in bot/index.py.
 # tree_id is the tree's hex id, followed by the path filters when the count was restricted to some
@@ -122,7 +129,7 @@ def detect_counter() -> Counter:
                 continue
             version = _version(path, mtime)
             return Counter(kind, path, f"{label} {version}" if version else label)
-    raise GadError(INSTALL_HINT)
+    raise NoCounterError(INSTALL_HINT)
 
 
 def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
@@ -368,10 +375,14 @@ def with_cocomo(engine: "Engine", repos: Iterable["RepoRow"], query: "Query", re
                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> Report:
     """The report with `cocomo` set and the COCOMO footnote added (what Engine.report calls for `vs:cocomo`).
 
-    With no source lines at all there is nothing to compare with: the report says so in a note instead.
+    With no source lines at all, or no line counter installed, there is nothing to compare with: the
+    report keeps its 2GAD figures and says so in one note instead.
     """
     repos = list(repos)
-    counter, sloc = measure(engine, repos, query, timeout)
+    try:
+        counter, sloc = measure(engine, repos, query, timeout)
+    except NoCounterError:
+        return dataclasses.replace(report, notes=(*report.notes, NO_COUNTER_NOTE))
     where = where_words(query.scope, query.paths, query.exclude_paths)
     if sloc == 0:
         note = (f"vs:cocomo: {counter} found no source lines at {where}, so basic COCOMO predicts nothing "

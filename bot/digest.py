@@ -185,6 +185,23 @@ class Ledger:
             "VALUES (?, ?, 'missed', ?, 0, ?)", (channel_id, period_start.isoformat(), _iso(now), reason))
         return cursor.rowcount == 1
 
+    def overlapping_delivery(self, channel_id: str, period_start: date, due_at: datetime) -> DeliveryRecord | None:
+        """Another period's delivery that covers some of these days and was made at or after `due_at`.
+
+        Periods are named by their first day. Before digests covered the seven days up to the day
+        before delivery, every period started on a Monday; a Friday digest posted just before an
+        upgrade is keyed by that Monday, and must not be posted again under the new key.
+        """
+        low, high = period_start - timedelta(days=6), period_start + timedelta(days=6)
+        for row in self.index.execute(
+                f"SELECT {_COLUMNS} FROM deliveries WHERE channel_id = ? AND period_start BETWEEN ? AND ? "
+                "AND period_start != ? AND state IN ('claimed', 'posting', 'posted', 'unknown')",
+                (channel_id, low.isoformat(), high.isoformat(), period_start.isoformat())):
+            record = _record(tuple(row), utcnow())
+            if record.claimed_at is not None and record.claimed_at >= due_at:
+                return record
+        return None
+
     def release(self, channel_id: str, period_start: date) -> bool:
         """Operator's escape hatch: forget an unposted or unknown row so the next run may post it.
 
@@ -268,14 +285,32 @@ class ReportCache:
         return found
 
 
+def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today: date) -> list[Row]:
+    """The TREND_WEEKS + 1 seven-day periods ending with the one from `start`, oldest first.
+
+    Periods starting on a Monday are ISO weeks: one `by:week` report gives them all. Others
+    (`day:fri` covers Friday to Thursday) are one report each, keyed by their first day.
+    """
+    end = start + timedelta(days=6)
+    if start.weekday() == 0:
+        rows = list(cache.report(names, start - timedelta(weeks=TREND_WEEKS), end, "week", today).rows)
+    else:
+        rows = []
+        for k in range(TREND_WEEKS, -1, -1):
+            first = start - timedelta(weeks=k)
+            totals = cache.report(names, first, first + timedelta(days=6), None, today).totals
+            rows.append(Row(first.isoformat(), totals, first))
+    if len(rows) != TREND_WEEKS + 1:  # by_period always fills the span; be loud if that ever changes
+        raise DigestError(f"The weekly trend for {', '.join(names)} has {len(rows)} weeks instead of "
+                          f"{TREND_WEEKS + 1}.")
+    return rows
+
+
 def _figures(cache: ReportCache, name: str, names: tuple[str, ...], start: date, today: date,
              before_people: set[str]) -> tuple[Figures, object]:
     end = start + timedelta(days=6)
     week = cache.report(names, start, end, "person", today)
-    weeks = cache.report(names, start - timedelta(weeks=TREND_WEEKS), end, "week", today)
-    rows = list(weeks.rows)
-    if len(rows) != TREND_WEEKS + 1:  # by_period always fills the span; be loud if that ever changes
-        raise DigestError(f"The weekly trend for {name} has {len(rows)} weeks instead of {TREND_WEEKS + 1}.")
+    rows = _period_rows(cache, names, start, today)
     earlier = rows[:TREND_WEEKS]
     average = sum(r.totals.two_gad for r in earlier) / TREND_WEEKS
     week_people = tuple(r.key for r in week.rows)
@@ -373,8 +408,9 @@ class DeliveryResult:
         return out
 
     def line(self) -> str:
-        """One line for the CLI: 'C123 2026-11-23: posted (ts 1796...)'."""
-        text = f"{self.channel_id} week of {self.period_start.isoformat()}: {self.state}"
+        """One line for the CLI: 'C123 2026-11-23 to 2026-11-29: posted (ts 1796...)'."""
+        end = self.period_start + timedelta(days=6)
+        text = f"{self.channel_id} {self.period_start.isoformat()} to {end.isoformat()}: {self.state}"
         if self.message_ts:
             text += f" (ts {self.message_ts})"
         if self.detail:
@@ -593,8 +629,9 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
                     pacer: ChannelPacer | None = None, charts: bool = True) -> list[DeliveryResult]:
     """Deliver every digest due at `at` (default: now) that is not delivered yet, each at most once.
 
-    The same code path for `gad-bot digest [--at TIME] [--dry-run]` and for the scheduler's jobs.
-    `dry_run` builds and returns the digests (text and blocks) without syncing, claiming or posting.
+    The same code path for `gad-bot digest [--at TIME]` and for the scheduler's jobs. `dry_run` is
+    `preview_due_digests`: every subscription's digest as it would be posted, nothing synced,
+    claimed or posted.
     `channels` limits the run to those channels (a scheduler job passes its own). `clock` stamps the
     ledger; `at` only decides what is due.
     """
@@ -602,6 +639,8 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
     at = at or now
     if at.tzinfo is None:
         raise DigestError("The time to deliver at needs a time zone, e.g. 2026-11-30T09:00+00:00 or ...Z.")
+    if dry_run:
+        return preview_due_digests(engine, at, channels=channels, workers=workers)
     if at > now + timedelta(minutes=1):
         raise DigestError("Digests can only be delivered for times that have come: "
                           f"{_iso(at)} is in the future.")
@@ -617,19 +656,24 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
         if not due:
             newest = sub.period_due_before(at)
             due_at = sub.due_at(newest)
-            if not dry_run and sub.created_at <= due_at <= at - grace and ledger.get(sub.channel_id, newest) is None:
+            if sub.created_at <= due_at <= at - grace and ledger.get(sub.channel_id, newest) is None:
                 if ledger.mark_missed(sub.channel_id, newest, now, f"not delivered within {engine.settings.digest_grace_hours} h"):
                     results.append(DeliveryResult(sub.channel_id, newest, due_at, "missed",
                                                   "fell due longer ago than the grace period; not posted late"))
             continue
         for period, due_at in due:
+            earlier = ledger.overlapping_delivery(sub.channel_id, period, due_at)
+            if earlier is not None:
+                results.append(DeliveryResult(sub.channel_id, period, due_at, "skipped",
+                                              f"already delivered as the period from {earlier.period_start.isoformat()}"))
+                continue
             record = ledger.get(sub.channel_id, period, now)
             if record is not None and not Ledger.claimable(record.state, record.claimed_at, record.attempts, now):
                 if record.state != "posted":  # posted ones are the normal case: say nothing
                     results.append(DeliveryResult(sub.channel_id, period, due_at, "skipped", _why_skipped(record),
                                                   message_ts=record.message_ts))
                 continue
-            if sub.paused and not dry_run:
+            if sub.paused:
                 results.append(DeliveryResult(sub.channel_id, period, due_at, "paused",
                                               f"subscription paused ({sub.paused_reason}); subscribe again to resume"))
                 continue
@@ -638,7 +682,7 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
         return results
 
     stale: dict[str, str] = {}
-    if sync and not dry_run:
+    if sync:
         repos: dict[int, RepoRow] = {}
         for sub, _, _ in work:
             for repo in _resolve(engine, sub.repos)[0]:
@@ -655,18 +699,10 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
             if not isinstance(error, GadError):
                 log.exception("building the digest for %s failed", sub.channel_id)
             why = str(error) if isinstance(error, GadError) else f"internal error: {error}"
-            if not dry_run:  # a ledger row bounds the retries (MAX_CLAIMS), as for a failed post
-                claim = ledger.claim(sub.channel_id, period, clock())
-                if claim is not None:
-                    ledger.finish(claim, "failed", clock(), error=why)
+            claim = ledger.claim(sub.channel_id, period, clock())  # a ledger row bounds the retries (MAX_CLAIMS)
+            if claim is not None:
+                ledger.finish(claim, "failed", clock(), error=why)
             return DeliveryResult(sub.channel_id, period, due_at, "failed", why)
-        if dry_run:
-            from .render.digest import digest_blocks
-
-            text, blocks = digest_blocks(digest, chart_file_id=None)
-            return DeliveryResult(sub.channel_id, period, due_at, "dry_run", "not posted (dry run)",
-                                  data_as_of=digest.data_as_of, stale=tuple(n for n, _ in digest.stale),
-                                  chart="sparkline", text=text, blocks=blocks)
         try:
             return deliverer.deliver(sub, digest, due_at)
         except Exception as error:  # a bug or the database: log it, keep delivering the others
@@ -679,6 +715,45 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
         with ThreadPoolExecutor(max_workers=min(workers, len(work)), thread_name_prefix="digest") as pool:
             results.extend(pool.map(one, work))
     return results
+
+
+def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None = None,
+                        workers: int = 8) -> list[DeliveryResult]:
+    """For each subscription (or those of `channels`), the digest as it would be posted at `at`.
+
+    `gad-bot digest --dry-run`: the period is the newest one due at `at` (a future `at` previews a
+    digest to come, with today's data), whatever the ledger says and whenever the subscription was
+    made; nothing is synced, claimed, uploaded or posted. What the ledger says is in `detail`.
+    """
+    from .render.digest import digest_blocks
+
+    wanted = set(channels) if channels is not None else None
+    ledger = Ledger(engine.index)
+    cache = ReportCache(engine)
+    chosen = [sub for sub in subs.all_subscriptions(engine.index) if wanted is None or sub.channel_id in wanted]
+
+    def one(sub: Subscription) -> DeliveryResult:
+        period = sub.period_due_before(at)
+        due_at = sub.due_at(period)
+        try:
+            digest = build_digest(engine, sub, period, cache=cache, now=min(at, utcnow()))
+        except GadError as error:
+            return DeliveryResult(sub.channel_id, period, due_at, "failed", str(error))
+        text, blocks = digest_blocks(digest, chart_file_id=None)
+        record = ledger.get(sub.channel_id, period)
+        notes = ["not posted (dry run)"]
+        if record is not None:
+            notes.append(f"the ledger says {record.shown_state}")
+        if sub.paused:
+            notes.append(f"the subscription is paused ({sub.paused_reason})")
+        return DeliveryResult(sub.channel_id, period, due_at, "dry_run", "; ".join(notes),
+                              data_as_of=digest.data_as_of, stale=tuple(n for n, _ in digest.stale),
+                              chart="sparkline", text=text, blocks=blocks)
+
+    if len(chosen) <= 1 or workers <= 1:
+        return [one(sub) for sub in chosen]
+    with ThreadPoolExecutor(max_workers=min(workers, len(chosen)), thread_name_prefix="digest") as pool:
+        return list(pool.map(one, chosen))
 
 
 def preview_digest(engine, channel_id: str, now: datetime | None = None) -> tuple[str, list[dict]]:

@@ -56,14 +56,47 @@ def check_git() -> Check:
     return Check(True, f"git {shown} reads histories")
 
 
+# SQLite 3.40.0 to 3.41.0 wrongly report "NULL value in ..." under `PRAGMA quick_check` for WITHOUT
+# ROWID tables whose primary key lists the columns in another order than the table does (commit_paths,
+# until migration 6 dropped it; none of today's tables is such, but the next one may be): a healthy
+# index fails. `integrity_check` is right on every version; it is slower,
+# so it is used where quick_check cannot be trusted, and as the second opinion before anyone is told
+# their index is damaged. Seen on 3.40.1, the SQLite of Python 3.11 on Debian 12 and python:3.11-slim.
+QUICK_CHECK_WRONG = ((3, 40, 0), (3, 41, 0))
+
+
+def integrity_pragma(version: tuple[int, int, int] | None = None) -> str:
+    """The integrity check to trust on this SQLite: quick_check, or integrity_check where quick_check is wrong."""
+    import sqlite3
+
+    version = version or sqlite3.sqlite_version_info
+    low, high = QUICK_CHECK_WRONG
+    return "integrity_check" if low <= tuple(version) <= high else "quick_check"
+
+
+def _problems(index, pragma: str) -> list[str]:
+    rows = [r[0] for r in index.db.execute(f"PRAGMA {pragma}").fetchall()]
+    return [] if rows == ["ok"] else rows
+
+
 def check_index(engine) -> list[Check]:
     index = engine.index
     checks = [Check(True, f"index schema version {index.schema_version()} (migrations applied)")]
-    if index.db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-        checks.append(Check(False, "the index failed SQLite's quick_check",
-                            "restore the latest `gad-bot backup`, or move index.sqlite away and `gad-bot track` again"))
-    else:
-        checks.append(Check(True, "index passes SQLite's quick_check"))
+    pragma = integrity_pragma()
+    problems = _problems(index, pragma)
+    if problems and pragma == "quick_check":
+        pragma = "integrity_check"  # one signal is not enough to call an index damaged: ask the thorough check
+        problems = _problems(index, pragma)
+    if not problems:
+        checks.append(Check(True, f"index passes SQLite's {pragma}"))
+        return checks
+    # It holds the subscriptions, projects and delivery ledger too: keep a copy before anything else.
+    path = engine.settings.index_path
+    checks.append(Check(False, f"the index failed SQLite's {pragma} ({len(problems)} problem(s), first: "
+                               f"{problems[0][:200]})",
+                        f"stop gad-bot and copy {path} (with any -wal file beside it) somewhere safe before changing "
+                        "anything; then restore the latest `gad-bot backup` as docs/operations.md section 7 says, "
+                        "and keep the copy until the restored bot has answered for a while"))
     return checks
 
 

@@ -24,7 +24,8 @@ import numpy as np
 from . import columns as col
 from . import store
 from .config import Settings
-from .errors import GadError, MirrorError, QueryError, UnknownRepoError
+from .errors import GadError, MirrorError, QueryError, UnknownRepoError, command, nearest
+from .filters import check_filters
 from .index import Index, RepoRow, utcnow
 from .metric import Report
 from .store import IN_ALL, IN_DEFAULT, IN_HEAD
@@ -32,7 +33,7 @@ from .store import IN_ALL, IN_DEFAULT, IN_HEAD
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
     from .indexer import Indexer
     from .mirrors import Mirror, MirrorStore
-from .periods import to_epoch_day
+from .periods import from_epoch_day, to_epoch_day
 from .query import Query
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ class Engine:
         name = name or default_name(source)
         if self.index.repo(name):
             raise QueryError(f"A repository named `{name}` is already tracked; choose another name with `as:NAME` "
-                             f"(CLI: --name) or sync it with `sync {name}`.")
+                             f"(CLI: --name) or sync it with {command('sync ' + name)}.")
         if in_place:
             path = open_local(source)
             Mirror(path)  # fails early, clearly, if it is not readable
@@ -291,7 +292,7 @@ class Engine:
             if members is None:
                 raise UnknownRepoError(name, self.known_names())
             if not members:
-                raise QueryError(f"Project `{name}` has no repositories; add some with `project add {name} REPO...`.")
+                raise QueryError(f"Project `{name}` has no repositories; add some with {command(f'project add {name} REPO...')}.")
             for repo_id in members:
                 resolved[repo_id] = self.index.repo_by_id(repo_id)
         return list(resolved.values())
@@ -321,7 +322,7 @@ class Engine:
         """Why a repository has no figures yet, with how far its first index has come."""
         walk = self.index.walk(repo.id)
         if walk is None:
-            return f"`{repo.name}` has not been indexed yet; run `sync {repo.name}`."
+            return f"`{repo.name}` has not been indexed yet; run {command('sync ' + repo.name)}."
         done = sum(c.rows for c in self.index.chunks(repo.id, columns=()))
         if walk.estimate:
             percent = min(99, 100 * done // max(walk.estimate, 1))
@@ -354,6 +355,9 @@ class Engine:
                                       f"refs/tags/{branch}") if c in tips), None)
         if tip is None:
             names = sorted(n.removeprefix("refs/heads/") for n in tips if n.startswith("refs/heads/"))
+            close = nearest(branch, names, n=1)
+            if close:
+                raise QueryError(f"`{repo.name}` has no branch `{branch}`; did you mean `branch:{close[0]}`?")
             hint = ", ".join(f"`{b}`" for b in names[:8]) + (" ..." if len(names) > 8 else "")
             raise QueryError(f"`{repo.name}` has no branch `{branch}`; its branches are {hint or 'none'}.")
         key = ("branch", tip)
@@ -404,12 +408,17 @@ class Engine:
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
+        check_filters(self.index, repos, query, self._touches(repos))  # `path:nosuch` is a typo, not a quiet period
         selections = []
+        last_day = None  # the newest commit in scope, whatever the filters: where the data ends
         for repo in repos:
             columns = self.columns_of(repo)
             # branch:HEAD is the IN_HEAD scope bit itself; another branch is a mask of its own.
             mask = (self._branch_mask(repo, columns, query.scope.branch)
                     if query.scope.kind == "branch" and query.scope.branch != "HEAD" else None)
+            newest = self._newest_day(columns, scope_bit, mask)
+            if newest is not None:
+                last_day = newest if last_day is None else max(last_day, newest)
             if query.paths or query.exclude_paths:
                 if mask is None:
                     mask = (columns.bits & scope_bit) != 0
@@ -439,13 +448,35 @@ class Engine:
                       trend_bucket=trend_bucket, trend=tuple(trend),
                       skipped=sum(s.skipped for s in selections),
                       data_as_of=min(as_of) if len(as_of) == len(repos) and as_of else None,
-                      extra={"paths": query.paths, "exclude_paths": query.exclude_paths}
-                      if (query.paths or query.exclude_paths) else {})
+                      paths=query.paths, exclude_paths=query.exclude_paths,
+                      last_day=from_epoch_day(last_day) if last_day is not None else None)
         if query.vs_cocomo:
             from .cocomo import with_cocomo  # runs a line counter only when asked
 
             report = with_cocomo(self, repos, query, report)
         return report
+
+    def _touches(self, repos: list[RepoRow]) -> Callable[[str], bool]:
+        """Whether any commit of `repos` (in any scope, at any time) changed a path under a prefix."""
+        def touched(prefix: str) -> bool:
+            probe = Query(repos=(), paths=(prefix,))
+            return any(bool(self._path_mask(repo, self.columns_of(repo), probe).any()) for repo in repos)
+
+        return touched
+
+    @staticmethod
+    def _newest_day(columns: col.RepoColumns, scope_bit: int, mask: np.ndarray | None) -> int | None:
+        """The newest commit's epoch day in scope, before any filter: where the data ends (cached per snapshot)."""
+        cache = getattr(columns.store, "extras", None) if mask is None else None
+        key = ("newest_day", scope_bit)
+        if cache is not None and key in cache:
+            return cache[key]
+        in_scope = mask if mask is not None else (columns.bits & scope_bit) != 0
+        days = columns.days[in_scope & (columns.days != col.BAD_DAY)]
+        newest = int(days.max()) if len(days) else None
+        if cache is not None:
+            cache[key] = newest
+        return newest
 
     def _path_mask(self, repo: RepoRow, columns: col.RepoColumns, query: Query) -> np.ndarray:
         """Which of the columns' commits changed a path under `path:` (and not only under `path:!`)."""

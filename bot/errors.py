@@ -11,11 +11,79 @@
 
 Anything else that escapes is a bug: faces log it with a reference id and tell the
 user only that id.
+
+Messages speak the face they are shown in: `command("repos")` is "`/gad repos`" in Slack and
+"`gad-bot repos`" in a terminal (the CLI sets the face for its commands; Slack is the default).
+`nearest(word, options)` is the one "did you mean" rule (case-insensitive, difflib).
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+# Which face a message is for: "slack" or "terminal". A context variable, so a CLI command and
+# Slack requests served by threads of the same process (tests) never see each other's setting.
+_FACE: ContextVar[str] = ContextVar("gad_face", default="slack")
+
+# Commands the CLI has under the same name; the others exist only in Slack.
+_CLI_COMMANDS = {"help", "repos", "track", "untrack", "sync", "report"}
+_SLACK_ONLY = {"subscribe", "unsubscribe", "subscriptions", "digest", "project", "projects"}
+
+
+@contextmanager
+def face(name: str) -> Iterator[None]:
+    """Word messages for `name` ("slack" or "terminal") inside the block."""
+    token = _FACE.set(name)
+    try:
+        yield
+    finally:
+        _FACE.reset(token)
+
+
+def set_face(name: str) -> None:
+    """Word messages for `name` from now on, in this context (the CLI's whole run)."""
+    _FACE.set(name)
+
+
+def current_face() -> str:
+    return _FACE.get()
+
+
+def command(text: str) -> str:
+    """A command to type, as code, in the current face: `/gad repos` or `gad-bot repos`."""
+    if _FACE.get() != "terminal":
+        return f"`/gad {text}`"
+    head = text.split(" ", 1)[0]
+    if head in _SLACK_ONLY:
+        return f"`/gad {text}` in Slack"
+    if head == "help":
+        return "`gad-bot help`"
+    if head in _CLI_COMMANDS:
+        return f"`gad-bot {text}`"
+    return f"`gad-bot report {text}`"
+
+
+def nearest(word: str, options: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The options closest to `word`, ignoring case (a repository `c` is the nearest to `C`)."""
+    by_folded: dict[str, str] = {}
+    for option in options:
+        by_folded.setdefault(option.casefold(), option)
+    folded = word.casefold()
+    if folded in by_folded:
+        return [by_folded[folded]]
+    return [by_folded[m] for m in difflib.get_close_matches(folded, list(by_folded), n=n, cutoff=cutoff)]
+
+
+def did_you_mean(options: list[str], fmt: str = "`{}`") -> str:
+    """'did you mean `a`?' or 'did you mean `a`, `b` or `c`?' ('' for none)."""
+    if not options:
+        return ""
+    shown = [fmt.format(o) for o in options]
+    listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+    return f"did you mean {listed}?"
 
 
 class GadError(Exception):
@@ -29,15 +97,24 @@ class QueryError(GadError):
 class UnknownRepoError(GadError):
     """A name that is neither a tracked repository nor a project."""
 
-    def __init__(self, name: str, known: list[str] | tuple[str, ...] = ()):
+    def __init__(self, name: str, known: list[str] | tuple[str, ...] = (), *, command_word: str | None = None):
         self.name = name
-        self.suggestions = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+        self.known = tuple(known)
+        self.suggestions = nearest(name, known, cutoff=0.5)
+        self.command_word = command_word
+        if command_word:
+            # the first word of `/gad subscibe web`: a mistyped command, not a repository
+            also = f" (or the repository {did_you_mean(self.suggestions)[len('did you mean '):-1]})" \
+                if self.suggestions else ""
+            super().__init__(f"`{name}` is not a tracked repository or project; did you mean the command "
+                             f"{command(command_word)}{also}?")
+            return
         if self.suggestions:
-            hint = "did you mean " + ", ".join(f"`{s}`" for s in self.suggestions) + "?"
+            hint = did_you_mean(self.suggestions)
         elif known:
-            hint = "type `repos` to list the tracked ones."
+            hint = f"{command('repos')} lists the tracked ones."
         else:
-            hint = "nothing is tracked yet; track one first with `track URL`."
+            hint = f"nothing is tracked yet; track one first with {command('track URL')}."
         super().__init__(f"No repository or project named `{name}` is tracked; {hint}")
 
 

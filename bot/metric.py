@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 
 # COCOMO's own units (METRIC.md "Units"): 1 person-month = 152 h = 19 person-days of 8 h.
@@ -89,7 +89,9 @@ class Report:
     data_as_of: datetime | None = None  # the oldest last successful sync among the repos
     notes: tuple[str, ...] = ()
     cocomo: Cocomo | None = None
-    extra: dict = field(default_factory=dict, compare=False)
+    paths: tuple[str, ...] = ()  # the query's `path:` prefixes, when it had some
+    exclude_paths: tuple[str, ...] = ()  # its `path:!` prefixes
+    last_day: date | None = None  # the newest commit's day in these repositories (all history, in scope)
 
     @property
     def two_gad(self) -> int:

@@ -12,10 +12,10 @@ import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import date, time
+from datetime import date, datetime, time
 from typing import Literal, Union
 
-from .errors import QueryError
+from .errors import QueryError, command, did_you_mean, nearest
 from .metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
@@ -162,27 +162,80 @@ class ListProjects:
 Command = Union[Help, ListRepos, ShowReport, Track, Untrack, Sync, Subscribe, Unsubscribe,
                 ListSubscriptions, PreviewDigest, ProjectAdd, ProjectRemove, ListProjects]
 
+@dataclass(frozen=True)
+class Token:
+    """One report token, for every help text (Slack's `help`, `gad-bot report --help`, the README)."""
+
+    form: str  # what to type, e.g. "since:PERIOD"
+    meaning: str
+    example: str
+
+
+TOKENS: tuple[Token, ...] = (
+    Token("since:PERIOD", "count from the start of PERIOD (inclusive)", "since:2024-01"),
+    Token("until:PERIOD", "count to the end of PERIOD (inclusive: until:2024-06 ends on 2024-06-30)", "until:2024-06"),
+    Token("branch:NAME", "only history reachable from that branch; branch:HEAD is the default branch", "branch:main"),
+    Token("refs:all", "every ref, including refs/pull/*, remotes and notes (default: branches and tags)", "refs:all"),
+    Token("author:GLOB", "people whose mailmapped, lower-cased e-mail matches; repeatable", "author:*@example.com"),
+    Token("path:DIR", "only commits that changed something under DIR (path:!DIR: outside it); repeatable; "
+          "merges are not counted", "path:src/net"),
+    Token("by:week|month|quarter|year|person|repo", "a breakdown table", "by:month"),
+    Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),
+    Token("bots:on", "keep [bot] authors (left out by default)", "bots:on"),
+    Token("vs:cocomo", "Basic COCOMO (organic) from the source lines at the head, beside 2GAD", "vs:cocomo"),
+    Token("format:csv", "CSV (in Slack: an attached file)", "format:csv"),
+    Token("public", "in Slack: post the answer for everyone instead of only to you", "public"),
+)
+_EXAMPLE_OF = {t.form.split(":")[0]: t.example for t in TOKENS}
+_REPORT_KEYS = tuple(k for k in _EXAMPLE_OF if k != "public")
+
+# The first word of every command other than a report (for "did you mean" on a mistyped one).
+COMMAND_WORDS = ("help", "repos", "report", "track", "untrack", "sync", "subscribe", "unsubscribe",
+                 "subscriptions", "digest", "project", "projects")
+SUBSCRIBE_KEYS = ("day", "time", "tz", "people")
+
 GRAMMAR = """\
-`REPO... [since:PERIOD] [until:PERIOD] [branch:NAME|refs:all] [author:GLOB] [path:DIR] [by:week|month|quarter|year|person|repo] [mailmap:off] [bots:on] [vs:cocomo] [format:csv] [public]`
+`REPO... {tokens}`
 PERIOD is {periods}.
 Other commands: `help`, `repos`, `track URL [as:NAME]`, `untrack NAME`, `sync NAME...`, \
 `subscribe REPO... [day:mon] [time:09:00] [tz:Europe/London] [people:on]`, `unsubscribe REPO...|all`, \
-`subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`.""".format(periods=PERIOD_FORMS)
+`subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`.""".format(
+    tokens=" ".join(f"[{t.form}]" for t in TOKENS), periods=PERIOD_FORMS)
 
 EXAMPLES = (
-    "gstreamer since:2024-01",
+    "gstreamer/gstreamer since:2024-01",
     "linux path:drivers/gpu by:year",
     "myrepo branch:HEAD since:12w by:week",
     "web api since:2024-Q1 until:2024-Q2 by:person",
-    "subscribe myrepo day:mon time:09:00",
+    "subscribe myrepo day:mon time:9am",
 )
 
-_REPORT_KEYS = ("since", "until", "branch", "refs", "author", "path", "by", "mailmap", "bots", "vs", "format")
+
+def suggest_command(word: str) -> str | None:
+    """The command a mistyped first word most likely was (`subscibe` -> `subscribe`), or None."""
+    found = nearest(word, COMMAND_WORDS, n=1, cutoff=0.75)
+    return found[0] if found else None  # exact too: `gad-bot report subscribe` means Slack's command
 
 
 def straighten(text: str) -> str:
     """Replace the curly quotes and dashes Slack clients insert with plain ASCII ones."""
     return text.translate(_STRAIGHTEN)
+
+
+def explain_unknown(error, text: str):
+    """An unknown repository that is the first word and close to a command was a mistyped command.
+
+    `/gad subscibe web` parses as a report on `subscibe` and `web`; the engine then finds no
+    repository `subscibe`. The faces pass that error here, with what was typed, to say so.
+    """
+    from .errors import UnknownRepoError
+
+    try:
+        first = _split(text)[0]
+    except (QueryError, IndexError):
+        return error
+    word = suggest_command(first) if first == error.name else None
+    return UnknownRepoError(error.name, error.known, command_word=word) if word else error
 
 
 def _split(text: str) -> list[str]:
@@ -245,14 +298,14 @@ def parse_query(words: list[str], today: date) -> Query:
             continue
         key = key.lower()
         if key not in _REPORT_KEYS:
+            close = nearest(key, _REPORT_KEYS, n=1)
+            if close:
+                raise QueryError(f"`{key}:` is not a token gad-bot knows; did you mean `{close[0]}:`, as in "
+                                 f"`{_EXAMPLE_OF[close[0]]}`?")
             raise QueryError(f"`{key}:` is not a token gad-bot knows; use one of "
-                             + ", ".join(f"`{k}:`" for k in _REPORT_KEYS) + " (type `help` for examples).")
+                             + ", ".join(f"`{k}:`" for k in _REPORT_KEYS) + f" ({command('help')} has examples).")
         if not value:
-            raise QueryError(f"`{key}:` needs a value, e.g. " + {
-                "since": "`since:2024-01`", "until": "`until:2024-06`", "branch": "`branch:main`",
-                "refs": "`refs:all`", "author": "`author:*@example.com`", "path": "`path:src/`",
-                "by": "`by:month`", "mailmap": "`mailmap:off`", "bots": "`bots:on`", "vs": "`vs:cocomo`",
-                "format": "`format:csv`"}[key] + ".")
+            raise QueryError(f"`{key}:` needs a value, e.g. `{_EXAMPLE_OF[key]}`.")
         if key == "author":
             authors.append(person_key(value))  # people are ASCII-lower-cased e-mails
         elif key == "path":
@@ -284,8 +337,9 @@ def parse_query(words: list[str], today: date) -> Query:
         elif key == "by":
             _one(key, seen, value)
             if value.lower() not in BREAKDOWNS:
-                raise QueryError(f"`by:{value}` is not a breakdown; use one of "
-                                 + ", ".join(f"`by:{b}`" for b in BREAKDOWNS) + ".")
+                close = nearest(value, BREAKDOWNS, n=1, cutoff=0.5)
+                raise QueryError(f"`by:{value}` is not a breakdown; " + (f"did you mean `by:{close[0]}`?" if close else
+                                 "use one of " + ", ".join(f"`by:{b}`" for b in BREAKDOWNS) + "."))
             options["by"] = value.lower()
         elif key == "mailmap":
             _one(key, seen, value)
@@ -304,7 +358,7 @@ def parse_query(words: list[str], today: date) -> Query:
                 raise QueryError(f"`format:{value}` is not a format gad-bot writes; use `format:csv`.")
             options["format"] = value.lower()
     if not repos:
-        raise QueryError("Name at least one repository, e.g. `gstreamer since:2024-01`; type `repos` to list them.")
+        raise QueryError(f"Name at least one repository, e.g. `{EXAMPLES[0]}`; {command('repos')} lists them.")
     since, until = options.get("since"), options.get("until")
     if since and until and since > until:
         raise QueryError(f"`since:{seen['since']}` starts after `until:{seen['until']}` ends; swap them or widen the period.")
@@ -312,11 +366,31 @@ def parse_query(words: list[str], today: date) -> Query:
                  exclude_paths=tuple(excluded), **options)  # type: ignore[arg-type]
 
 
+_TIME_EXAMPLES = "e.g. `time:09:00`, `time:9am` or `time:17h30`"
+
+
 def _parse_time(value: str) -> time:
-    match = re.match(r"^(\d{1,2}):(\d{2})$", value)
-    if not match or int(match.group(1)) > 23 or int(match.group(2)) > 59:
-        raise QueryError(f"`time:{value}` is not a time of day; use 24-hour `HH:MM`, e.g. `time:09:00`.")
-    return time(int(match.group(1)), int(match.group(2)))
+    """A time of day as people type it: 09:00, 9:00, 9am, 5:30pm, 17h30, 9 (an hour), 0930."""
+    from dateutil import parser  # a well-kept parser for "9am", "5:30pm", "17h30"; imported when needed
+
+    text = value.strip().lower()
+    if re.fullmatch(r"\d{1,2}", text):  # "at 9": a bare number is an hour (dateutil would read a day)
+        text += ":00"
+    elif re.fullmatch(r"\d{3,4}", text):  # "0930", "1730": hours and minutes (dateutil would read a year)
+        text = f"{text[:-2]}:{text[-2:]}"
+    elif re.fullmatch(r"\d{1,2}\.\d{2}", text):  # "9.30", as written in much of Europe (dateutil: a date)
+        text = text.replace(".", ":")
+    # Parse twice against different dates: a time of day leaves both dates alone; anything naming a
+    # day, a month or a year ("mon", "25", "2024-01-01") changes one, and is refused.
+    try:
+        first = parser.parse(text, default=datetime(2000, 1, 1))
+        second = parser.parse(text, default=datetime(2001, 2, 2))
+    except (ValueError, OverflowError):
+        first = second = None
+    if (first is None or first.date() != date(2000, 1, 1) or second.date() != date(2001, 2, 2)
+            or first.tzinfo is not None or first.second or first.microsecond):
+        raise QueryError(f"`time:{value}` is not a time of day; use {_TIME_EXAMPLES}.")
+    return time(first.hour, first.minute)
 
 
 def _parse_subscribe(words: list[str]) -> Subscribe:
@@ -346,9 +420,11 @@ def _parse_subscribe(words: list[str]) -> Subscribe:
         elif key == "people":
             options["people"] = _on_off(key, value)
         else:
-            raise QueryError(f"`{key}:` is not a subscription setting; use `day:`, `time:`, `tz:` or `people:`.")
+            close = nearest(key, SUBSCRIBE_KEYS, n=1)
+            raise QueryError(f"`{key}:` is not a subscription setting; "
+                             + (f"did you mean `{close[0]}:`?" if close else "use `day:`, `time:`, `tz:` or `people:`."))
     if not repos:
-        raise QueryError("Name the repositories to subscribe to, e.g. `subscribe myrepo day:mon time:09:00`.")
+        raise QueryError(f"Name the repositories to subscribe to, e.g. {command('subscribe myrepo day:mon time:9am')}.")
     return Subscribe(repos=tuple(dict.fromkeys(repos)), **options)  # type: ignore[arg-type]
 
 

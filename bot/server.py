@@ -101,6 +101,10 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
 
     server = None
     handler = None
+    # Before connecting: a SIGTERM that arrives while Socket Mode connects (the process is already
+    # "up" for a supervisor) must still end it cleanly, not with the default action.
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     if socket_mode:  # connect first: a refused app token is a setting to fix, said before anything starts
         from slack_bolt.adapter.socket_mode import SocketModeHandler
         from slack_sdk.errors import SlackApiError
@@ -116,8 +120,6 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
                               "app-level token with connections:write under Basic Information.") from None
         finally:
             quiet.setLevel(level)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     heartbeat.start()
     if scheduler is not None:
         scheduler.start()
@@ -135,7 +137,8 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
             log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz)", host, port)
             print(f"gad-bot: serving HTTP on {host}:{port}", flush=True)
             try:
-                server.run()
+                if not stop.is_set():  # a SIGTERM may have come before the server existed to close
+                    server.run()
             except (OSError, ValueError):
                 if not stop.is_set():
                     raise

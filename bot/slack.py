@@ -8,6 +8,7 @@ respond(). Unexpected errors are logged with a reference id; the user sees only 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -24,10 +25,10 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, Se
 from . import query as q
 from .config import Settings
 from .engine import Engine
-from .errors import GadError, PermissionDeniedError, QueryError
-from .periods import bucket_start
+from .errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
+from . import periods
 from .render import blocks as kit
-from .render.words import repo_summary
+from .rows import HomeRow, RepoSummary
 from .sources import SourcePolicy, check_remote_source, redact
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,11 @@ RESPONSE_URL_LIFETIME = timedelta(minutes=29)  # Slack keeps a response_url for 
 RESPONSE_URL_USES = 5  # ... and 5 uses
 PROGRESS_EVERY_SECONDS = 10.0
 ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove)
+SHARE_DEDUP_SECONDS = 600  # a second click on the same Share button within this long posts nothing
+CSV_INLINE_LIMIT = 2500  # characters of CSV shown in the answer when no file could be delivered
+# A resolver that vouches for every host: the ack checks a /gad track source for everything but DNS
+# (which may take longer than Slack's 3 seconds); the lazy work checks it again, with DNS.
+_NO_DNS = ("1.1.1.1",)
 
 
 def web_client(settings: Settings, token: str | None = None) -> WebClient:
@@ -124,7 +130,9 @@ class SlackFace:
         self.today = today
         self.policy = SourcePolicy(allowed_hosts=settings.allowed_hosts, denied_hosts=settings.denied_hosts,
                                    allow_ssh=settings.ssh_key is not None)
+        self._ack_policy = dataclasses.replace(self.policy, resolver=lambda host: list(_NO_DNS))
         self._admin_cache: dict[str, tuple[float, bool]] = {}
+        self._shared: dict[tuple, float] = {}
         self._lock = threading.Lock()
 
     # -- listeners -------------------------------------------------------------
@@ -150,6 +158,13 @@ class SlackFace:
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(parsed, q.Track):
+            try:  # refuse in the ack itself: a refusal after "Tracking ..." reads as a change of mind
+                check_remote_source(parsed.source, self._ack_policy)
+            except GadError as error:
+                log.info("/gad track refused in the ack: %s", error, extra={"request_id": request_id(command)})
+                text, blocks = kit.error_blocks(str(error))
+                ack(text=text, blocks=blocks, response_type="ephemeral")
+                return
             ack(text=f"Tracking {kit.code(redact(parsed.source))} — I will update this message as it goes.",
                 response_type="ephemeral")
             return
@@ -166,6 +181,11 @@ class SlackFace:
                 return  # ack_command already answered it: once is enough
             if isinstance(parsed, q.Help):
                 return
+            if isinstance(parsed, q.Track):
+                try:
+                    check_remote_source(parsed.source, self._ack_policy)
+                except GadError:
+                    return  # refused in the ack already
             if isinstance(parsed, ADMIN_COMMANDS):
                 self._require_admin(client, user)
             self._dispatch(parsed, command, responder, client)
@@ -173,7 +193,8 @@ class SlackFace:
                      extra={"request_id": request_id(command)})
         except GadError as error:
             log.info("/gad refused: %s", error, extra={"request_id": request_id(command)})
-            text, blocks = kit.error_blocks(str(error))
+            mentions = self.settings.admins if isinstance(error, PermissionDeniedError) else ()
+            text, blocks = kit.error_blocks(str(error), mentions=mentions)
             responder.final(text, blocks)
         except Exception:
             reference = uuid.uuid4().hex[:8]
@@ -188,7 +209,7 @@ class SlackFace:
         if isinstance(parsed, q.ShowReport):
             self._report(parsed.query, command.get("text") or "", responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
-            responder.final(*kit.repos_blocks([repo_summary(r) for r in self.engine.repos()]))
+            responder.final(*kit.repos_blocks([RepoSummary.of(r) for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
         elif isinstance(parsed, q.Untrack):
@@ -226,36 +247,80 @@ class SlackFace:
     # -- reports ---------------------------------------------------------------
     def _report(self, query: q.Query, query_text: str, responder: Responder, client: WebClient,
                 channel: str, user: str) -> None:
-        report = self.engine.report(query, self.today())
-        text, blocks = kit.report_blocks(report, query_text, public=query.public)
+        try:
+            report = self.engine.report(query, self.today())
+        except UnknownRepoError as error:
+            raise q.explain_unknown(error, query_text) from None
+        notice = None
         if query.format == "csv":
-            self._attach_csv(client, channel, user, report, query_text)
+            notice = self._attach_csv(client, channel, user, report, query_text, public=query.public)
+        text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice)
         responder.final(text, blocks, public=query.public)
 
-    def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str) -> None:
+    def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str,
+                    *, public: bool) -> str:
+        """Deliver the CSV where the answer goes (the channel for `public`, else the user's DM with the app).
+
+        Returns the sentence the answer carries about it; when no file could be delivered, that is
+        the CSV itself, so the figures always reach the person who asked.
+        """
         from .render.csvout import report_to_csv
 
+        content = report_to_csv(report)
+        title = f"2GAD: {query_text}"[:200]
+        why = ""
+        if public:
+            try:
+                client.files_upload_v2(channel=channel, content=content, filename="gad-report.csv", title=title)
+                return "The CSV is attached in this channel."
+            except SlackApiError as error:
+                why = error.response.get("error") or "error"
+                log.info("CSV upload to %s failed: %s", channel, why)
         try:
-            client.files_upload_v2(channel=channel, content=report_to_csv(report), filename="gad-report.csv",
-                                   title=f"2GAD: {query_text}"[:200])
+            # An ephemeral question gets its file privately: the app's DM with the user. Posting to a
+            # user id opens that DM and answers with its D... id, which files.upload needs (no im:write).
+            opened = client.chat_postMessage(channel=user, text=f"The CSV for {kit.code('/gad ' + query_text, 200)}.",
+                                             unfurl_links=False, unfurl_media=False)
+            client.files_upload_v2(channel=opened["channel"], content=content, filename="gad-report.csv", title=title)
+            if why:
+                return (f"I could not attach the CSV in this channel (Slack said `{kit.escape_mrkdwn(why)}`; "
+                        "invite me with `/invite`), so I sent it to you in a direct message.")
+            return "The CSV is in your direct messages with gad-bot (only you can see it)."
         except SlackApiError as error:
-            log.info("CSV upload to %s failed: %s", channel, error.response.get("error"))
-            raise GadError("I could not attach the CSV here (invite me to this channel, or ask the operator to "
-                           "grant `files:write`); the figures are below.") from None
+            why = error.response.get("error") or "error"
+            log.info("CSV upload to the DM of %s failed: %s", user, why)
+        shown = content if len(content) <= CSV_INLINE_LIMIT else (
+            content[:content.rfind("\n", 0, CSV_INLINE_LIMIT) + 1] + "…\n")
+        more = "" if shown == content else " (cut short: `gad-bot report ... --csv` on the server gives it all)"
+        return (f"I could not attach the CSV (Slack said `{kit.escape_mrkdwn(why)}`; the operator may need to grant "
+                f"`files:write`), so here it is{more}:\n```{kit.escape_mrkdwn(shown)}```")
 
     def ack_share(self, ack) -> None:
         ack()
 
     def run_share(self, body, respond, client) -> None:
-        """The Share button: the same query, answered for everyone in the channel."""
+        """The Share button: the same query, answered for everyone in the channel, once.
+
+        The private answer is replaced first by one without the button (so it cannot be pressed
+        again), then the shared answer is posted; a second click that arrives before the first
+        replacement (a double click) is recognised and posts nothing.
+        """
         user = body.get("user", {}).get("id", "")
         responder = Responder(respond, client, user)
         try:
             value = body["actions"][0].get("value", "")
+            container = body.get("container") or {}
+            key = (container.get("channel_id"), container.get("message_ts"), user, value)
+            if not self._first_share(key):
+                log.info("ignored a second click on the same Share button")
+                return
             parsed = q.parse_command(value, self.today())
             if not isinstance(parsed, q.ShowReport):
                 raise QueryError("That button no longer holds a report; ask again with `/gad`.")
             report = self.engine.report(parsed.query, self.today())
+            private_text, private_blocks = kit.report_blocks(report, value, public=True,
+                                                             notice="You shared this in the channel.")
+            responder.final(private_text, private_blocks, replace=True)
             text, blocks = kit.report_blocks(report, value, shared_by=user, public=True)
             responder.final(text, blocks, public=True)
         except GadError as error:
@@ -264,6 +329,18 @@ class SlackFace:
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error sharing a report (reference %s)", reference)
             responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
+
+    def _first_share(self, key: tuple) -> bool:
+        """Whether this is the first click on this Share button (per process, for SHARE_DEDUP_SECONDS)."""
+        now = time.monotonic()
+        with self._lock:
+            for old, at in list(self._shared.items()):
+                if now - at > SHARE_DEDUP_SECONDS:
+                    del self._shared[old]
+            if key in self._shared:
+                return False
+            self._shared[key] = now
+            return True
 
     # -- tracking ----------------------------------------------------------------
     def _track(self, parsed: q.Track, responder: Responder) -> None:
@@ -330,17 +407,16 @@ class SlackFace:
             return
         user = event.get("user", "")
         today = self.today()
-        monday = bucket_start(today, "week") - timedelta(days=7)  # the last full week
+        monday = periods.bucket_start(today, "week") - timedelta(days=7)  # the last full week
+        week = periods.bucket_label(monday, "week")
         rows = []
         for repo in self.engine.repos():
             try:
                 weekly = self.engine.report(q.Query(repos=(repo.name,), since=monday, until=monday + timedelta(days=6)),
-                                            today)
-                two_gad = weekly.totals.two_gad
-            except GadError:
-                two_gad = None
-            rows.append({"name": repo.name, "weekly_two_gad": two_gad, "last_sync": repo.last_success_at,
-                         "last_error": repo.last_error, "commits": repo.commits})
+                                            today).totals.two_gad
+            except GadError:  # e.g. not indexed yet
+                weekly = None
+            rows.append(HomeRow(name=repo.name, weekly_two_gad=weekly, week=week, last_error=repo.last_error))
         client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user)))
 
     def on_error(self, error, body) -> None:

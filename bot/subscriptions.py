@@ -12,9 +12,11 @@ also renders the answer and calls `on_change` (the scheduler's `reload()`) so th
 the change; the scheduler also notices changes made by other processes within a minute (`fingerprint`).
 
 When is a digest due? A subscription says "weekday at HH:MM in zone Z". The digest delivered on
-local date D covers the last full week before D: Monday `monday(D) - 7` to Sunday `monday(D) - 1`
-(the *period*, named by its Monday, `period_start`). The due instant is D at HH:MM in Z, resolved
-the way APScheduler's CronTrigger resolves it:
+local date D covers the seven days that end the day before: D - 7 to D - 1 (the *period*, named by
+its first day, `period_start`, which falls on the subscription's weekday). For `day:mon` that is
+the Monday-to-Sunday week just ended; for `day:fri` it is Friday to Thursday, so a Friday digest
+is never five days stale. The due instant is D at HH:MM in Z, resolved the way APScheduler's
+CronTrigger resolves it:
 - a wall time skipped by a DST change (01:30 on Europe/London's March change day) is read with
   the offset in force before the change, i.e. it falls due one hour later by the new clock
   (01:30 GMT = 02:30 BST), so the digest is not skipped;
@@ -36,6 +38,7 @@ from .index import Index, _iso, parse_time, utcnow
 from .query import WEEKDAYS, Subscribe, Unsubscribe
 
 DEFAULT_WEEKDAY = 0  # Monday
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 DEFAULT_AT = time(9, 0)
 log = logging.getLogger(__name__)
 
@@ -90,18 +93,24 @@ class Subscription:
 
     # -- calendar ------------------------------------------------------------
     def due_at(self, period_start: date) -> datetime:
-        """The UTC instant the digest for the week starting on Monday `period_start` falls due."""
-        local_day = period_start + timedelta(days=7 + self.weekday)
-        return resolve_local(local_day, self.at, self.zone)
+        """The UTC instant the digest for the seven days from `period_start` falls due: the day after them."""
+        return resolve_local(period_start + timedelta(days=7), self.at, self.zone)
 
     def period_due_before(self, moment: datetime) -> date:
         """The newest period whose digest fell due at or before `moment`."""
         local = moment.astimezone(self.zone).date()
-        monday = local - timedelta(days=local.weekday())
-        candidate = monday - timedelta(days=7)  # delivered this week, if today is on or after its weekday
+        delivery = local - timedelta(days=(local.weekday() - self.weekday) % 7)  # the latest delivery day so far
+        candidate = delivery - timedelta(days=7)
         while self.due_at(candidate) > moment:
             candidate -= timedelta(days=7)
         return candidate
+
+    def period_words(self) -> str:
+        """'the previous week (Monday to Sunday)' or 'the 7 days before it (Friday to Thursday)'."""
+        first, last = _DAY_NAMES[self.weekday], _DAY_NAMES[(self.weekday + 6) % 7]
+        if self.weekday == 0:
+            return "the previous week (Monday to Sunday)"
+        return f"the 7 days before it ({first} to {last})"
 
     def next_due(self, moment: datetime) -> tuple[date, datetime]:
         """(period_start, due instant) of the first digest falling due strictly after `moment`."""
@@ -129,7 +138,7 @@ def resolve_local(day: date, at: time, zone: ZoneInfo) -> datetime:
 
 
 def period_of(period_start: date) -> tuple[date, date]:
-    """(Monday, Sunday) of the digest week starting on `period_start`."""
+    """(first, last day) of the seven-day digest period starting on `period_start`."""
     return period_start, period_start + timedelta(days=6)
 
 

@@ -106,3 +106,80 @@ def test_every_cli_command_is_documented():
     docs = (ROOT / "README.md").read_text() + (ROOT / "docs" / "operations.md").read_text()
     for name in cli.commands:
         assert re.search(rf"gad-bot {name}\b", docs), f"`gad-bot {name}` is not documented"
+
+
+def test_every_token_is_documented():
+    from bot.query import TOKENS
+
+    readme = (ROOT / "README.md").read_text()
+    for token in TOKENS:
+        word = token.form.split(":")[0]
+        assert f"`{word}:" in readme or f"`{word}`" in readme, f"`{token.form}` is not in the README's token table"
+
+
+def test_no_leftover_todo_in_the_docs():
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        assert "TODO(" not in path.read_text(), f"{path.name} has a leftover TODO"
+
+
+# -- the CLI teaches its grammar, in its own words (issue 12, items 9 and 12) ---------------------
+
+
+def test_help_and_report_help_list_every_token_with_an_example(tmp_path):
+    from bot.query import TOKENS
+
+    for args in (("help",), ("report", "help"), ("report", "--help")):
+        result = run(*args, data=tmp_path / "data")
+        assert result.returncode == 0, (args, result.stderr)
+        flat = " ".join(result.stdout.split())
+        for token in TOKENS:
+            assert token.form in result.stdout and f"e.g. {token.example}" in flat, (args, token.form)
+        assert "/gad help" not in result.stdout and "type `repos`" not in result.stdout
+    assert "gad-bot report gstreamer/gstreamer since:2024-01" in run("help", data=tmp_path / "data").stdout
+    assert not (tmp_path / "data").exists()  # help writes nothing
+
+
+@pytest.mark.parametrize("args, line", [
+    (("report", "since:2024"), "gad-bot: Name at least one repository, e.g. `gstreamer/gstreamer since:2024-01`; "
+                               "`gad-bot repos` lists them."),
+    (("report", "web", "colour:red"), "gad-bot: `colour:` is not a token gad-bot knows; use one of `since:`, `until:`, "
+                                      "`branch:`, `refs:`, `author:`, `path:`, `by:`, `mailmap:`, `bots:`, `vs:`, "
+                                      "`format:` (`gad-bot help` has examples)."),
+    (("report", "web", "sinse:2024"), "gad-bot: `sinse:` is not a token gad-bot knows; did you mean `since:`, as in "
+                                      "`since:2024-01`?"),
+    (("report", "nothing-here"), "gad-bot: No repository or project named `nothing-here` is tracked; nothing is "
+                                 "tracked yet; track one first with `gad-bot track URL`."),
+    (("report", "subscribe", "web"), "gad-bot: `subscribe` is not a tracked repository or project; "
+                                     "did you mean the command `/gad subscribe` in Slack?"),
+])
+def test_messages_in_a_terminal_name_terminal_commands(tmp_path, args, line):
+    result = run(*args, data=tmp_path / "data")
+    assert result.returncode == 2 and result.stderr.strip() == line
+
+
+def test_report_on_a_path_says_it_is_now_tracked_and_how_to_forget_it(repo, tmp_path):
+    data = tmp_path / "data"
+    first = run("report", ".", "since:2024-01", data=data, cwd=repo.path)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr == (f"gad-bot: now tracking {repo.path} as `proj` (read in place, nothing copied); later "
+                            "reports can name it `proj`, and `gad-bot untrack proj` forgets it.\n")
+    assert "proj: 2GAD 8 person-days, since 2024-01-01" in first.stdout
+    again = run("report", ".", data=data, cwd=repo.path)
+    assert again.stderr == ""  # said once, when it was registered
+
+
+def test_by_person_table_has_no_developers_column(repo, tmp_path):
+    out = run("report", str(repo.path), "by:person", data=tmp_path / "data").stdout
+    # ann: 01-02 and 02-05 (2 days, 2 commits); bob 01-02; cy 03-01 (on dev)
+    assert re.search(r"^person\s+2GAD\s+active days\s+commits$", out, re.M)
+    assert re.search(r"^ann@example.com\s+4\s+2\s+2$", out, re.M)
+    assert re.search(r"^total\s+8\s+4\s+4$", out, re.M)
+
+
+def test_the_trend_stops_where_the_history_does(repo, tmp_path):
+    # the last commit is cy's on 2024-03-01; asked for the whole of 2024, the trend ends with March
+    result = run("report", str(repo.path), "since:2024-01", "until:2024-12", data=tmp_path / "data")
+    assert "Trend: 2GAD per month, 2024-01 to 2024-03, peak 4 in 2024-01" in result.stdout
+    assert "the history ends on 2024-03-01 (its newest commit); the trend stops there" in result.stdout
+    out = json.loads(run("report", "proj", "since:2024-01", "until:2024-12", "--json", data=tmp_path / "data").stdout)
+    assert [t["key"] for t in out["trend"]] == ["2024-01", "2024-02", "2024-03"] and out["last_day"] == "2024-03-01"

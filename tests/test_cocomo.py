@@ -129,12 +129,12 @@ def test_compare_without_source_lines_has_no_ratio():
 
 
 def test_footnote_states_formula_counter_and_units():
-    note = cocomo.footnote(cocomo.compare(38, "SLOCCount 2.26", 12_345))
+    note = cocomo.footnote(Cocomo("SLOCCount 2.26", 12_345, 34.63, 2.0, 2.0 / 34.63))
     assert "2.4 x KSLOC^1.05" in note and "organic" in note
     assert "SLOCCount 2.26" in note and "12,345 physical source lines" in note
     assert "1 person-month = 19 person-days (152 h)" in note
     assert "at the head of the default branch" in note and "summed" not in note
-    several = cocomo.footnote(cocomo.compare(38, "cloc 1.96", 10), "the tip of branch dev", repos=3, period=True)
+    several = cocomo.footnote(Cocomo("cloc 1.96", 10, 0.02, 2.0, 100.0), "the tip of branch dev", repos=3, period=True)
     assert "summed over the heads of 3 repositories" in several and "the tip of branch dev" in several
     assert "chosen period" in several
 
@@ -301,45 +301,49 @@ def test_path_filters_restrict_the_count(upstream):
 
 
 # -- the engine's call -----------------------------------------------------------
+# Expected figures are worked out by hand: 2GAD from the commits written below, COCOMO as
+# 2.4 x KSLOC^1.05 person-months (Boehm's basic organic model), 2GAD in person-months as
+# person-days / 19. Reports come from Engine.report, which already runs `vs:cocomo`.
 def report_of(engine, text: str):
-    query = parse_query(text.split(), TODAY)
-    repos = engine.resolve(query.repos)
-    return query, repos, engine.report(query, TODAY)
+    return engine.report(parse_query(text.split(), TODAY), TODAY)
 
 
 @needs_sloccount
-def test_cocomo_for_default_scope_uses_the_default_branch_head(engine, index, upstream):
+def test_cocomo_at_the_default_branch_head_or_the_named_branch(engine, index, upstream):
     upstream.commit(files=files_of([400], [100]), date="2024-01-02")
     upstream.commit(email="bob@example.com", files={"src/extra.c": c_source(250, "x")}, date="2024-01-03")
     upstream.branch("side", upstream.tip("main"))
     upstream.commit("side", files={"src/side.c": c_source(1000, "s")}, date="2024-01-04")  # not at HEAD
     engine.track(str(upstream.path), "up")
-    query, repos, report = report_of(engine, "up vs:cocomo")
+    report = report_of(engine, "up vs:cocomo")
+    # Ann 01-02 and 01-04, Bob 01-03: 3 person-days, 2GAD 6
     assert report.two_gad == 6
-    result = cocomo.cocomo_for(engine, repos, query, report)
-    assert result.counter.startswith("SLOCCount ") and result.sloc == 750
+    result = report.cocomo
+    assert result.counter.startswith("SLOCCount ") and result.sloc == 400 + 100 + 250
     assert result.person_months == pytest.approx(2.4 * 0.75 ** 1.05)
     assert result.two_gad_person_months == pytest.approx(6 / 19)
     assert result.ratio == pytest.approx((6 / 19) / (2.4 * 0.75 ** 1.05))
     for text in ("up refs:all vs:cocomo", "up branch:HEAD vs:cocomo"):
-        q, r, rep = report_of(engine, text)
-        assert cocomo.cocomo_for(engine, r, q, rep).sloc == 750
-    q, r, rep = report_of(engine, "up branch:side vs:cocomo")
-    assert cocomo.cocomo_for(engine, r, q, rep).sloc == 1750
+        assert report_of(engine, text).cocomo.sloc == 750
+    side = report_of(engine, "up branch:side vs:cocomo")
+    assert side.cocomo.sloc == 1750 and side.two_gad == 6
 
 
 @needs_sloccount
-def test_with_cocomo_sets_the_report_and_footnote(engine, index, upstream):
+def test_cocomo_sets_the_report_and_one_footnote(engine, index, upstream):
     upstream.commit(files=files_of([300], [], prefix="lib/"), date="2024-03-02")
     upstream.commit(files={"docs/x.c": c_source(40, "d")}, date="2024-03-05")
     engine.track(str(upstream.path), "up")
-    query, repos, report = report_of(engine, "up since:2024-03 path:lib vs:cocomo")
-    answered = cocomo.with_cocomo(engine, repos, query, report)
-    assert answered.cocomo == cocomo.compare(report.two_gad, answered.cocomo.counter, 300)
-    note = answered.notes[-1]
-    assert note == cocomo.footnote(answered.cocomo, "the head of the default branch, under lib", period=True)
-    assert "1 person-month = 19 person-days (152 h)" in note and answered.cocomo.counter in note
-    assert answered.totals == report.totals  # nothing else changes
+    plain = report_of(engine, "up since:2024-03 path:lib")
+    answered = report_of(engine, "up since:2024-03 path:lib vs:cocomo")
+    assert answered.totals == plain.totals and plain.two_gad == 2  # only the 03-02 commit touched lib
+    c = answered.cocomo
+    assert c.sloc == 300 and c.person_months == pytest.approx(2.4 * 0.3 ** 1.05)
+    assert c.two_gad_person_months == pytest.approx(2 / 19) and c.ratio == pytest.approx((2 / 19) / (2.4 * 0.3 ** 1.05))
+    (note,) = [n for n in answered.notes if n.startswith("COCOMO:")]
+    assert "300 physical source lines" in note and c.counter in note
+    assert "at the head of the default branch, under lib" in note and "chosen period" in note
+    assert "1 person-month = 19 person-days (152 h)" in note
 
 
 @needs_sloccount
@@ -350,10 +354,8 @@ def test_several_repositories_sum_their_heads_and_forks_count_once(engine, index
     engine.track(str(upstream.path), "up")
     engine.track(str(other.path), "other")
     engine.track(str(upstream.path), "fork")  # same tree as `up`
-    query, repos, report = report_of(engine, "up other fork vs:cocomo")
-    assert len(repos) == 3
-    assert cocomo.cocomo_for(engine, repos, query, report).sloc == 270
-    answered = cocomo.with_cocomo(engine, repos, query, report)
+    answered = report_of(engine, "up other fork vs:cocomo")
+    assert answered.cocomo.sloc == 270  # 200 + 70; the fork's identical tree is counted once
     assert "summed over the heads of 3 repositories" in answered.notes[-1]
 
 
@@ -361,10 +363,26 @@ def test_several_repositories_sum_their_heads_and_forks_count_once(engine, index
 def test_no_source_lines_is_a_note_not_a_figure(engine, index, upstream):
     upstream.commit(files={"README": "words only\n"})
     engine.track(str(upstream.path), "up")
-    query, repos, report = report_of(engine, "up vs:cocomo")
-    answered = cocomo.with_cocomo(engine, repos, query, report)
-    assert answered.cocomo is None
+    answered = report_of(engine, "up vs:cocomo")
+    assert answered.cocomo is None and answered.two_gad == 2
     assert "found no source lines at the head of the default branch" in answered.notes[-1]
+
+
+def test_no_counter_still_answers_2gad_with_one_line_on_enabling_cocomo(engine, index, upstream, tmp_path, monkeypatch):
+    upstream.commit(files={"a.c": "int a;\n"}, date="2024-01-02")
+    upstream.commit(email="bob@example.com", files={"b.c": "int b;\n"}, date="2024-01-02")
+    engine.track(str(upstream.path), "up")
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # like python:3.11-slim without the image's sloccount
+    answered = report_of(engine, "up vs:cocomo")
+    assert answered.cocomo is None and answered.two_gad == 4  # Ann and Bob on 2024-01-02
+    assert answered.notes == (cocomo.NO_COUNTER_NOTE,)
+    assert "apt-get install sloccount" in cocomo.NO_COUNTER_NOTE
+    from bot.render.text import render_text
+
+    out = render_text(answered)
+    assert "2GAD         4 person-days" in out and cocomo.NO_COUNTER_NOTE.split(";")[0] in out.replace("\n    ", " ")
 
 
 def test_missing_branch_and_missing_head(engine, index, upstream, fake_sloccount):
@@ -385,9 +403,11 @@ def test_engine_wiring_with_a_fake_counter(engine, index, upstream, fake_sloccou
     upstream.commit(files={"a.c": "int a;\n"}, date="2024-01-02")
     upstream.commit(email="bob@example.com", files={"b.c": "int b;\n"}, date="2024-01-02")
     engine.track(str(upstream.path), "up")
-    query, repos, report = report_of(engine, "up vs:cocomo")
-    answered = cocomo.with_cocomo(engine, repos, query, report)
-    assert answered.cocomo == cocomo.compare(4, "SLOCCount 2.26", 12_345)
-    cocomo.with_cocomo(engine, repos, query, report)
+    answered = report_of(engine, "up vs:cocomo")
+    # 2GAD 4 (Ann and Bob, one day); the fake counter prints 12,345 SLOC
+    effort = 2.4 * 12.345 ** 1.05
+    assert answered.cocomo == Cocomo("SLOCCount 2.26", 12_345, pytest.approx(effort), pytest.approx(4 / 19),
+                                     pytest.approx((4 / 19) / effort))
+    report_of(engine, "up vs:cocomo")
     assert runs_of(fake_sloccount) == 1  # the second answer came from the cache
     assert not list((engine.settings.data_dir / "tmp").iterdir())  # exported trees are cleaned up

@@ -114,8 +114,10 @@ def test_dockerfile_installs_from_the_lock_only():
     runs = " ".join(args for kw, args in dockerfile_instructions() if kw == "RUN")
     assert re.search(r"pip install --no-deps -r \S*requirements\.lock", runs)
     assert re.search(r"pip install --no-deps (?!-r )\S+", runs), "the project itself, also with --no-deps"
-    # system packages: git (the indexer streams `git log`/`git diff-tree`), nothing else by accident
-    assert re.search(r"apt-get install -y --no-install-recommends [^&]*\bgit\b", runs)
+    # system packages: git (the indexer streams `git log`/`git diff-tree`) and SLOCCount (`vs:cocomo`),
+    # nothing else by accident
+    packages = re.findall(r"apt-get install (?:-\S+ )*([\w .+-]+?)(?: &&|$)", runs)
+    assert sorted(p for group in packages for p in group.split()) == ["git", "sloccount"], packages
     assert "rm -rf /var/lib/apt/lists/*" in runs, "apt's package lists stay out of the image"
 
 
@@ -329,3 +331,13 @@ def test_cli_has_the_commands_deploy_and_docs_use():
     assert not unexpected, f"deploy/ or docs/operations.md use `gad-bot {' '.join(unexpected)}`, which does not exist"
     if missing:
         pytest.xfail(f"pending: gad-bot {', '.join(missing)} (used by docs/operations.md)")
+
+
+def test_dockerignore_keeps_secrets_and_the_virtualenv_out_of_the_context():
+    """operations.md says the repository's .dockerignore does this; the Dockerfile's header lists the entries."""
+    ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").split()
+    header = DOCKERFILE.read_text(encoding="utf-8").split("at least these entries:\n", 1)[1].split("\n# (")[0]
+    for entry in header.replace("#", " ").split():
+        assert entry in ignored, entry
+    assert "deploy/gad-bot.env" in ignored and ".venv" in ignored
+    assert "Put a `.dockerignore`" not in (REPO / "docs" / "operations.md").read_text(encoding="utf-8")

@@ -126,34 +126,46 @@ def all_text(blocks) -> str:
 # -- figures --------------------------------------------------------------------------------------
 
 
-def week_report(engine, names, start=WEEK, by=None):
-    end = start + timedelta(days=6)
-    words = [*names, f"since:{start.isoformat()}", f"until:{end.isoformat()}"] + ([f"by:{by}"] if by else [])
-    return engine.report(parse_query(words, date(2026, 12, 3)), date(2026, 12, 3))
-
-
-def test_digest_figures_equal_report_for_the_same_week(world):
+# The week of the digest due at DUE, worked out by hand from _HISTORY (dates moved back 8 weeks):
+#   web: ann 09-28 (two commits, one as Ann@Example.com), ann 09-29 (23:30 at -05:00: her own date),
+#        bo 09-30, cy 10-04 (Sunday); dependabot[bot] 10-01 is left out; cy 10-05 is next week
+#   api: ann 09-28 (the same person-day as on web)        docs: nothing
+# union: (ann, 28), (ann, 29), (bo, 30), (cy, 04) = 4 person-days, 2GAD 8; 3 developers; 6 commits
+# week before (09-21..27): web ann 09-22, api di 09-23: 2 person-days, 2GAD 4
+# the 12 weeks before (07-06..09-27), 2GAD per week: di 07-13 -> 2, ann 08-06 -> 2, eve 08-19 -> 2,
+#   ann 09-22 + di 09-23 -> 4; every other week 0: average 10 / 12
+def test_digest_figures_are_the_weeks_worked_out_by_hand(world):
     sub = subs.get(world.index, "C1")
     digest = build_digest(world, sub, WEEK)
-    union = week_report(world, ["web", "api", "docs"])
-    assert digest.total.week == union.totals
-    # ann 23rd (web+api: one person-day), ann 24th (her own date), bo 25th, cy 29th; the bot is left out
-    assert union.totals.person_days == 4 and union.totals.developers == 3 and union.totals.commits == 6
-    for figures in digest.repos:
-        assert figures.week == week_report(world, [figures.name]).totals
-        assert figures.previous == week_report(world, [figures.name], WEEK - timedelta(days=7)).totals
-    assert digest.total.previous == week_report(world, ["web", "api", "docs"], WEEK - timedelta(days=7)).totals
-    # 12-week average: the 12 weeks before the digest's week, each as `report` counts it
-    earlier = [week_report(world, ["web", "api", "docs"], WEEK - timedelta(weeks=k)).totals.two_gad for k in range(1, 13)]
-    assert digest.total.average_two_gad == pytest.approx(sum(earlier) / 12)
-    assert [r.totals.two_gad for r in digest.total.trend][-1] == union.totals.two_gad
-    assert len(digest.total.trend) == 12 and digest.total.trend[-1].key == "2026-W40"
-    # new this week: bo and cy (ann was active before, in both repositories)
-    assert digest.total.new_people == ("bo@example.com", "cy@example.com")
+    t = digest.total
+    assert (t.week.person_days, t.week.developers, t.week.commits) == (4, 3, 6)
+    assert (t.previous.person_days, t.previous.developers, t.previous.commits) == (2, 2, 2)
+    assert t.average_two_gad == pytest.approx(10 / 12)
+    assert [r.key for r in t.trend][-1] == "2026-W40" and len(t.trend) == 12
+    assert [r.totals.two_gad for r in t.trend] == [2, 0, 0, 2, 0, 2, 0, 0, 0, 0, 4, 8]  # W29 .. W40
+    assert t.new_people == ("bo@example.com", "cy@example.com")  # ann was active before, in both repositories
     by_name = {f.name: f for f in digest.repos}
-    assert by_name["docs"].quiet
+    assert (by_name["web"].week.person_days, by_name["web"].week.commits) == (4, 5)
+    assert by_name["web"].previous.person_days == 1  # ann 09-22
+    assert (by_name["api"].week.person_days, by_name["api"].previous.person_days) == (1, 1)  # ann 09-28; di 09-23
+    assert by_name["docs"].quiet and by_name["docs"].week.commits == 0
     assert by_name["api"].new_people == ("ann@example.com",)  # new to api, not to the channel
     assert by_name["web"].new_people == ("bo@example.com", "cy@example.com")
+
+
+def test_posted_digest_says_the_figures_and_the_change(world, stub):
+    results = run(world, stub, DUE)
+    assert [r.state for r in results] == ["posted"]
+    message = posts(stub)[0].args
+    text = all_text(message["blocks"])
+    assert message["text"].startswith("Weekly 2GAD digest, 2026-09-28 to 2026-10-04 (2026-W40): 2GAD 8 person-days "
+                                      "for all 3 repositories")
+    assert "*2GAD 8 person-days*" in text
+    assert "▲ 4 (+100%) vs last week (4)" in text  # 8 now, 4 the week before
+    assert "▲ 860% vs 12-week average (0.8)" in text  # 8 / (10 / 12) - 1 = 8.6
+    assert "3 developers active · 6 commits · 2 new contributors" in text
+    assert "`web` — 2GAD *8* · ▲ 6 (+300%) vs last week (2)" in text  # web: 4 person-days now, 1 before
+    assert "Week Monday to Sunday in UTC" in text
 
 
 def test_new_contributor_in_one_repo_is_not_new_to_the_channel(tmp_path):
@@ -446,7 +458,8 @@ def test_week_across_october_change_posts_once_when_the_hour_repeats(world, stub
     first = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 01:30 BST
     second = datetime(2026, 10, 25, 1, 30, tzinfo=UTC)  # 01:30 GMT, an hour later
     assert run(world, stub, first - timedelta(minutes=1), channels=ch) == []
-    assert [(r.period_start, r.state) for r in run(world, stub, first, channels=ch)] == [(date(2026, 10, 12), "posted")]
+    # Sunday 25 October covers Sunday 18 to Saturday 24 October
+    assert [(r.period_start, r.state) for r in run(world, stub, first, channels=ch)] == [(date(2026, 10, 18), "posted")]
     assert run(world, stub, second, channels=ch) == []  # CronTrigger fires again: nothing more
     assert len(posts(stub, "CO")) == 1
 
@@ -458,10 +471,10 @@ def test_skipped_hour_still_delivers(world, stub):
     # 2026-03-29 01:30 does not exist in London; it falls due at 01:30 GMT (= 02:30 BST), like CronTrigger
     assert run(world, stub, datetime(2026, 3, 29, 1, 29, tzinfo=UTC), channels=ch) == []
     results = run(world, stub, datetime(2026, 3, 29, 1, 30, tzinfo=UTC), channels=ch)
-    assert [(r.period_start, r.state) for r in results] == [(date(2026, 3, 16), "posted")]
+    assert [(r.period_start, r.state) for r in results] == [(date(2026, 3, 22), "posted")]  # Sun 22 to Sat 28
     # the week after is back to normal: 01:30 BST = 00:30 UTC
     results = run(world, stub, datetime(2026, 4, 5, 0, 30, tzinfo=UTC), channels=ch)
-    assert [(r.period_start, r.state) for r in results] == [(date(2026, 3, 23), "posted")]
+    assert [(r.period_start, r.state) for r in results] == [(date(2026, 3, 29), "posted")]
 
 
 # -- content, charts, preview, dry run ------------------------------------------------------------
@@ -621,3 +634,95 @@ def test_parse_at():
     assert parse_at("2026-11-30T09:00") == datetime(2026, 11, 30, 9, tzinfo=UTC)
     with pytest.raises(DigestError):
         parse_at("next monday")
+
+
+# -- a digest covers the seven days before its delivery day (issue 12, item 11) -------------------
+
+
+def test_friday_digest_covers_friday_to_thursday(world, stub):
+    """Friday 2026-10-02 09:00: Friday 09-25 to Thursday 10-01, not the Monday week that ended five days before.
+
+    By hand: ann 09-28 (web and api), ann 09-29, bo 09-30; dependabot 10-01 left out; cy 10-04 is after:
+    3 person-days, 2GAD 6, 5 commits. The period before (09-18..24): ann 09-22, di 09-23: 2GAD 4.
+    The old rule (the Monday week 09-21..27) would have said 2GAD 4.
+    """
+    subs.subscribe(world, "CF", Subscribe(("web", "api", "docs"), day="fri", at=time(9, 0), tz="UTC"), now=CREATED)
+    friday = datetime(2026, 10, 2, 9, 0, tzinfo=UTC)
+    assert run(world, stub, friday - timedelta(minutes=1), channels=["CF"]) == []
+    results = run(world, stub, friday, channels=["CF"])
+    assert [(r.period_start, r.state) for r in results] == [(date(2026, 9, 25), "posted")]
+    message = posts(stub, "CF")[0].args
+    text = all_text(message["blocks"])
+    assert message["text"].startswith("Weekly 2GAD digest, 2026-09-25 to 2026-10-01: 2GAD 6 person-days")
+    assert "▲ 2 (+50%) vs last week (4)" in text
+    assert "2 developers active · 5 commits" in text
+    assert "7 days Friday to Thursday in UTC" in text
+    digest = build_digest(world, subs.get(world.index, "CF"), date(2026, 9, 25))
+    assert [r.key for r in digest.total.trend][-2:] == ["2026-09-18", "2026-09-25"]
+    assert digest.total.average_two_gad == pytest.approx(10 / 12)  # 07-13, 08-06, 08-19: 2 each; 09-18..24: 4
+
+
+def test_a_digest_posted_under_the_old_monday_key_is_not_posted_again(world, stub):
+    """Upgrading between a Friday post and its grace period's end: the ledger row is keyed by the Monday."""
+    subs.subscribe(world, "CF", Subscribe(("web",), day="fri", at=time(9, 0), tz="UTC"), now=CREATED)
+    friday = datetime(2026, 10, 2, 9, 0, tzinfo=UTC)
+    ledger = Ledger(world.index)
+    old = ledger.claim("CF", date(2026, 9, 21), friday + timedelta(seconds=5), token="old-version")  # its Monday
+    assert ledger.start_post(old)
+    ledger.finish(old, "posted", friday + timedelta(seconds=6), message_ts="1.2")
+    results = run(world, stub, friday + timedelta(minutes=5), channels=["CF"])
+    assert [(r.state, r.detail) for r in results] == [("skipped", "already delivered as the period from 2026-09-21")]
+    assert posts(stub, "CF") == []
+    # the next Friday is delivered as usual
+    assert [r.state for r in run(world, stub, friday + timedelta(days=7), channels=["CF"])] == ["posted"]
+
+
+def test_dry_run_shows_every_subscription_whatever_the_ledger_says(world, stub):
+    subs.subscribe(world, "C2", Subscribe(("api",)), now=DUE + timedelta(days=1))  # made after the digest fell due
+    assert [r.state for r in run(world, stub, DUE)] == ["posted"]  # C1's digest is posted
+    results = run(world, stub, DUE + timedelta(hours=1), dry_run=True)
+    assert [(r.channel_id, r.period_start, r.state) for r in results] == [("C1", WEEK, "dry_run"), ("C2", WEEK, "dry_run")]
+    assert results[0].detail == "not posted (dry run); the ledger says posted"
+    assert "2GAD 8 person-days" in results[0].text and "2GAD 2 person-days" in results[1].text  # api: ann 09-28
+    only = run(world, stub, DUE + timedelta(hours=1), dry_run=True, channels=["C2"])
+    assert [r.channel_id for r in only] == ["C2"]
+    future = run(world, stub, datetime.now(UTC) + timedelta(days=30), dry_run=True, channels=["C1"])
+    assert [r.state for r in future] == ["dry_run"]  # a future --at previews the digest to come
+    assert len(posts(stub)) == 1 and len(Ledger(world.index).rows()) == 1
+
+
+# -- `gad-bot digest` as a process (the operator's face) ------------------------------------------
+
+
+def test_cli_digest_posts_what_is_due(world, stub, tmp_path):
+    from tests.faults import run_cli
+
+    env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url}
+    result = run_cli("digest", "--at", DUE.isoformat(), data=tmp_path / "data", **env)
+    assert result.returncode == 0, result.stderr
+    (post,) = posts(stub)
+    assert post.args["channel"] == "C1" and "2GAD 8 person-days" in post.args["text"]
+    assert result.stdout.startswith(f"C1 2026-09-28 to 2026-10-04: posted (ts {post.response['ts']})")
+    again = run_cli("digest", "--at", DUE.isoformat(), data=tmp_path / "data", **env)
+    assert again.stdout == "no digest is due\n" and len(posts(stub)) == 1
+
+
+def test_cli_dry_run_right_after_subscribing_prints_the_digest(world, stub, tmp_path):
+    import json as jsonlib
+
+    from tests.faults import run_cli
+
+    subs.subscribe(world, "C7", Subscribe(("web",), day="fri"), now=datetime.now(UTC))  # nothing due yet
+    at = DUE.isoformat()
+    text = run_cli("digest", "--dry-run", "--channel", "C7", "--at", at, data=tmp_path / "data")
+    assert text.returncode == 0, text.stderr
+    # Friday 10-02 covers 09-25..10-01 on web: ann 09-28, ann 09-29, bo 09-30 -> 2GAD 6
+    assert text.stdout.startswith("C7 2026-09-25 to 2026-10-01: dry_run: not posted (dry run)\n")
+    assert "Weekly 2GAD digest, 2026-09-25 to 2026-10-01" in text.stdout
+    assert "2GAD 6 person-days" in text.stdout and "&lt;" not in text.stdout and "*2GAD" not in text.stdout
+    out = jsonlib.loads(run_cli("digest", "--dry-run", "--json", "--at", at, data=tmp_path / "data").stdout)
+    assert [(d["channel"], d["state"]) for d in out] == [("C1", "dry_run"), ("C7", "dry_run")]
+    assert "2GAD 8 person-days" in out[0]["text"] and out[0]["blocks"]
+    future = run_cli("digest", "--dry-run", "--at", "2099-01-05T09:00Z", "--channel", "C1", data=tmp_path / "data")
+    assert future.returncode == 0 and "C1 2098-12-29 to 2099-01-04: dry_run" in future.stdout
+    assert stub.calls == [] and Ledger(world.index).rows() == []

@@ -59,6 +59,8 @@ def test_unknown_branch_names_the_branches(engine, history):
     engine.track(str(history.path), "up")
     with pytest.raises(Exception, match="no branch `nope`.*`feature`.*`main`"):
         ask(engine, "up branch:nope")
+    with pytest.raises(Exception, match=r"no branch `featur`; did you mean `branch:feature`\?"):
+        ask(engine, "up branch:featur")
 
 
 def test_refs_all_includes_pull_refs(engine, history):
@@ -195,3 +197,68 @@ def test_lower_casing_is_ascii_only_as_in_git(engine, upstream):
     upstream.commit(email="\u00f3la@example.com", date="2024-01-01")
     engine.track(str(upstream.path), "up")
     assert ask(engine, "up").totals.person_days == oracle_gad(upstream.path) == 2
+
+
+# -- what each face reads, where a small slip would not change the headline (issue 12) -----------
+
+
+def test_a_bot_is_known_by_its_mailmapped_identity(engine, upstream):
+    """A CI account that the mailmap names `release[bot]` is a bot; a raw `[bot]` mapped to a person is not."""
+    upstream.commit(name="Ann", email="ann@example.com", date="2024-01-01",
+                    files={".mailmap": "release[bot] <release-bot@example.com> Build <build@ci.example.com>\n"
+                                       "Ann <ann@example.com> <ann-bot[bot]@example.com>\n"})
+    upstream.commit(name="Build", email="build@ci.example.com", date="2024-01-02")  # mapped to a bot
+    upstream.commit(name="ann-bot[bot]", email="ann-bot[bot]@example.com", date="2024-01-03")  # mapped to Ann
+    upstream.commit(name="ann-bot[bot]", email="ann-bot[bot]@example.com", date="2024-01-04")
+    engine.track(str(upstream.path), "up")
+    # git: %aN/%aE after the mailmap, `[bot]` lines dropped: ann 01-01, 01-03 and 01-04 (release[bot] 01-02 out)
+    assert ask(engine, "up").totals.person_days == oracle_gad(upstream.path) == 3
+    assert ask(engine, "up bots:on").totals.person_days == oracle_gad(upstream.path, bots=True) == 4
+    # without the mailmap the raw identities decide: build 01-02 is a person, ann-bot[bot] is a bot
+    assert ask(engine, "up mailmap:off").totals.person_days == oracle_gad(upstream.path, mailmap=False) == 2
+
+
+def test_by_person_counts_commits_and_active_days_apart(engine, upstream):
+    for hour in (9, 12, 17):  # three commits on one day: one active day
+        upstream.commit(email="ann@example.com", date=f"2024-01-02T{hour:02d}:00")
+    upstream.commit(email="ann@example.com", date="2024-01-03")
+    upstream.commit(email="bob@example.com", date="2024-01-03")
+    engine.track(str(upstream.path), "up")
+    rows = {r.key: r.totals for r in ask(engine, "up by:person").rows}
+    assert (rows["ann@example.com"].person_days, rows["ann@example.com"].commits) == (2, 4)
+    assert (rows["bob@example.com"].person_days, rows["bob@example.com"].commits) == (1, 1)
+
+
+def test_period_rows_count_a_commit_in_a_repository_and_its_fork_once(tmp_path, engine):
+    origin = RepoBuilder(tmp_path / "origin")
+    origin.commit(email="o@example.com", date="2024-05-01")
+    origin.commit(email="o@example.com", date="2024-05-01T15:00")
+    origin.commit(email="p@example.com", date="2024-06-03")
+    engine.track(str(origin.path), "origin")
+    engine.track(str(origin.path), "fork")
+    # git: 3 commits, 2 in May (one person-day) and 1 in June
+    assert origin.git("rev-list", "--count", "--all").strip() == "3"
+    for by in ("month", "quarter", "year", "week"):
+        rows = ask(engine, f"origin fork by:{by}").rows
+        assert sum(r.totals.commits for r in rows) == 3, by
+    months = {r.key: (r.totals.person_days, r.totals.commits) for r in ask(engine, "origin fork by:month").rows}
+    assert months == {"2024-05": (1, 2), "2024-06": (1, 1)}
+
+
+def test_data_as_of_is_the_oldest_sync_among_the_repositories(tmp_path, engine):
+    from datetime import datetime, timezone
+
+    a, b = RepoBuilder(tmp_path / "a"), RepoBuilder(tmp_path / "b")
+    a.commit(date="2024-01-01")
+    b.commit(date="2024-01-01")
+    engine.track(str(a.path), "a")
+    engine.track(str(b.path), "b")
+    old, new = datetime(2026, 12, 1, 8, 0, tzinfo=timezone.utc), datetime(2026, 12, 3, 8, 0, tzinfo=timezone.utc)
+    engine.sync(["a"], now=old)
+    engine.sync(["b"], now=new)
+    report = ask(engine, "a b")
+    assert report.data_as_of == old  # the answer is only as fresh as its stalest repository
+    from bot.render.words import footnotes
+
+    assert "data as of 2026-12-01 08:00 UTC" in footnotes(report)
+    assert ask(engine, "b").data_as_of == new

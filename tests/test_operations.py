@@ -165,3 +165,56 @@ def test_reclone_keeps_projects_and_figures(tmp_path, settings):
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert engine.repo("up").last_error is None
     assert engine.report(parse_query(["suite"], TODAY)).totals.person_days == 3
+
+
+# -- doctor after a real track, and on a damaged index (issue 12, item 2) -------------------------
+
+
+def test_doctor_passes_right_after_tracking_with_paths(tmp_path, stub):
+    """`gad-bot track` (which indexes changed paths into the WITHOUT ROWID commit_paths) then `gad-bot doctor`."""
+    from tests.faults import run_cli
+
+    upstream = RepoBuilder(tmp_path / "web")
+    upstream.commit(files={"src/a.c": "int a;\n"}, date="2024-01-02")
+    upstream.commit(email="bob@example.com", files={"docs/b.md": "b\n"}, date="2024-01-03")
+    data = tmp_path / "data"
+    tracked = run_cli("track", str(upstream.path), "--name", "web", data=data)
+    assert tracked.returncode == 0, tracked.stderr
+    assert "web: changed paths of 2 commits indexed" in tracked.stdout
+    env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url, "SLACK_SIGNING_SECRET": "x" * 32}
+    result = run_cli("doctor", data=data, **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"[ok  ] index passes SQLite's {'integrity_check' if sqlite3.sqlite_version_info[:2] in ((3, 40), (3, 41)) else 'quick_check'}" in result.stdout
+    assert "[ok  ] web: 2 commits, synced" in result.stdout
+    assert result.stdout.rstrip().endswith("everything needed is in place")
+
+
+@pytest.mark.parametrize("version, pragma", [((3, 39, 4), "quick_check"), ((3, 40, 0), "integrity_check"),
+                                             ((3, 40, 1), "integrity_check"), ((3, 41, 0), "integrity_check"),
+                                             ((3, 41, 1), "quick_check"), ((3, 45, 1), "quick_check")])
+def test_the_integrity_check_trusted_on_each_sqlite(version, pragma):
+    from bot.doctor import integrity_pragma
+
+    assert integrity_pragma(version) == pragma
+
+
+def test_doctor_on_a_damaged_index_never_advises_throwing_it_away(tmp_path, stub, upstream):
+    upstream.commit(files={"src/a.c": "int a;\n"})
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
+    engine = Engine.open(settings)
+    engine.track(str(upstream.path), "up")
+    engine.index.close()
+    # Damage an index b-tree for real: the unique index on repository names loses its entries.
+    db = sqlite3.connect(settings.index_path)
+    root = db.execute("SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'repos'").fetchone()[0]
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    with open(settings.index_path, "r+b") as f:  # zero the index's root page: its entries are gone
+        f.seek((root - 1) * page_size)
+        f.write(b"\x0a" + b"\x00" * (page_size - 1))
+    bad = failing(doctor(tmp_path, stub, stub.good_token))
+    (line,) = [c.line() for c in bad if "index failed" in c.line()]
+    assert "integrity_check" in line
+    assert "copy" in line and "somewhere safe" in line and "gad-bot backup" in line
+    assert "move index.sqlite away" not in line and "track again" not in line

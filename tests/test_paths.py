@@ -48,7 +48,6 @@ def tree(tmp_path):
     ("path:docs path:net", ("docs", "net")),
     ("path:!docs", (".", ":!docs")),
     ("path:drivers path:!drivers/gpu", ("drivers", ":!drivers/gpu")),
-    ("path:nonexistent", ("nonexistent",)),
 ])
 def test_path_figures_equal_git_log(engine, tree, tokens, pathspec):
     engine.track(str(tree.path), "kernel")
@@ -59,7 +58,7 @@ def test_merges_do_not_count_and_the_answer_says_so(engine, tree):
     engine.track(str(tree.path), "kernel")
     report = ask(engine, "kernel path:drivers/gpu by:person")
     assert "merger@example.com" not in {r.key for r in report.rows}
-    assert report.extra["paths"] == ("drivers/gpu",)
+    assert report.paths == ("drivers/gpu",)
     from bot.render.words import MERGES_NOTE, footnotes
 
     assert MERGES_NOTE in footnotes(report)
@@ -103,3 +102,48 @@ def test_path_queries_wait_for_the_path_index_with_a_clear_answer(engine, tree):
     count, _ = engine.index_paths("kernel")
     assert count == engine.repo("kernel").commits
     assert ask(engine, "kernel path:drivers/gpu").totals.person_days == oracle(tree, "drivers/gpu")
+
+
+# -- filters that match nothing are typos, not quiet periods (issue 12, item 8) -------------------
+
+
+@pytest.mark.parametrize("tokens, message", [
+    ("path:nonexistent", "`path:nonexistent` matches no file that `kernel` ever changed, so it would count nothing; "
+                         "paths there include `docs`, `drivers`, `net`."),
+    ("path:driver", "`path:driver` matches no file that `kernel` ever changed, so it would count nothing; "
+                    "did you mean `path:drivers`?"),
+    ("path:drivers/gpx", "`path:drivers/gpx` matches no file that `kernel` ever changed, so it would count nothing; "
+                         "did you mean `path:drivers/gpu`?"),
+    ("path:Docs", "`path:Docs` matches no file that `kernel` ever changed, so it would count nothing; "
+                  "did you mean `path:docs`?"),  # paths are case-sensitive, as in git
+    ("path:!doc", "`path:!doc` matches no file that `kernel` ever changed, so it would count nothing; "
+                  "did you mean `path:!docs`?"),
+    ("author:nobody@x", "`author:nobody@x` matches nobody who committed to `kernel`, so it would count nothing; "
+                        "authors are mailmapped, lower-cased e-mails: `/gad kernel by:person` lists them."),
+    ("author:merger@exmple.com", "`author:merger@exmple.com` matches nobody who committed to `kernel`, so it would "
+                                 "count nothing; did you mean `author:merger@example.com`?"),
+])
+def test_a_filter_that_matches_nothing_is_refused_with_the_nearest(engine, tree, tokens, message):
+    engine.track(str(tree.path), "kernel")
+    if tokens.startswith("path:") and not tokens.startswith("path:!"):
+        assert oracle(tree, tokens[5:]) == 0  # git agrees: no commit changed it
+    with pytest.raises(QueryError) as error:
+        ask(engine, f"kernel {tokens}")
+    assert str(error.value) == message
+
+
+def test_a_filter_that_matched_before_the_period_is_a_quiet_period(engine, tree):
+    engine.track(str(tree.path), "kernel")
+    quiet = ask(engine, "kernel path:docs author:c@example.com since:2025")
+    assert quiet.totals.person_days == 0  # c changed docs on 2024-01-03: nothing since 2025, and no refusal
+    assert ask(engine, "kernel path:docs author:c@example.com").totals.person_days == 1
+
+
+def test_an_author_glob_matching_only_bots_says_bots_on(engine, tmp_path):
+    b = RepoBuilder(tmp_path / "botty")
+    b.commit(name="dependabot[bot]", email="49699333+dependabot[bot]@users.noreply.github.com", date="2024-01-02")
+    b.commit(email="ann@example.com", date="2024-01-03")
+    engine.track(str(b.path), "botty")
+    with pytest.raises(QueryError, match=r"matches only bot authors, who are left out by default; add `bots:on`"):
+        ask(engine, "botty author:*dependabot*")
+    assert ask(engine, "botty author:*dependabot* bots:on").totals.person_days == 1

@@ -16,6 +16,7 @@ from bot.query import (BREAKDOWNS, EXAMPLES, GRAMMAR, WEEKDAYS, Help, ListProjec
                        Unsubscribe, Untrack, is_source, parse_command, parse_query, straighten)
 
 TODAY = date(2024, 6, 15)
+TIME_EXAMPLES = "e.g. `time:09:00`, `time:9am` or `time:17h30`"
 
 
 def parse(text: str):
@@ -73,6 +74,17 @@ def error(text: str) -> str:
     ("subscribe gst day:TUE", Subscribe(("gst",), "tue")),
     ("subscribe gst time:23:59", Subscribe(("gst",), at=time(23, 59))),
     ("subscribe gst time:0:00", Subscribe(("gst",), at=time(0, 0))),
+    # times as people type them
+    ("subscribe gst time:9am", Subscribe(("gst",), at=time(9, 0))),
+    ("subscribe gst time:9", Subscribe(("gst",), at=time(9, 0))),  # a bare number is an hour
+    ("subscribe gst time:17", Subscribe(("gst",), at=time(17, 0))),
+    ("subscribe gst time:17h30", Subscribe(("gst",), at=time(17, 30))),
+    ("subscribe gst time:17h", Subscribe(("gst",), at=time(17, 0))),
+    ("subscribe gst time:5:30pm", Subscribe(("gst",), at=time(17, 30))),
+    ("subscribe gst time:12pm", Subscribe(("gst",), at=time(12, 0))),
+    ("subscribe gst time:12am", Subscribe(("gst",), at=time(0, 0))),
+    ("subscribe gst time:0930", Subscribe(("gst",), at=time(9, 30))),
+    ("subscribe gst time:9.30", Subscribe(("gst",), at=time(9, 30))),
     ("subscribe gst tz:America/Argentina/Buenos_Aires", Subscribe(("gst",), tz="America/Argentina/Buenos_Aires")),
     ("subscribe gst people:yes", Subscribe(("gst",), people=True)),
     ("subscribe gst people:FALSE", Subscribe(("gst",), people=False)),
@@ -97,7 +109,7 @@ def test_commands(text, expected):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("report", "Name at least one repository, e.g. `gstreamer since:2024-01`; type `repos` to list them."),
+    ("report", "Name at least one repository, e.g. `gstreamer/gstreamer since:2024-01`; `/gad repos` lists them."),
     ("track", "Say what to track, e.g. `track https://github.com/owner/name`."),
     ("track https://github.com/o/n extra",
      "`extra` is not understood after the URL; to name the repository use `as:NAME`."),
@@ -133,8 +145,8 @@ def test_command_errors(text, message):
 # --- subscribe settings ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, message", [
-    ("subscribe", "Name the repositories to subscribe to, e.g. `subscribe myrepo day:mon time:09:00`."),
-    ("subscribe day:mon", "Name the repositories to subscribe to, e.g. `subscribe myrepo day:mon time:09:00`."),
+    ("subscribe", "Name the repositories to subscribe to, e.g. `/gad subscribe myrepo day:mon time:9am`."),
+    ("subscribe day:mon", "Name the repositories to subscribe to, e.g. `/gad subscribe myrepo day:mon time:9am`."),
     ("subscribe gst day:funday", "`day:funday` is not a weekday; use one of "
      + ", ".join(f"`day:{d}`" for d in WEEKDAYS) + "."),
     ("subscribe gst day:mo", "`day:mo` is not a weekday; use one of `day:mon`, `day:tue`, `day:wed`, `day:thu`, "
@@ -143,11 +155,14 @@ def test_command_errors(text, message):
      "`day:thu`, `day:fri`, `day:sat`, `day:sun`."),
     ("subscribe gst day:", "`day:` is not a weekday; use one of `day:mon`, `day:tue`, `day:wed`, `day:thu`, "
      "`day:fri`, `day:sat`, `day:sun`."),
-    ("subscribe gst time:24:00", "`time:24:00` is not a time of day; use 24-hour `HH:MM`, e.g. `time:09:00`."),
-    ("subscribe gst time:09:60", "`time:09:60` is not a time of day; use 24-hour `HH:MM`, e.g. `time:09:00`."),
-    ("subscribe gst time:9", "`time:9` is not a time of day; use 24-hour `HH:MM`, e.g. `time:09:00`."),
-    ("subscribe gst time:9am", "`time:9am` is not a time of day; use 24-hour `HH:MM`, e.g. `time:09:00`."),
-    ("subscribe gst time:", "`time:` is not a time of day; use 24-hour `HH:MM`, e.g. `time:09:00`."),
+    ("subscribe gst time:24:00", "`time:24:00` is not a time of day; use " + TIME_EXAMPLES + "."),
+    ("subscribe gst time:09:60", "`time:09:60` is not a time of day; use " + TIME_EXAMPLES + "."),
+    ("subscribe gst time:mon", "`time:mon` is not a time of day; use " + TIME_EXAMPLES + "."),
+    ("subscribe gst time:25", "`time:25` is not a time of day; use " + TIME_EXAMPLES + "."),
+    ("subscribe gst time:2024-01-01", "`time:2024-01-01` is not a time of day; use " + TIME_EXAMPLES + "."),
+    ("subscribe gst time:9:00:30", "`time:9:00:30` is not a time of day; use " + TIME_EXAMPLES + "."),
+    ("subscribe gst dya:mon", "`dya:` is not a subscription setting; did you mean `day:`?"),
+    ("subscribe gst time:", "`time:` is not a time of day; use " + TIME_EXAMPLES + "."),
     ("subscribe gst tz:Mars/Olympus_Mons",
      "`tz:Mars/Olympus_Mons` is not a time zone; use an IANA name such as `tz:Europe/London` or `tz:UTC`."),
     ("subscribe gst tz:../../etc/passwd",
@@ -260,7 +275,7 @@ def test_straighten():
 
 
 ONE_OF_KEYS = ("`since:`, `until:`, `branch:`, `refs:`, `author:`, `path:`, `by:`, `mailmap:`, `bots:`, `vs:`, "
-               "`format:` (type `help` for examples).")
+               "`format:` (`/gad help` has examples).")
 NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
 
 
@@ -276,7 +291,7 @@ NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
     ("gst branch:", "`branch:` needs a value, e.g. `branch:main`."),
     ("gst refs:", "`refs:` needs a value, e.g. `refs:all`."),
     ("gst author:", "`author:` needs a value, e.g. `author:*@example.com`."),
-    ("gst path:", "`path:` needs a value, e.g. `path:src/`."),
+    ("gst path:", "`path:` needs a value, e.g. `path:src/net`."),
     ("gst by:", "`by:` needs a value, e.g. `by:month`."),
     ("gst mailmap:", "`mailmap:` needs a value, e.g. `mailmap:off`."),
     ("gst bots:", "`bots:` needs a value, e.g. `bots:on`."),
@@ -328,12 +343,18 @@ NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
     ("gst vs:fpa", "`vs:fpa` is not a model gad-bot compares with; use `vs:cocomo`."),
     ("gst format:xlsx", "`format:xlsx` is not a format gad-bot writes; use `format:csv`."),
     ("gst path:/", "`path:/` is not a path inside the repository; use e.g. `path:src/net`."),
+    # near misses: the nearest token or value
+    ("gst sinse:2024", "`sinse:` is not a token gad-bot knows; did you mean `since:`, as in `since:2024-01`?"),
+    ("gst Untill:2024", "`untill:` is not a token gad-bot knows; did you mean `until:`, as in `until:2024-06`?"),
+    ("gst auther:x@y", "`auther:` is not a token gad-bot knows; did you mean `author:`, as in `author:*@example.com`?"),
+    ("gst by:mnth", "`by:mnth` is not a breakdown; did you mean `by:month`?"),
+    ("gst by:people", "`by:people` is not a breakdown; did you mean `by:person`?"),
     ("gst path:!", "`path:!` is not a path inside the repository; use e.g. `path:src/net`."),
     ("gst path:../etc", "`path:../etc` is not a path inside the repository; use e.g. `path:src/net`."),
     ("gst path:src/../..", "`path:src/../..` is not a path inside the repository; use e.g. `path:src/net`."),
     # repositories
-    ("since:2024", "Name at least one repository, e.g. `gstreamer since:2024-01`; type `repos` to list them."),
-    ("public", "Name at least one repository, e.g. `gstreamer since:2024-01`; type `repos` to list them."),
+    ("since:2024", "Name at least one repository, e.g. `gstreamer/gstreamer since:2024-01`; `/gad repos` lists them."),
+    ("public", "Name at least one repository, e.g. `gstreamer/gstreamer since:2024-01`; `/gad repos` lists them."),
     ("gst;rm", "`gst;rm` is not a repository name; names are letters, digits, `.`, `-`, `_` and `/`."),
     ("-x", "`-x` is not a repository name; names are letters, digits, `.`, `-`, `_` and `/`."),
     ("_ok .hidden", "`.hidden` is not a repository name; names are letters, digits, `.`, `-`, `_` and `/`."),

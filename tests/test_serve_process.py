@@ -131,3 +131,37 @@ def test_bad_settings_exit_non_zero_with_one_clear_line(tmp_path, stub, case):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("gad-bot: ") and fragment in lines[0], lines[0]
+
+
+def test_home_share_and_subscriptions_through_a_running_serve(data, stub, tmp_path):
+    """The wiring of `gad-bot serve` itself: App Home, Share and the digest commands (digests are on)."""
+    from tests.faults import SIGNING_SECRET
+    from tests.slackstub import app_home_opened_event, block_actions_payload, event_callback, signed_event, \
+        signed_interaction
+
+    stub.user_tz = "Europe/Paris"
+    with Serve(data, stub, logs=tmp_path / "logs") as serve:
+        status, _ = serve.post_signed(*signed_event(SIGNING_SECRET, event_callback(app_home_opened_event("U123"))))
+        assert status == 200
+        stub.wait_for("views.publish", timeout=15)
+        home = json.dumps(stub.home_views["U123"], ensure_ascii=False)
+        assert "`web` · 2GAD 0 person-days in " in home  # the last full week before today: no commits
+        assert "no weekly figure yet" not in home
+        # a private answer, then its Share button as Slack sends it back
+        serve.post(stub.slash_fields("web since:2024-01 until:2024-01", response_name="private"))
+        private = stub.wait_for_response("private", timeout=15)[-1]
+        assert private["text"] == "web: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
+        (button,) = [e for b in private["blocks"] if b["type"] == "actions" for e in b["elements"]]
+        payload = block_actions_payload("gad_share", button["value"], response_url=stub.response_url("shared"))
+        assert serve.post_signed(*signed_interaction(SIGNING_SECRET, payload))[0] == 200
+        replaced, shared = stub.wait_for_response("shared", count=2, timeout=15)
+        assert shared["response_type"] == "in_channel" and shared["text"] == private["text"]
+        # subscribe in the subscriber's zone, list, preview
+        serve.post(stub.slash_fields("subscribe web day:mon time:9", response_name="sub"))
+        assert "Mondays at 09:00 (Europe/Paris)" in _answer_text(stub, "sub")
+        serve.post(stub.slash_fields("subscriptions", response_name="list"))
+        assert "*Schedule:* Mondays at 09:00 (Europe/Paris)" in _answer_text(stub, "list")
+        serve.post(stub.slash_fields("digest", response_name="preview"))
+        assert "Preview: Weekly 2GAD digest" in _answer_text(stub, "preview")
+        assert serve.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in serve.stderr

@@ -64,7 +64,8 @@ def test_report_answers_ephemerally_with_figures(bot, stub):
     assert response.status == 200
     message = answer(stub, name)
     assert message["response_type"] == "ephemeral"
-    assert "4" in message["text"]  # 2GAD = 2 x 2 person-days
+    # ann 2024-01-02 and bob 2024-01-03: 2 person-days in January, 2GAD 4 (ann's February commit is outside)
+    assert message["text"] == "web: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
     assert "gad_share" in all_text(message)  # the Share button
     assert len(message["blocks"]) <= 50
 
@@ -129,8 +130,9 @@ def test_track_refuses_unsafe_sources(bot, stub):
     app, engine = bot
     for text, fragment in [("track file:///etc", "https"), ("track https://user:hunter2@example.com/x.git", "secret"),
                            ("track /srv/git/x", "https"), ("track https://127.0.0.1/x.git", "")]:
-        _, name = dispatch(app, stub, text, user="UADMIN")
-        message = answer(stub, name)
+        response, name = dispatch(app, stub, text, user="UADMIN")
+        message = ack_body(response)  # refused in the ack itself, before "Tracking ..." is ever said
+        assert message["response_type"] == "ephemeral" and "Tracking" not in all_text(message)
         assert "hunter2" not in all_text(message)
         assert fragment.lower() in all_text(message).lower()
     assert engine.known_names() == ["web"]
@@ -158,9 +160,10 @@ def test_share_button_posts_for_everyone(bot, stub):
     body, headers = signed_interaction(SECRET, payload)
     response = app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
     assert response.status == 200
-    message = answer(stub, "share")
-    assert message["response_type"] == "in_channel"
-    assert "U123" in all_text(message)  # says who shared it
+    private, shared = stub.wait_for_response("share", count=2, timeout=10)
+    assert private["replace_original"] is True and "gad_share" not in all_text(private)  # no second press
+    assert shared["response_type"] == "in_channel" and shared["replace_original"] is False
+    assert "U123" in all_text(shared)  # says who shared it
 
 
 def test_mentions_in_user_text_cannot_ping(bot, stub):

@@ -111,14 +111,20 @@ def make_sub(day="mon", at=time(9, 0), tz="UTC", created=datetime(2020, 1, 1, tz
                              people=False, repos=("web",), created_by=None, created_at=created, updated_at=created)
 
 
-def test_period_is_the_last_full_week_before_the_delivery_day():
-    monday = make_sub("mon")
+def test_period_is_the_seven_days_before_the_delivery_day():
+    monday = make_sub("mon")  # Monday 2026-11-30: Monday 11-23 to Sunday 11-29, the week just ended
     assert monday.due_at(date(2026, 11, 23)) == datetime(2026, 11, 30, 9, tzinfo=UTC)
-    friday = make_sub("fri", time(16, 0))
-    assert friday.due_at(date(2026, 11, 23)) == datetime(2026, 12, 4, 16, tzinfo=UTC)
-    sunday = make_sub("sun")  # on a Sunday the week is not over yet: the week before it
-    assert sunday.due_at(date(2026, 11, 23)) == datetime(2026, 12, 6, 9, tzinfo=UTC)
+    assert monday.period_due_before(datetime(2026, 11, 30, 9, tzinfo=UTC)) == date(2026, 11, 23)
     assert subs.period_of(date(2026, 11, 23)) == (date(2026, 11, 23), date(2026, 11, 29))
+    friday = make_sub("fri", time(16, 0))  # Friday 2026-12-04: Friday 11-27 to Thursday 12-03, not 11-23 to 11-29
+    assert friday.due_at(date(2026, 11, 27)) == datetime(2026, 12, 4, 16, tzinfo=UTC)
+    assert friday.period_due_before(datetime(2026, 12, 4, 16, tzinfo=UTC)) == date(2026, 11, 27)
+    assert friday.period_due_before(datetime(2026, 12, 4, 15, 59, tzinfo=UTC)) == date(2026, 11, 20)
+    assert subs.period_of(date(2026, 11, 27)) == (date(2026, 11, 27), date(2026, 12, 3))
+    sunday = make_sub("sun")  # Sunday 2026-12-06: Sunday 11-29 to Saturday 12-05
+    assert sunday.due_at(date(2026, 11, 29)) == datetime(2026, 12, 6, 9, tzinfo=UTC)
+    assert sunday.period_words() == "the 7 days before it (Sunday to Saturday)"
+    assert monday.period_words() == "the previous week (Monday to Sunday)"
 
 
 def test_period_due_before_and_next_due():
@@ -172,11 +178,11 @@ def test_due_instants_are_cron_triggers_first_fire_each_week(tz, at):
             local_day = fire.replace(tzinfo=None).date()
             fires.setdefault(local_day, fire.astimezone(UTC))
             previous = now = fire
-        period = date(2025, 12, 22)
+        period = date(2025, 12, 22) + timedelta(days=sub.weekday)  # periods start on the delivery weekday
         seen = 0
         while period < date(2026, 12, 21):
             due = sub.due_at(period)
-            delivery_day = period + timedelta(days=7 + sub.weekday)
+            delivery_day = period + timedelta(days=7)
             if delivery_day in fires:
                 assert fires[delivery_day] == due, (day, period)
                 seen += 1
@@ -194,11 +200,13 @@ def test_subscriptions_view_schedule_next_and_last(engine):
     engine.untrack("api")
     view = subs.channel_view(engine, "C1", NOW)
     assert view.untracked == ("api",) and view.tracked == ("web",)
-    assert view.next_due == datetime(2026, 11, 4, 8, 15, tzinfo=UTC) and view.next_period == date(2026, 10, 26)
+    # Wednesday 2026-11-04 08:15 GMT covers Wednesday 10-28 to Tuesday 11-03
+    assert view.next_due == datetime(2026, 11, 4, 8, 15, tzinfo=UTC) and view.next_period == date(2026, 10, 28)
     assert view.last is None
     text, blocks = subscriptions_blocks(view)
     body = json.dumps(blocks)
     assert "Wednesdays at 08:15 (Europe/London)" in body and "none yet" in body and "no longer tracked" in body
+    assert "*Next digest:* Wed 2026-11-04 08:15, covering 2026-10-28 to 2026-11-03" in body
     assert subs.channel_view(engine, "C-none", NOW) is None
     assert "no digest subscription" in subscriptions_blocks(None)[0]
 

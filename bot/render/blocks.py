@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime
 
 from ..metric import Report, Row
 from ..query import EXAMPLES, GRAMMAR
+from ..rows import HomeRow, RepoSummary
 from . import words
 
 MAX_BLOCKS = 50
@@ -169,6 +169,33 @@ def _packed(lines: Sequence[str], max_blocks: int, more: Callable[[int], str],
     return [section(chunk) for chunk in chunks]
 
 
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _mrkdwn_to_plain(text: str) -> str:
+    # bold markers go; code spans keep their backticks (they mark what to type); entities decoded
+    return _unescape(re.sub(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])", r"\1", text))
+
+
+def blocks_to_text(blocks: Sequence[dict]) -> str:
+    """A message's blocks as plain text for a terminal (`gad-bot digest --dry-run`): what a reader sees."""
+    lines: list[str] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "header":
+            lines += [_unescape(block["text"]["text"]), ""]
+        elif kind == "section":
+            lines += [_mrkdwn_to_plain(block["text"]["text"]), ""]
+        elif kind == "context":
+            lines += [_mrkdwn_to_plain(e.get("text", "")) for e in block.get("elements", [])] + [""]
+        elif kind == "image":
+            lines += [f"[chart: {block.get('title', {}).get('text', block.get('alt_text', ''))}]", ""]
+        elif kind == "divider":
+            lines += ["-" * 40, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # -- reports ----------------------------------------------------------------------------------
 
 
@@ -220,8 +247,12 @@ def share_value(query_text: str) -> str:
 
 
 def report_blocks(report: Report, query_text: str, *, shared_by: str | None = None,
-                  public: bool = False) -> tuple[str, list[dict]]:
-    """The answer to `/gad ...`: figure, period, scope, trend, breakdown, COCOMO, footnotes, share button."""
+                  public: bool = False, notice: str | None = None) -> tuple[str, list[dict]]:
+    """The answer to `/gad ...`: figure, period, scope, trend, breakdown, COCOMO, footnotes, share button.
+
+    `notice` (mrkdwn, already escaped) is a sentence about this answer shown under the figure, such
+    as where its CSV went.
+    """
     totals = report.totals
     period = words.period_words(report.since, report.until)
     fallback = _fallback(f"{words.repos_words(report.repos, limit=3)}: {words.figure_words(totals)}, {period}")
@@ -235,6 +266,8 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
         figure.append(f"*Scope:* {_prose(report.scope_words, 1000)}")
     figure.append(f"*{'Repository' if len(report.repos) == 1 else 'Repositories'}:* {_names(report.repos)}")
     body = [section("\n".join(figure))]
+    if notice:
+        body.append(section(notice))
 
     trend = words.trend_words(report)
     if trend:
@@ -269,9 +302,18 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
 # -- other messages ---------------------------------------------------------------------------
 
 
-def error_blocks(message: str, reference: str | None = None) -> tuple[str, list[dict]]:
-    """A one-sentence error (its backticks kept as formatting) and an optional reference id."""
-    blocks = [section(f":warning: {_prose(message, SECTION_LIMIT - len(':warning: '))}")]
+def error_blocks(message: str, reference: str | None = None, *,
+                 mentions: Sequence[str] = ()) -> tuple[str, list[dict]]:
+    """A one-sentence error (its backticks kept as formatting) and an optional reference id.
+
+    `<@U...>` for the user ids in `mentions` (the operator's GAD_ADMINS, never typed text) stay
+    mentions, so the reader sees names; any other `<...>` is escaped.
+    """
+    text = _prose(message, SECTION_LIMIT - len(":warning: "))
+    for user in mentions:
+        if _USER_ID.match(user):
+            text = text.replace(f"&lt;@{user}&gt;", f"<@{user}>")
+    blocks = [section(f":warning: {text}")]
     if reference:
         blocks.append(context([f"Reference: {code(reference)}"]))
     return _fallback(message), blocks  # fallback is plain notification text: backticks are harmless
@@ -290,27 +332,25 @@ def help_blocks() -> tuple[str, list[dict]]:
     return "How to use /gad: /gad REPO [since:PERIOD] [by:month] ... or /gad help", blocks
 
 
-def _repo_line(row: dict) -> str:
-    commits = row.get("commits")
-    parts = [code(str(row.get("name", "")))]
-    parts.append(words.plural(int(commits), "commit") if commits is not None else "not indexed yet")
-    last_sync = row.get("last_sync")
-    parts.append(f"synced {words.utc_words(last_sync)}" if isinstance(last_sync, datetime) else "never synced")
+def _repo_line(row: RepoSummary) -> str:
+    parts = [code(row.name)]
+    parts.append(words.plural(row.commits, "commit") if row.commits is not None else "not indexed yet")
+    parts.append(f"synced {words.utc_words(row.last_sync)}" if row.last_sync is not None else "never synced")
     line = " · ".join(parts)
-    if row.get("source"):
-        line += f" · from {code(str(row['source']), 120)}"
-    if row.get("last_error"):
-        line += f"\n    :warning: last sync failed: {_prose(str(row['last_error']), 300)}"
+    if row.source:
+        line += f" · from {code(row.source, 120)}"
+    if row.last_error:
+        line += f"\n    :warning: last sync failed: {_prose(row.last_error, 300)}"
     return line
 
 
-def repos_blocks(rows: Sequence[dict]) -> tuple[str, list[dict]]:
+def repos_blocks(rows: Sequence[RepoSummary]) -> tuple[str, list[dict]]:
     """`/gad repos`: one line per tracked repository (name, commits, last sync, source, last error)."""
     if not rows:
         text = "No repositories are tracked yet; an admin can add one with `/gad track URL`."
         return "No repositories are tracked yet.", [section(text)]
     rows = list(rows)
-    failing = sum(1 for r in rows if r.get("last_error"))
+    failing = sum(1 for r in rows if r.last_error)
     shown = rows[:REPOS_PER_MESSAGE]
     tail = []
     fallback = words.plural(len(rows), "tracked repository", "tracked repositories")
@@ -347,29 +387,22 @@ def progress_blocks(title: str, done: int, total: int | None, phase: str,
     return _fallback(f"{title}: {phase}{pct}"), [section(text)]
 
 
-def _home_line(row: dict) -> str:
-    parts = [code(str(row.get("name", "")))]
-    weekly = row.get("two_gad", row.get("weekly"))
-    week = row.get("week")
-    if weekly is None:
+def _home_line(row: HomeRow) -> str:
+    parts = [code(row.name)]
+    if row.weekly_two_gad is None:
         parts.append("no weekly figure yet")
     else:
-        parts.append(f"2GAD {words.number(int(weekly))} person-days "
-                     + (f"in {escape_mrkdwn(str(week))}" if week else "last week"))
-    trend = row.get("trend")
-    if trend:
-        parts.append(f"`{words.sparkline(list(trend)[-26:])}`")
+        parts.append(f"2GAD {words.days_words(row.weekly_two_gad)} in {escape_mrkdwn(row.week)}")
+    if row.trend:
+        parts.append(f"`{words.sparkline(list(row.trend)[-26:])}`")
     line = " · ".join(parts)
-    if row.get("last_error"):
+    if row.last_error:
         line += " · :warning: last sync failed"
     return line
 
 
-def home_view(rows_with_weekly: Sequence[dict], *, is_admin: bool) -> dict:
-    """The App Home tab (views.publish): how to use /gad and each tracked repository's latest weekly 2GAD.
-
-    Rows: {"name", "two_gad" (latest week's 2GAD or None), optional "week" label, "trend" (ints), "last_error"}.
-    """
+def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool) -> dict:
+    """The App Home tab (views.publish): how to use /gad and each tracked repository's last full week in 2GAD."""
     blocks: list[dict] = [
         header("gad-bot: effort in 2GAD"),
         section("*2GAD* (Git Active Days x 2) measures effort in person-days: every day a person "

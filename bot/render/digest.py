@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from .. import metric
+from ..errors import did_you_mean, nearest
 from ..periods import bucket_label
 from . import words
 from .blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, section
+
+if TYPE_CHECKING:  # the types these renderers read; bot.digest imports the renderers lazily
+    from ..digest import Digest, Figures
+    from ..subscriptions import ChannelView, SubscribeResult, UnsubscribeResult
 
 REPO_SECTIONS = 30  # at most this many blocks of per-repository lines
 TOP_PEOPLE = 5
@@ -64,16 +70,27 @@ def _week_label(day: date) -> str:
     return bucket_label(day, "week")
 
 
-def period_title(digest) -> str:
-    return (f"{digest.period_start.isoformat()} to {digest.period_end.isoformat()} "
-            f"({_week_label(digest.period_start)})")
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def period_title(digest: Digest) -> str:
+    """'2026-11-23 to 2026-11-29 (2026-W48)'; a period that is not an ISO week has no week label."""
+    span = f"{digest.period_start.isoformat()} to {digest.period_end.isoformat()}"
+    return f"{span} ({_week_label(digest.period_start)})" if digest.period_start.weekday() == 0 else span
+
+
+def period_kind_words(start: date) -> str:
+    """'Week Monday to Sunday' or '7 days Friday to Thursday'."""
+    if start.weekday() == 0:
+        return "Week Monday to Sunday"
+    return f"7 days {_DAYS[start.weekday()]} to {_DAYS[(start.weekday() + 6) % 7]}"
 
 
 def _new_words(n: int) -> str:
     return words.plural(n, "new contributor")
 
 
-def _figure_block(title: str, figures, weeks: int) -> str:
+def _figure_block(title: str, figures: Figures, weeks: int) -> str:
     t = figures.week
     lines = [title,
              f"*2GAD {words.number(t.two_gad)} person-days*"
@@ -84,7 +101,7 @@ def _figure_block(title: str, figures, weeks: int) -> str:
     return "\n".join(lines)
 
 
-def _repo_line(figures, weeks: int) -> str:
+def _repo_line(figures: Figures, weeks: int) -> str:
     t = figures.week
     parts = [f"{code(figures.name)} — 2GAD *{words.number(t.two_gad)}*",
              change_words(t.two_gad, figures.previous.two_gad),
@@ -127,17 +144,17 @@ def _inline_list(items: Sequence[str], label: str, more: str) -> str:
     return text
 
 
-def trend_rows(digest) -> list[tuple[str, int]]:
+def trend_rows(digest: Digest) -> list[tuple[str, int]]:
     """(ISO week label, 2GAD) for the chart and the sparkline: the 12 weeks ending with the digest's."""
     return [(row.key, row.totals.two_gad) for row in digest.total.trend]
 
 
-def chart_alt_text(digest) -> str:
+def chart_alt_text(digest: Digest) -> str:
     values = ", ".join(f"{label} {value}" for label, value in trend_rows(digest))
     return words.clip(f"2GAD per week over 12 weeks: {values}", 1000)
 
 
-def digest_blocks(digest, *, chart_file_id: str | None = None, next_due: datetime | None = None) -> tuple[str, list[dict]]:
+def digest_blocks(digest: Digest, *, chart_file_id: str | None = None, next_due: datetime | None = None) -> tuple[str, list[dict]]:
     """The digest message: headline figures, each repository, quiet ones, people (people:on), trend, notes."""
     total = digest.total
     weeks = len(total.trend)
@@ -184,7 +201,8 @@ def digest_blocks(digest, *, chart_file_id: str | None = None, next_due: datetim
                          "title": {"type": "plain_text", "text": f"2GAD per week, {span}", "emoji": False}})
         else:
             peak = max(v for _, v in rows)
-            body.append(section(f"*{weeks}-week trend* (2GAD per week, {span}"
+            per = "week" if digest.period_start.weekday() == 0 else "7 days, by first day"
+            body.append(section(f"*{weeks}-week trend* (2GAD per {per}, {span}"
                                 + (f", peak {words.number(peak)})" if peak else ", no activity)")
                                 + f"\n`{words.sparkline([v for _, v in rows])}`"))
 
@@ -202,7 +220,8 @@ def digest_blocks(digest, *, chart_file_id: str | None = None, next_due: datetim
     if digest.untracked:
         notes.append(":warning: No longer tracked: " + ", ".join(code(n) for n in digest.untracked[:20])
                      + (f" and {len(digest.untracked) - 20} more" if len(digest.untracked) > 20 else ""))
-    notes.append(f"Week Monday to Sunday in {escape_mrkdwn(digest.tz)} · 2GAD = active person-days x 2"
+    notes.append(f"{period_kind_words(digest.period_start)} in {escape_mrkdwn(digest.tz)} · "
+                 "2GAD = active person-days x 2"
                  + (" · names shown (people:on)" if digest.people else ""))
     if digest.scope_words:
         notes.append(f"Scope: {escape_mrkdwn(digest.scope_words)}")
@@ -225,7 +244,7 @@ WIDTH, HEIGHT = 720, 260
 BAR, LAST_BAR, INK, MUTED = "#9DB4D6", "#2F5597", "#222222", "#666666"
 
 
-def digest_chart_png(digest) -> bytes:
+def digest_chart_png(digest: Digest) -> bytes:
     """A 720x260 PNG: 2GAD per week for the 12 weeks ending with the digest's week (that one darker)."""
     return weekly_bars_png(trend_rows(digest), f"2GAD per week (person-days), 12 weeks to {digest.period_end.isoformat()}")
 
@@ -254,7 +273,8 @@ def weekly_bars_png(rows: Sequence[tuple[str, int]], title: str) -> bytes:
                 draw.rectangle([x0, bottom - height, x1, bottom - 1], fill=colour)
             middle = (x0 + x1) / 2
             draw.text((middle, bottom - height - 3), words.number(value), fill=INK, font=small, anchor="md")
-            draw.text((middle, bottom + 6), label.split("-")[-1], fill=MUTED, font=small, anchor="ma")
+            short = label.split("-")[-1] if "-W" in label else label[5:]  # "W48", or "11-27" for a dated period
+            draw.text((middle, bottom + 6), short, fill=MUTED, font=small, anchor="ma")
     out = io.BytesIO()
     image.save(out, "PNG", compress_level=6)
     return out.getvalue()
@@ -267,12 +287,12 @@ def _local(moment: datetime, tz: str) -> str:
     return moment.astimezone(ZoneInfo(tz)).strftime("%a %Y-%m-%d %H:%M")
 
 
-def subscribe_blocks(result, next_due: datetime | None = None) -> tuple[str, list[dict]]:
+def subscribe_blocks(result: SubscribeResult, next_due: datetime | None = None) -> tuple[str, list[dict]]:
     """The answer to `/gad subscribe ...`."""
     sub = result.subscription
     verb = "Subscribed" if result.created else "Subscription updated"
     lines = [f":white_check_mark: *{verb}.* This channel gets a weekly 2GAD digest {escape_mrkdwn(sub.schedule_words())}, "
-             f"covering the previous week (Monday to Sunday)."]
+             f"covering {sub.period_words()}."]
     if result.added:
         lines.append(_inline_list([code(n) for n in result.added], "*Added:*", "repositories"))
     lines.append(_inline_list([code(n) for n in sub.repos], f"*Repositories ({len(sub.repos)}):*", "repositories"))
@@ -286,7 +306,7 @@ def subscribe_blocks(result, next_due: datetime | None = None) -> tuple[str, lis
     return words.clip(f"{verb}: weekly 2GAD digest {sub.schedule_words()}", 1000), [section(text)]
 
 
-def unsubscribe_blocks(result) -> tuple[str, list[dict]]:
+def unsubscribe_blocks(result: UnsubscribeResult) -> tuple[str, list[dict]]:
     """The answer to `/gad unsubscribe ...`."""
     lines = []
     if result.removed:
@@ -294,6 +314,11 @@ def unsubscribe_blocks(result) -> tuple[str, list[dict]]:
                                   "repositories"))
     if result.not_subscribed:
         lines.append(_inline_list([code(n) for n in result.not_subscribed], "Not subscribed here:", "repositories"))
+        subscribed = result.remaining.repos if result.remaining is not None else ()
+        close = [c for n in result.not_subscribed[:5] for c in nearest(n, subscribed, n=1)]
+        if close:
+            hint = did_you_mean(list(dict.fromkeys(close)))
+            lines.append(hint[0].upper() + hint[1:])
     if result.remaining is None:
         lines.append("This channel gets no digest any more." if result.removed
                      else "This channel has no digest subscription.")
@@ -316,7 +341,7 @@ _STATE_WORDS = {
 def _last_words(record, tz: str) -> str:
     if record is None:
         return "none yet"
-    week = f"week of {record.period_start.isoformat()}"
+    week = f"{record.period_start.isoformat()} to {(record.period_start + timedelta(days=6)).isoformat()}"
     if record.shown_state == "posted" and record.posted_at:
         return f"posted {_local(record.posted_at, tz)} ({week})"
     text = f"{_STATE_WORDS.get(record.shown_state, record.shown_state)} ({week})"
@@ -325,7 +350,7 @@ def _last_words(record, tz: str) -> str:
     return text
 
 
-def subscriptions_blocks(view, page: int = 1) -> tuple[str, list[dict]]:
+def subscriptions_blocks(view: ChannelView | None, page: int = 1) -> tuple[str, list[dict]]:
     """`/gad subscriptions [PAGE]`: this channel's schedule, next and last delivery, repositories (paginated)."""
     if view is None:
         text = "This channel has no digest subscription. Subscribe with `/gad subscribe REPO... [day:mon] [time:09:00]`."
@@ -343,7 +368,9 @@ def subscriptions_blocks(view, page: int = 1) -> tuple[str, list[dict]]:
         lines.append(f":double_vertical_bar: *Paused*{when}: Slack said `{escape_mrkdwn(sub.paused_reason or '')}`. "
                      "Fix it (e.g. `/invite` the bot), then `/gad subscribe REPO` here to resume.")
     else:
-        lines.append(f"*Next digest:* {_local(view.next_due, sub.tz)} (week of {view.next_period.isoformat()})")
+        last_day = view.next_period + timedelta(days=6)
+        lines.append(f"*Next digest:* {_local(view.next_due, sub.tz)}, covering {view.next_period.isoformat()} "
+                     f"to {last_day.isoformat()}")
     lines.append(f"*Last delivery:* {_last_words(view.last, sub.tz)}")
     blocks = [header("Weekly digest in this channel"), section("\n".join(lines))]
     label = f"*Repositories ({len(names)})*" if pages == 1 else \

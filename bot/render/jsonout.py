@@ -50,9 +50,11 @@ def report_to_dict(report: Report) -> dict:
         "by": report.by,
         "rows": [row_to_dict(r) for r in report.rows],
         "trend_bucket": report.trend_bucket,
-        # a trend carries person-days only (developers and commits are not computed for it)
+        # a trend carries person-days only (developers and commits are not computed for it); it stops
+        # at the bucket holding the newest commit in scope (`last_day`)
         "trend": [{"key": r.key, "first_day": r.first_day.isoformat() if r.first_day else None,
-                   "person_days": r.totals.person_days, "two_gad": r.totals.two_gad} for r in report.trend],
+                   "person_days": r.totals.person_days, "two_gad": r.totals.two_gad} for r in words.trend_rows(report)],
+        "last_day": _day(report.last_day),
         "skipped": report.skipped,
         "data_as_of": _moment(report.data_as_of),
         "notes": list(report.notes),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Sequence
-from datetime import datetime
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..metric import Report
+from ..rows import RepoSummary
 from ..query import EXAMPLES, GRAMMAR
 from . import words
 
@@ -63,16 +64,20 @@ def _breakdown_table(report: Report) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title=words.breakdown_title(report.by), title_justify="left",
                   show_edge=False, pad_edge=False, padding=(0, 1))
     table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
-    for name in ("2GAD", "active days", "developers", "commits"):
+    # a row of by:person is one person: its "developers" would always read 1
+    figures = ("2GAD", "active days", "commits") if report.by == "person" else \
+        ("2GAD", "active days", "developers", "commits")
+    for name in figures:
         table.add_column(name, justify="right", no_wrap=True)
+
+    def cells(t) -> list[str]:
+        values = {"2GAD": t.two_gad, "active days": t.person_days, "developers": t.developers, "commits": t.commits}
+        return [words.number(values[name]) for name in figures]
+
     rows = words.sorted_rows(report)
     for i, row in enumerate(rows):
-        r = row.totals
-        table.add_row(row.key, words.number(r.two_gad), words.number(r.person_days),
-                      words.number(r.developers), words.number(r.commits), end_section=i == len(rows) - 1)
-    t = report.totals
-    table.add_row("total", words.number(t.two_gad), words.number(t.person_days),
-                  words.number(t.developers), words.number(t.commits))
+        table.add_row(row.key, *cells(row.totals), end_section=i == len(rows) - 1)
+    table.add_row("total", *cells(report.totals))
     return table
 
 
@@ -96,7 +101,7 @@ def render_text(report: Report, *, width: int = 100, color: bool = False) -> str
     return _render(parts, width, color)
 
 
-def render_repos_text(rows: Sequence[dict], *, width: int = 100, color: bool = False) -> str:
+def render_repos_text(rows: Sequence[RepoSummary], *, width: int = 100, color: bool = False) -> str:
     """`gad-bot repos`: name, commits, last sync, status and (already redacted) source of each repository."""
     if not rows:
         return "No repositories are tracked yet; add one with `gad-bot track URL`.\n"
@@ -107,25 +112,43 @@ def render_repos_text(rows: Sequence[dict], *, width: int = 100, color: bool = F
     table.add_column("status", overflow="fold")
     table.add_column("source", overflow="fold")
     for row in rows:
-        commits = row.get("commits")
-        last_sync = row.get("last_sync")
-        error = row.get("last_error")
-        table.add_row(str(row.get("name", "")),
-                      words.number(int(commits)) if commits is not None else "-",
-                      words.utc_words(last_sync) if isinstance(last_sync, datetime) else "never",
-                      f"failed: {error}" if error else "ok",
-                      str(row.get("source") or ""))
-    failing = sum(1 for r in rows if r.get("last_error"))
+        table.add_row(row.name,
+                      words.number(row.commits) if row.commits is not None else "-",
+                      words.utc_words(row.last_sync) if row.last_sync is not None else "never",
+                      f"failed: {row.last_error}" if row.last_error else "ok",
+                      row.source)
+    failing = sum(1 for r in rows if r.last_error)
     summary = words.plural(len(rows), "repository", "repositories") + " tracked"
     if failing:
         summary += f", {failing} failing to sync"
     return _render([table, "", summary], width, color)
 
 
-def render_help_text(prefix: str = "") -> str:
-    """The command grammar and examples, as plain text (backticks dropped); `prefix` goes before examples."""
-    grammar = GRAMMAR.replace("`", "")
+def token_lines(tokens, width: int = 88) -> list[str]:
+    """Each token on a line of its own, its meaning and an example indented beneath it."""
+    lines = []
+    for token in tokens:
+        lines.append(f"  {token.form}")
+        lines += textwrap.wrap(f"{token.meaning}; e.g. {token.example}", width, initial_indent=" " * 6,
+                               subsequent_indent=" " * 6)
+    return lines
+
+
+def render_help_text(commands: Sequence[tuple[str, str]] = ()) -> str:
+    """The query grammar for a terminal: every token with its meaning and an example, periods, examples,
+    Slack's own commands, then `commands` ((usage, what it does) of the CLI's commands)."""
+    from ..periods import PERIOD_FORMS
+    from ..query import TOKENS
+
     lines = ["2GAD (Git Active Days x 2) measures software effort in person-days.", "",
-             "Usage:", *(f"  {prefix if i == 0 else ''}{line}" for i, line in enumerate(grammar.splitlines())), "", "Examples:", *(f"  {prefix}{e}" for e in EXAMPLES),
-             "", words.UNITS_NOTE]
+             "Usage: gad-bot report REPO... [TOKENS]   (in Slack: /gad REPO... [TOKENS])", "",
+             "Tokens, in any order after the repository or project names:", *token_lines(TOKENS)]
+    lines += ["", *textwrap.wrap(f"PERIOD is {PERIOD_FORMS}.".replace("`", ""), 88), "", "Examples:"]
+    lines += [f"  gad-bot report {e}" for e in EXAMPLES if not e.startswith("subscribe ")]
+    lines += ["", *textwrap.wrap("In Slack, /gad also takes: " + GRAMMAR.split("Other commands: ", 1)[1].replace("`", ""), 88,
+                                 subsequent_indent="  ")]
+    if commands:
+        usage_width = max(len(u) for u, _ in commands)
+        lines += ["", "Commands:", *(f"  {u:<{usage_width}}  {what}" for u, what in commands)]
+    lines += ["", words.UNITS_NOTE]
     return "\n".join(lines) + "\n"

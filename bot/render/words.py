@@ -5,7 +5,6 @@ Plain strings only; the Block Kit and terminal renderers escape or style them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 
@@ -23,7 +22,6 @@ MERGES_NOTE = ("with path:, merge commits are not counted: they integrate work r
 REPO_OVERLAP_NOTE = ("repository rows can add up to more than the total: a person active in several "
                      "repositories on one day is one person-day in the total")
 
-_PATHS_IN_SCOPE = re.compile(r"(?:^|, )(?:paths|excluding) ")
 
 
 def number(n: int) -> str:
@@ -76,10 +74,8 @@ def is_converted(report: Report) -> bool:
 
 
 def uses_paths(report: Report) -> bool:
-    """Whether the query had `path:` filters (the engine may say so in extra, else the scope words do)."""
-    if report.extra.get("paths") or report.extra.get("exclude_paths"):
-        return True
-    return bool(_PATHS_IN_SCOPE.search(report.scope_words or ""))
+    """Whether the query had `path:` filters."""
+    return bool(report.paths or report.exclude_paths)
 
 
 def skipped_words(skipped: int) -> str | None:
@@ -110,7 +106,7 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
     notes: list[str] = []
     if scope and report.scope_words:
         notes.append(f"Scope: {report.scope_words}")
-    for line in (skipped_words(report.skipped), as_of_words(report.data_as_of)):
+    for line in (skipped_words(report.skipped), as_of_words(report.data_as_of), data_ends_words(report)):
         if line:
             notes.append(line)
     if uses_paths(report):
@@ -145,12 +141,34 @@ def bucket_words(bucket: str) -> tuple[str, str, str]:
     return BUCKET_WORDS.get(bucket, (bucket + "ly", bucket, bucket + "s"))
 
 
+def trend_rows(report: Report) -> list:
+    """The trend's buckets up to the one holding the data's last day (report.last_day).
+
+    A mirror whose history stopped in August would otherwise end in a run of empty buckets that
+    reads as a slump; the trend stops where the data does, and `data_ends_words` says so.
+    """
+    rows = list(report.trend)
+    if report.last_day is None:
+        return rows
+    while len(rows) > 1 and rows[-1].first_day is not None and rows[-1].first_day > report.last_day:
+        rows.pop()
+    return rows
+
+
+def data_ends_words(report: Report) -> str | None:
+    """'the history ends on 2025-08-14 (its newest commit); the trend stops there', when the trend was cut."""
+    if report.last_day is None or len(trend_rows(report)) == len(report.trend):
+        return None
+    return f"the history ends on {report.last_day.isoformat()} (its newest commit); the trend stops there"
+
+
 def trend_words(report: Report, *, max_points: int = 104) -> tuple[str, str] | None:
-    """(caption, sparkline) for report.trend, the last max_points buckets; None without a trend.
+    """(caption, sparkline) for report.trend up to where the data ends, the last max_points buckets;
+    None without a trend.
 
     caption: '2GAD per month, 2024-01 to 2024-12, peak 40 in 2024-03'.
     """
-    trend: Sequence = report.trend
+    trend: Sequence = trend_rows(report)
     if not trend:
         return None
     _, one, many = bucket_words(report.trend_bucket)
@@ -202,18 +220,6 @@ def clip(text: str, limit: int, ellipsis: str = "…") -> str:
     if limit <= len(ellipsis):
         return ellipsis[:limit]
     return text[: limit - len(ellipsis)] + ellipsis
-
-
-def repo_summary(repo) -> dict:
-    """What `repos` shows of a tracked repository (an index RepoRow), the same in the CLI and Slack.
-
-    `last_sync` is the last attempt, `last_success` the last one that worked; the source never
-    shows credentials."""
-    from ..sources import redact
-
-    return {"name": repo.name, "source": redact(repo.source), "in_place": repo.in_place, "commits": repo.commits,
-            "skipped": repo.skipped, "last_sync": repo.last_sync_at, "last_success": repo.last_success_at,
-            "last_error": repo.last_error, "next_attempt": repo.next_attempt_at}
 
 
 def time_left(seconds: float) -> str:

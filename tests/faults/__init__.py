@@ -579,6 +579,18 @@ class Serve:
         except urllib.error.HTTPError as error:
             return error.code, error.read(), time.monotonic() - started
 
+    def post_signed(self, body: bytes, headers: dict, timeout: float = 10.0) -> tuple[int, bytes]:
+        """POST a request already signed (signed_event / signed_interaction) to /slack/events."""
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(self.url + "/slack/events", data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
     def send(self, signum: int) -> None:
         os.kill(self.proc.pid, signum)
 

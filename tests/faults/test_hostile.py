@@ -131,7 +131,8 @@ def test_hostile_payload_gets_a_clear_reply(slack, name, caplog):
     for message in seen:
         for text in _texts(message):
             assert not STACK.search(text), text[:300]
-            assert "<!" not in text and "<@" not in text, text[:300]  # no pings, no mentions
+            # no pings, and no mentions but of the admins the operator listed (GAD_ADMINS), named in a refusal
+            assert "<!" not in text and "<@" not in text.replace("<@UADMIN>", ""), text[:300]
     assert not [r for r in caplog.records if "internal error" in r.getMessage()], "an unexpected exception"
     assert engine.known_names()[:1] == ["web"]
 

@@ -1,0 +1,57 @@
+"""Rows that cross a module boundary: one producer builds them, renderers read them.
+
+They are frozen dataclasses rather than dicts whose keys two modules agree on by convention:
+the App Home tab once showed "no weekly figure yet" for months of activity because the Slack
+face wrote `weekly_two_gad` and the renderer read `two_gad`, and each side's tests fed it
+hand-built dicts. A renderer's test builds its input with the constructor the producer uses.
+
+    RepoSummary.of(repo_row)   -- `repos` in the CLI (text and --json) and in Slack
+    HomeRow(...)               -- one tracked repository on the App Home tab
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the index imports sqlite-utils; the renderers need only the type
+    from .index import RepoRow
+
+
+@dataclass(frozen=True)
+class RepoSummary:
+    """What `repos` shows of a tracked repository, the same in the CLI and in Slack."""
+
+    name: str
+    source: str  # redacted: never shows credentials
+    in_place: bool = False
+    commits: int | None = None  # None until the first index
+    skipped: int = 0
+    last_sync: datetime | None = None  # the last attempt, whatever its outcome
+    last_success: datetime | None = None
+    last_error: str | None = None
+    next_attempt: datetime | None = None
+
+    @classmethod
+    def of(cls, repo: "RepoRow") -> "RepoSummary":
+        from .sources import redact
+
+        return cls(name=repo.name, source=redact(repo.source), in_place=repo.in_place,
+                   commits=repo.commits if repo.generation > 0 else None, skipped=repo.skipped,
+                   last_sync=repo.last_sync_at, last_success=repo.last_success_at, last_error=repo.last_error,
+                   next_attempt=repo.next_attempt_at)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class HomeRow:
+    """One tracked repository on the App Home tab: its 2GAD in the last full week."""
+
+    name: str
+    weekly_two_gad: int | None  # None when the figure could not be computed (not indexed yet)
+    week: str  # the week's label, e.g. "2026-W48"
+    trend: tuple[int, ...] = ()  # 2GAD per week, oldest first, ending with `week`
+    last_error: str | None = None  # the last sync's error, if it failed

@@ -1,0 +1,360 @@
+"""Every surface a Slack member sees, through its real path, with figures worked out by hand.
+
+A signed request goes to Bolt's own request handling (`app.dispatch`), the face asks the engine on a
+real index of repositories built in code, the renderers build Block Kit, and the assertions read
+what the loopback Slack stand-in received: the response_url bodies, chat.postMessage,
+views.publish, the uploaded files. Digests are enabled, as in `gad-bot serve`.
+
+The history of `web` (UTC, offset 0), and what follows from it:
+
+    ann 2024-01-02 src/a.c        bob 2024-01-03 docs/readme.md     ann 2024-02-01 src/b.c
+    bob 2026-11-22 (Sunday, W47)
+    ann 2026-11-23, ann 2026-11-24 twice, bob 2026-11-24            (the week of 23 November, W48)
+    ann 2026-11-30 (this week; today is Thursday 2026-12-03)
+
+    January 2024: (ann, 01-02), (bob, 01-03)      -> 2 person-days, 2GAD 4, 2 commits
+    all history: 8 (person, day) pairs            -> 2GAD 16, 9 commits
+    W48: (ann, 23), (ann, 24), (bob, 24)          -> 2GAD 6; ann 2 days 3 commits, bob 1 day 1 commit
+
+`api`: di 2026-11-25 (W48: 2GAD 2) and ann 2024-01-02 (the same person-day as on web).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+
+import pytest
+from slack_bolt.request import BoltRequest
+
+from bot import subscriptions as subs
+from bot.config import Settings
+from bot.engine import Engine
+from bot.slack import build_app
+from bot.subscriptions import DigestFace
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import (SlackStub, app_home_opened_event, block_actions_payload, event_callback,
+                             signed_event, signed_interaction, signed_slash_command)
+
+from datetime import date, datetime, timedelta, timezone
+
+SECRET = "surfaces-signing-secret"
+TODAY = date(2026, 12, 3)
+NOW = datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc)
+ADMIN = "UADMIN"
+
+WEB = [("ann", "2024-01-02", {"src/a.c": "int a;\n"}), ("bob", "2024-01-03", {"docs/readme.md": "hi\n"}),
+       ("ann", "2024-02-01", {"src/b.c": "int b;\n"}), ("bob", "2026-11-22", None), ("ann", "2026-11-23", None),
+       ("ann", "2026-11-24T10:00", None), ("ann", "2026-11-24T15:00", None), ("bob", "2026-11-24", None),
+       ("ann", "2026-11-30", None)]
+API = [("ann", "2024-01-02", None), ("di", "2026-11-25", None)]
+
+
+def build(path, history) -> RepoBuilder:
+    b = RepoBuilder(path)
+    for who, when, files in history:
+        b.commit(name=who.title(), email=f"{who}@example.com", date=when, files=files)
+    return b
+
+
+@pytest.fixture
+def stub():
+    with SlackStub() as running:
+        yield running
+
+
+class Bot:
+    """The Bolt app of `gad-bot serve` (digests on), in process, and helpers to talk to it as Slack does."""
+
+    def __init__(self, tmp_path, stub):
+        self.stub = stub
+        self.web = build(tmp_path / "web", WEB)
+        self.api = build(tmp_path / "api", API)
+        self.settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                           "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url,
+                                           "GAD_ADMINS": ADMIN})
+        self.engine = Engine.open(self.settings)
+        self.engine.track(str(self.web.path), "web")
+        self.engine.track(str(self.api.path), "api")
+        self.digests = DigestFace(self.settings, self.engine, clock=lambda: NOW)
+        self.app, self.face = build_app(self.settings, self.engine, digests=self.digests, socket_mode=False,
+                                        today=lambda: TODAY)
+
+    def _dispatch(self, body: bytes, headers: dict):
+        return self.app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+
+    def slash(self, text: str, *, user: str = "U123", channel: str = "C123") -> tuple[dict, str]:
+        """Send `/gad text`; return (the ack's body, the response_url's name)."""
+        name = f"r-{uuid.uuid4().hex[:8]}"
+        fields = self.stub.slash_fields(text, user_id=user, channel_id=channel, response_name=name)
+        response = self._dispatch(*signed_slash_command(SECRET, fields))
+        assert response.status == 200
+        return (json.loads(response.body) if response.body else {}), name
+
+    def ask(self, text: str, **kw) -> dict:
+        """`/gad text` answered after the ack (the lazy work): the one body on its response_url."""
+        ack, name = self.slash(text, **kw)
+        assert ack == {}, ack
+        return self.stub.wait_for_response(name, count=1, timeout=15)[-1]
+
+    def click_share(self, message: dict, *, user: str = "U123") -> str:
+        """Press the Share button of an answer, with the value Slack would send back."""
+        (button,) = [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
+        name = f"share-{uuid.uuid4().hex[:8]}"
+        payload = block_actions_payload(button["action_id"], button["value"], user_id=user,
+                                        response_url=self.stub.response_url(name))
+        assert self._dispatch(*signed_interaction(SECRET, payload)).status == 200
+        return name
+
+    def open_home(self, user: str = "U123") -> dict:
+        response = self._dispatch(*signed_event(SECRET, event_callback(app_home_opened_event(user))))
+        assert response.status == 200
+        self._homes = getattr(self, "_homes", 0) + 1
+        self.stub.wait_for("views.publish", count=self._homes, timeout=15)
+        return self.stub.home_views[user]
+
+
+@pytest.fixture
+def bot(tmp_path, stub) -> Bot:
+    return Bot(tmp_path, stub)
+
+
+def read(message: dict) -> str:
+    """What a person reads: every text object of the blocks, in order (mrkdwn as sent)."""
+    texts = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
+                texts.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(message.get("blocks", []))
+    return "\n".join(texts)
+
+
+def figure_and_rows(message: dict) -> str:
+    """The part of an answer that carries figures (everything but who shared it and the button)."""
+    return "\n".join(t for t in read(message).splitlines() if not t.startswith(("Shared by", "Share in channel")))
+
+
+# -- reports ----------------------------------------------------------------------------------------
+
+
+def test_report_with_until_answers_that_period(bot):
+    message = bot.ask("web since:2024-01 until:2024-01")
+    assert message["response_type"] == "ephemeral"
+    assert message["text"] == "web: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
+    shown = read(message)
+    assert "*2GAD 4 person-days*" in shown and "2 developers · 2 commits · 2 active days (GAD)" in shown
+    assert "*Period:* 2024-01-01 to 2024-01-31" in shown
+    everything = bot.ask("web since:2024-01")
+    assert everything["text"] == "web: 2GAD 16 person-days, since 2024-01-01"  # all 8 person-days
+
+
+def test_by_person_rows_count_commits_and_active_days_apart(bot):
+    message = bot.ask("web since:2026-11-23 until:2026-11-29 by:person")
+    shown = read(message)
+    assert "*2GAD 6 person-days*" in shown and "2 developers · 4 commits · 3 active days (GAD)" in shown
+    assert "1. `ann@example.com` — 2 active days · 2GAD 4 · 3 commits" in shown
+    assert "2. `bob@example.com` — 1 active day · 2GAD 2 · 1 commit" in shown
+
+
+def test_share_posts_the_private_answer_for_everyone_once(bot, stub):
+    private = bot.ask("web since:2026-11-23 until:2026-11-29 by:person")
+    name = bot.click_share(private)
+    replaced, shared = stub.wait_for_response(name, count=2, timeout=15)
+    # the private answer loses its button first, so it cannot be shared twice ...
+    assert replaced["replace_original"] is True and replaced["response_type"] == "ephemeral"
+    assert "gad_share" not in json.dumps(replaced) and "You shared this in the channel." in read(replaced)
+    # ... then everyone sees the same figures, breakdown included
+    assert shared["response_type"] == "in_channel" and shared["replace_original"] is False
+    assert "Shared by <@U123>" in read(shared)
+    assert figure_and_rows(shared) == figure_and_rows(private)
+    assert "1. `ann@example.com` — 2 active days · 2GAD 4 · 3 commits" in read(shared)
+    # a second click (a double click, or a stale button) posts nothing more
+    again = bot.click_share(private)
+    time.sleep(0.5)
+    assert stub.responses(again) == []
+
+
+def test_mistyped_command_and_names_get_suggestions(bot):
+    message = bot.ask("subscibe web")
+    assert "`subscibe` is not a tracked repository or project; did you mean the command `/gad subscribe`?" in read(message)
+    message = bot.ask("WEB since:2024")
+    assert "No repository or project named `WEB` is tracked; did you mean `web`?" in read(message)
+    ack, _ = bot.slash("web sinse:2024")
+    assert "`sinse:` is not a token gad-bot knows; did you mean `since:`, as in `since:2024-01`?" in read(ack)
+    message = bot.ask("web path:scr")
+    assert "`path:scr` matches no file that `web` ever changed, so it would count nothing; did you mean `path:src`?" \
+        in read(message)
+
+
+def test_help_and_repos(bot):
+    ack, _ = bot.slash("help")
+    assert "`/gad gstreamer/gstreamer since:2024-01`" in read(ack) and "since:PERIOD" in read(ack)
+    message = bot.ask("repos")
+    shown = read(message)
+    assert re.search(r"`web` · 9 commits · synced \d{4}-\d\d-\d\d \d\d:\d\d UTC · from `", shown)
+    assert re.search(r"`api` · 2 commits · synced", shown)
+
+
+# -- App Home ---------------------------------------------------------------------------------------
+
+
+def test_app_home_shows_each_repositorys_last_full_week(bot):
+    view = bot.open_home()
+    shown = read(view)
+    assert "`web` · 2GAD 6 person-days in 2026-W48" in shown  # ann 23rd and 24th, bob 24th
+    assert "`api` · 2GAD 2 person-days in 2026-W48" in shown  # di 25th
+    assert "no weekly figure yet" not in shown
+    assert "*Admin:*" not in shown
+    assert "*Admin:*" in read(bot.open_home(ADMIN))
+
+
+# -- format:csv -------------------------------------------------------------------------------------
+
+CSV_JAN_FEB = ["key,person_days,two_gad,developers,commits", "2024-01,2,4,2,2", "2024-02,1,2,1,1", "TOTAL,3,6,2,3"]
+
+
+def test_csv_of_a_private_question_goes_to_the_askers_dm(bot, stub):
+    message = bot.ask("web since:2024-01 until:2024-02 by:month format:csv")
+    assert message["response_type"] == "ephemeral"
+    assert "The CSV is in your direct messages with gad-bot (only you can see it)." in read(message)
+    (upload,) = stub.uploaded_files()
+    assert upload.channel_id == "D123"  # the app's DM with U123, never the channel
+    assert upload.data.decode().splitlines() == CSV_JAN_FEB
+
+
+def test_csv_of_a_public_question_goes_to_the_channel(bot, stub):
+    message = bot.ask("web since:2024-01 until:2024-02 by:month format:csv public")
+    assert message["response_type"] == "in_channel" and "The CSV is attached in this channel." in read(message)
+    (upload,) = stub.uploaded_files()
+    assert upload.channel_id == "C123" and upload.data.decode().splitlines() == CSV_JAN_FEB
+
+
+def test_csv_upload_refused_in_the_channel_goes_to_the_dm_and_says_so(bot, stub):
+    stub.fail_next("files.completeUploadExternal", error="not_in_channel")
+    message = bot.ask("web since:2024-01 until:2024-02 by:month format:csv public")
+    assert "I could not attach the CSV in this channel (Slack said `not_in_channel`" in read(message)
+    (upload,) = stub.uploaded_files()
+    assert upload.channel_id == "D123"
+
+
+def test_csv_that_cannot_be_uploaded_is_shown_in_the_answer(bot, stub):
+    stub.scopes.remove("files:write")
+    message = bot.ask("web since:2024-01 until:2024-02 by:month format:csv")
+    shown = read(message)
+    assert "I could not attach the CSV (Slack said `missing_scope`" in shown
+    assert "\n".join(CSV_JAN_FEB) in shown.replace("\r", "")
+    assert stub.uploaded_files() == []
+
+
+# -- administration ---------------------------------------------------------------------------------
+
+
+def test_successful_track_from_slack(bot, stub, tmp_path, monkeypatch):
+    """A real clone over HTTP from a loopback git server; the source policy (tested in test_sources) is
+    told to vouch for the loopback URL, since no public host may be reached from a test."""
+    from bot import slack as face_module
+    from tests.faults import GitHttpServer
+
+    served = tmp_path / "served"
+    served.mkdir()
+    build(served / "tools.git", [("eve", "2026-11-26", None), ("eve", "2026-11-27", None)])
+    monkeypatch.setattr(face_module, "check_remote_source", lambda text, policy: text)
+    with GitHttpServer(served) as server:
+        ack, name = bot.slash(f"track {server.url('tools.git')} as:tools", user=ADMIN)
+        assert "Tracking" in ack["text"] and "I will update this message as it goes" in ack["text"]
+        deadline = time.monotonic() + 60
+        while not any("fully indexed" in b.get("text", "") for b in stub.responses(name)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)  # progress updates come first, then the answer, then "path: works now"
+        bodies = stub.responses(name)
+    (tracked,) = [b for b in bodies if b["text"].startswith("Tracked")]
+    assert tracked["replace_original"] is True  # replaces "Tracking ..." and its progress
+    assert tracked["text"] == "Tracked tools: 2 commits indexed."
+    assert "Try `/gad tools since:12w by:week`" in read(tracked)
+    assert bodies[-1]["text"] == "tools is fully indexed: path: works now."
+    assert bot.ask("tools")["text"] == "tools: 2GAD 4 person-days, all history"
+
+
+def test_track_of_a_local_path_is_refused_in_the_ack(bot):
+    ack, name = bot.slash("track /srv/git/x", user=ADMIN)
+    assert "Local paths cannot be tracked from Slack" in read(ack)
+    assert "Tracking" not in json.dumps(ack)
+    time.sleep(0.3)
+    assert bot.stub.responses(name) == []  # one answer only
+
+
+def test_sync_untrack_and_projects_are_for_admins(bot):
+    for text in ("sync web", "untrack web", "project add suite web api", "project remove suite"):
+        refused = bot.ask(text, user="U999")
+        assert "Only the people gad-bot's operator listed can do that (<@UADMIN>)" in read(refused), text
+    assert bot.engine.projects() == {} and bot.engine.known_names() == ["api", "web"]
+    assert "`web`: 9 commits (+0)" in read(bot.ask("sync web", user=ADMIN))
+    added = bot.ask("project add suite web api", user=ADMIN)
+    assert "Project `suite` now counts `api`, `web` as one." in read(added)
+    # the project is a union: ann on 2024-01-02 in both repositories is one person-day
+    union = bot.ask("suite since:2024-01 until:2024-01")
+    assert union["text"] == "web and api: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
+    assert "`suite`: `api`, `web`" in read(bot.ask("projects"))
+    assert "Removed project `suite`." in read(bot.ask("project remove suite", user=ADMIN))
+
+
+# -- subscriptions and digests ----------------------------------------------------------------------
+
+
+def test_subscribe_in_the_subscribers_time_zone_then_preview_list_and_unsubscribe(bot, stub):
+    stub.user_tz = "Asia/Tokyo"  # the subscriber's Slack profile
+    answer = bot.ask("subscribe web api day:fri time:5pm")
+    shown = read(answer)
+    assert "This channel gets a weekly 2GAD digest Fridays at 17:00 (Asia/Tokyo)" in shown
+    assert "covering the 7 days before it (Friday to Thursday)" in shown
+    # today is Thursday 2026-12-03 (21:00 in Tokyo): the next digest is Friday 12-04 17:00 JST
+    assert "Next digest: Fri 2026-12-04 17:00 (Asia/Tokyo)" in shown
+    listing = read(bot.ask("subscriptions"))
+    assert "*Schedule:* Fridays at 17:00 (Asia/Tokyo)" in listing
+    assert "*Next digest:* Fri 2026-12-04 17:00, covering 2026-11-27 to 2026-12-03" in listing
+    preview = bot.ask("digest")
+    # Friday 11-27 to Thursday 12-03 (Tokyo dates equal UTC ones here): ann 11-30 on web -> 2GAD 2 so far
+    assert "Preview: Weekly 2GAD digest, 2026-11-27 to 2026-12-03" in preview["text"]
+    assert "*2GAD 2 person-days*" in read(preview)
+    assert "Not subscribed here: `wbe`\nDid you mean `web`?" in read(bot.ask("unsubscribe wbe"))
+    gone = read(bot.ask("unsubscribe web"))
+    assert ":white_check_mark: *Unsubscribed from:* `web`" in gone and "Still subscribed (1): `api`" in gone
+    assert "This channel gets no digest any more." in read(bot.ask("unsubscribe all"))
+    assert "This channel has no digest subscription." in read(bot.ask("subscriptions"))
+
+
+def test_untrack_from_slack_leaves_every_subscription(bot):
+    bot.ask("subscribe web api")
+    bot.ask("subscribe web", channel="C999")
+    assert "Untracked `web`." in read(bot.ask("untrack web", user=ADMIN))
+    assert subs.get(bot.engine.index, "C123").repos == ("api",)
+    assert subs.get(bot.engine.index, "C999") is None  # nothing left there
+    assert "`web`" not in read(bot.ask("subscriptions"))
+
+
+def test_digest_post_is_what_the_channel_reads(bot, stub):
+    """The scheduler's path: Monday 2026-11-30 09:00 UTC posts the week of 23 November."""
+    from bot.digest import ChannelPacer, run_due_digests
+    from bot.slack import web_client
+
+    subs.subscribe(bot.engine, "C123", subs.Subscribe(("web", "api"), tz="UTC"), now=NOW - timedelta(days=10))
+    due = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
+    results = run_due_digests(bot.engine, lambda: web_client(bot.settings), at=due, clock=lambda: due,
+                              pacer=ChannelPacer(0), sync=False, charts=False)
+    assert [(r.period_start, r.state) for r in results] == [(date(2026, 11, 23), "posted")]
+    (post,) = stub.calls_to("chat.postMessage")
+    shown = read(post.args)
+    # web (ann 23rd, 24th, bob 24th) and api (di 25th): 4 person-days, 2GAD 8; the week before: bob 22nd, 2GAD 2
+    assert post.args["text"].startswith("Weekly 2GAD digest, 2026-11-23 to 2026-11-29 (2026-W48): 2GAD 8 person-days")
+    assert "▲ 6 (+300%) vs last week (2)" in shown
+    assert "3 developers active · 5 commits" in shown
