@@ -568,8 +568,16 @@ def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bo
         except OSError:
             shutil.copy2(path, target)
     wanted = {name for name in origin.references if name.startswith("refs/")}
-    for name in wanted:
-        target = origin.references[name].target  # a symbolic ref (str) stays symbolic
+    targets = {name: origin.references[name].target for name in wanted}  # a symbolic ref (str) stays symbolic
+    if not any(n.startswith("refs/") for n in mirror.references):
+        # A new mirror: every direct ref in one packed-refs file, as `git clone --local` does; one
+        # loose file per ref (libgit2's way) cost 0.3 s for git.git's 4,000 refs.
+        direct = sorted((n, t) for n, t in targets.items() if not isinstance(t, str))
+        text = "# pack-refs with: sorted \n" + "".join(f"{t} {n}\n" for n, t in direct)
+        with os.fdopen(os.open(mirror_path / "packed-refs", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+            out.write(text)  # private whatever the umask, as every file of the mirror
+        mirror = pygit2.Repository(str(mirror_path))
+    for name, target in targets.items():
         if name not in mirror.references or mirror.references[name].target != target:
             mirror.references.create(name, target, force=True)
     for name in [n for n in mirror.references if n.startswith("refs/") and n not in wanted]:
