@@ -338,3 +338,35 @@ def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, st
             for p, n, c in zip(ids.tolist(), person_days.tolist(), commit_counts.tolist())]
     rows.sort(key=lambda r: (-r.totals.person_days, r.key))
     return rows
+
+
+def keep(selection: Selection, mask: np.ndarray) -> Selection:
+    """The selection's records where `mask` holds (e.g. `org:`); (person, day) order is kept."""
+    return Selection(selection.name, selection.persons[mask], selection.days[mask], selection.commit_ids[mask],
+                     sorted_pairs=selection.sorted_pairs, skipped=selection.skipped)
+
+
+def by_org(selections: list[Selection], keys: np.ndarray, table) -> list[Row]:
+    """One row per organization (bot/orgs.OrgTable), most person-days first (ties by name).
+
+    Each distinct (person, day) pair belongs to exactly one organization (the person's on that day),
+    so organizations' person-days add up to the total, and each is the sum of its people's."""
+    if not len(keys):
+        return []
+    persons = keys >> DAY_BITS
+    orgs = table.orgs_of(persons, (keys & 0xFFFFFFFF).astype(np.int64))
+    size = len(table.names)
+    person_days = np.bincount(orgs, minlength=size)
+    # developers: distinct (org, person); a person who changed organization counts in each
+    developers = np.bincount(np.unique((orgs.astype(np.int64) << 32) | persons) >> 32, minlength=size)
+    record_persons = np.concatenate([s.persons for s in selections]).astype(np.int64)
+    record_days = np.concatenate([s.days for s in selections]).astype(np.int64)
+    commit_ids = np.concatenate([s.commit_ids for s in selections])
+    if len(selections) > 1:  # a commit in several repositories counts once
+        _, first = np.unique(commit_ids, return_index=True)
+        record_persons, record_days = record_persons[first], record_days[first]
+    commits = np.bincount(table.orgs_of(record_persons, record_days), minlength=size)
+    rows = [Row(table.names[i], Totals(int(person_days[i]), int(developers[i]), int(commits[i])))
+            for i in np.flatnonzero(person_days).tolist()]
+    rows.sort(key=lambda r: (-r.totals.person_days, r.key))
+    return rows

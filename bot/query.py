@@ -19,7 +19,8 @@ from .errors import QueryError
 from .metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
-BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo")
+BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo", "org")
+MAX_COMPARE_ITEMS = 10
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -53,6 +54,23 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class RefRange:
+    """`range:A..B`: the commits reachable from `end` and not from `start` (git's `A..B`); `range:..B` has no start."""
+
+    start: str | None
+    end: str
+
+    def token(self) -> str:
+        return f"range:{self.start or ''}..{self.end}"
+
+    def words(self) -> str:
+        if self.start is None:
+            return f"everything reachable from {_literal(self.end)} (range {_literal('..' + self.end)})"
+        return (f"range {_literal(self.start + '..' + self.end)} (reachable from {_literal(self.end)}, "
+                f"not from {_literal(self.start)})")
+
+
+@dataclass(frozen=True)
 class Query:
     """A 2GAD question: which repositories, which slice of history, how to break it down."""
 
@@ -69,10 +87,12 @@ class Query:
     vs_cocomo: bool = False
     public: bool = False  # post in channel rather than ephemerally
     format: str | None = None  # "csv" attaches a CSV file
+    range: RefRange | None = None  # replaces the scope: `range:A..B`
+    orgs: tuple[str, ...] = ()  # globs on the organization (lower-cased); any may match
 
     def words(self) -> str:
         """The scope and rules in words, for footnotes: 'all branches and tags, author dates, mailmap applied'."""
-        parts = [self.scope.words(), "author dates", "mailmap applied" if self.mailmap else "mailmap off",
+        parts = [self.range.words() if self.range else self.scope.words(), "author dates", "mailmap applied" if self.mailmap else "mailmap off",
                  "bots kept" if self.bots else "bots left out"]
         if self.authors:
             parts.append("authors " + " or ".join(map(_literal, self.authors)))
@@ -80,6 +100,8 @@ class Query:
             parts.append("paths " + ", ".join(map(_literal, self.paths)))
         if self.exclude_paths:
             parts.append("excluding " + ", ".join(map(_literal, self.exclude_paths)))
+        if self.orgs:
+            parts.append("organizations " + " or ".join(map(_literal, self.orgs)))
         return ", ".join(parts)
 
 
@@ -159,25 +181,58 @@ class ListProjects:
     pass
 
 
+@dataclass(frozen=True)
+class CompareItem:
+    """One side of `compare`: a repository or project, or `NAME:PATH` for a subsystem of it."""
+
+    name: str  # the repository or project
+    path: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}:{self.path}" if self.path else self.name
+
+
+@dataclass(frozen=True)
+class Compare:
+    """`compare ITEM ITEM ... [tokens]`: one row per item over the same tokens."""
+
+    items: tuple[CompareItem, ...]
+    query: Query  # the shared tokens; `repos` holds the items' names
+
+    def item_query(self, item: CompareItem) -> Query:
+        """The query one item answers: the shared tokens, its repository, and its path when it has one."""
+        from dataclasses import replace
+
+        paths = self.query.paths + ((item.path,) if item.path else ())
+        return replace(self.query, repos=(item.name,), paths=tuple(dict.fromkeys(paths)), format=None)
+
+
 Command = Union[Help, ListRepos, ShowReport, Track, Untrack, Sync, Subscribe, Unsubscribe,
-                ListSubscriptions, PreviewDigest, ProjectAdd, ProjectRemove, ListProjects]
+                ListSubscriptions, PreviewDigest, ProjectAdd, ProjectRemove, ListProjects, Compare]
 
 GRAMMAR = """\
-`REPO... [since:PERIOD] [until:PERIOD] [branch:NAME|refs:all] [author:GLOB] [path:DIR] [by:week|month|quarter|year|person|repo] [mailmap:off] [bots:on] [vs:cocomo] [format:csv] [public]`
-PERIOD is {periods}.
+`REPO... [since:PERIOD] [until:PERIOD] [branch:NAME|refs:all|range:A..B] [author:GLOB] [org:GLOB] [path:DIR] [by:week|month|quarter|year|person|repo|org] [mailmap:off] [bots:on] [vs:cocomo] [format:csv] [public]`
+PERIOD is {periods}. `range:v1.0..v2.0` counts what git's `v1.0..v2.0` lists (`range:..v1.0`: everything up to v1.0).
+Side by side: `compare ITEM ITEM... [tokens]`, an ITEM being a repository, a project or `REPO:PATH` (up to {most}).
 Other commands: `help`, `repos`, `track URL [as:NAME]`, `untrack NAME`, `sync NAME...`, \
 `subscribe REPO... [day:mon] [time:09:00] [tz:Europe/London] [people:on]`, `unsubscribe REPO...|all`, \
-`subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`.""".format(periods=PERIOD_FORMS)
+`subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`.""".format(periods=PERIOD_FORMS, most=MAX_COMPARE_ITEMS)
 
 EXAMPLES = (
     "gstreamer since:2024-01",
     "linux path:drivers/gpu by:year",
     "myrepo branch:HEAD since:12w by:week",
     "web api since:2024-Q1 until:2024-Q2 by:person",
+    "myrepo range:v1.0..v2.0",
+    "linux since:2024 by:org",
+    "compare mesa linux:drivers/gpu/drm/nouveau since:2023",
     "subscribe myrepo day:mon time:09:00",
 )
 
-_REPORT_KEYS = ("since", "until", "branch", "refs", "author", "path", "by", "mailmap", "bots", "vs", "format")
+_REPORT_KEYS = ("since", "until", "branch", "refs", "range", "author", "org", "path", "by", "mailmap", "bots", "vs",
+                "format")
+_REF_NAME = re.compile(r"^[\w][\w.\-/+@]*$")
 
 
 def straighten(text: str) -> str:
@@ -232,6 +287,7 @@ def parse_query(words: list[str], today: date) -> Query:
     repos: list[str] = []
     seen: dict[str, str] = {}
     authors: list[str] = []
+    orgs: list[str] = []
     paths: list[str] = []
     excluded: list[str] = []
     options: dict[str, object] = {}
@@ -250,11 +306,17 @@ def parse_query(words: list[str], today: date) -> Query:
         if not value:
             raise QueryError(f"`{key}:` needs a value, e.g. " + {
                 "since": "`since:2024-01`", "until": "`until:2024-06`", "branch": "`branch:main`",
-                "refs": "`refs:all`", "author": "`author:*@example.com`", "path": "`path:src/`",
+                "refs": "`refs:all`", "range": "`range:v1.0..v2.0`", "org": "`org:intel*`",
+                "author": "`author:*@example.com`", "path": "`path:src/`",
                 "by": "`by:month`", "mailmap": "`mailmap:off`", "bots": "`bots:on`", "vs": "`vs:cocomo`",
                 "format": "`format:csv`"}[key] + ".")
         if key == "author":
             authors.append(person_key(value))  # people are ASCII-lower-cased e-mails
+        elif key == "org":
+            orgs.append(value.lower())
+        elif key == "range":
+            _one(key, seen, value)
+            options["range"] = _parse_range(value)
         elif key == "path":
             target = excluded if value.startswith("!") else paths
             cleaned = value.lstrip("!").strip("/")
@@ -305,11 +367,56 @@ def parse_query(words: list[str], today: date) -> Query:
             options["format"] = value.lower()
     if not repos:
         raise QueryError("Name at least one repository, e.g. `gstreamer since:2024-01`; type `repos` to list them.")
+    if "range" in options and "scope" in seen:
+        raise QueryError(f"A range replaces the scope: `range:{seen['range']}` counts what git's "
+                         f"`{seen['range']}` lists whatever the branches, so leave out `{seen['scope']}`.")
     since, until = options.get("since"), options.get("until")
     if since and until and since > until:
         raise QueryError(f"`since:{seen['since']}` starts after `until:{seen['until']}` ends; swap them or widen the period.")
     return Query(repos=tuple(dict.fromkeys(repos)), authors=tuple(authors), paths=tuple(paths),
-                 exclude_paths=tuple(excluded), **options)  # type: ignore[arg-type]
+                 exclude_paths=tuple(excluded), orgs=tuple(dict.fromkeys(orgs)), **options)  # type: ignore[arg-type]
+
+
+def _parse_range(value: str) -> RefRange:
+    """`A..B` or `..B`; A and B are ref names or commit ids (git's three-dot form is not a range here)."""
+    example = "e.g. `range:v1.0..v2.0` (what 2.0 added after 1.0) or `range:..v1.0` (everything up to 1.0)"
+    if "..." in value:
+        raise QueryError(f"`range:{value}` uses three dots; a range is `A..B` with two, {example}.")
+    start, sep, end = value.partition("..")
+    if not sep or not end:
+        raise QueryError(f"`range:{value}` is not a range; use two refs with `..` between them, {example}.")
+    for ref in (start, end):
+        if ref and (not _REF_NAME.fullmatch(ref) or ref.endswith((".", "/", ".lock"))):
+            raise QueryError(f"`{ref}` in `range:{value}` is not a tag, branch or commit id; {example}.")
+    return RefRange(start or None, end)
+
+
+def parse_compare(words: list[str], today: date) -> Compare:
+    """`compare ITEM ITEM ... [tokens]`: items are repositories, projects or `NAME:PATH`; tokens are a report's."""
+    items: list[CompareItem] = []
+    tokens: list[str] = []
+    for word in words:
+        key, sep, value = word.partition(":")
+        if word.lower() == "public" or (sep and key.lower() in _REPORT_KEYS and not is_source(word)):
+            tokens.append(word)
+        elif sep and not is_source(word):
+            path = value.strip("/")
+            if not path or ".." in path.split("/"):
+                raise QueryError(f"`{word}` is not `NAME:PATH`; use e.g. `linux:drivers/gpu/drm/nouveau`.")
+            items.append(CompareItem(_check_repo_word(key), path))
+        else:
+            items.append(CompareItem(_check_repo_word(word)))
+    items = list(dict.fromkeys(items))
+    if len(items) < 2:
+        raise QueryError("Name at least two things to compare, e.g. `compare mesa linux:drivers/gpu/drm since:2023`.")
+    if len(items) > MAX_COMPARE_ITEMS:
+        raise QueryError(f"`compare` takes up to {MAX_COMPARE_ITEMS} items and {len(items)} were given; "
+                         f"split them into two comparisons of at most {MAX_COMPARE_ITEMS}.")
+    query = parse_query([item.name for item in items] + tokens, today)
+    if query.by is not None:
+        raise QueryError(f"`compare` already gives one row per item; leave out `by:{query.by}` "
+                         "(or ask for one item with it).")
+    return Compare(tuple(items), query)
 
 
 def _parse_time(value: str) -> time:
@@ -364,6 +471,8 @@ def parse_command(text: str, today: date) -> Command:
         return ListRepos()
     if head == "report":
         return ShowReport(parse_query(rest, today))
+    if head == "compare":
+        return parse_compare(rest, today)
     if head == "track":
         if not rest:
             raise QueryError("Say what to track, e.g. `track https://github.com/owner/name`.")
