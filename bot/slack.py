@@ -187,6 +187,8 @@ class SlackFace:
         channel, user = command.get("channel_id", ""), command.get("user_id", "")
         if isinstance(parsed, q.ShowReport):
             self._report(parsed.query, command.get("text") or "", responder, client, channel, user)
+        elif isinstance(parsed, q.Compare):
+            self._compare(parsed, command.get("text") or "", responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
             responder.final(*kit.repos_blocks([repo_summary(r) for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
@@ -232,12 +234,24 @@ class SlackFace:
             self._attach_csv(client, channel, user, report, query_text)
         responder.final(text, blocks, public=query.public)
 
-    def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str) -> None:
+    def _compare(self, parsed: q.Compare, query_text: str, responder: Responder, client: WebClient,
+                 channel: str, user: str) -> None:
+        from .render.compare import compare_blocks, compare_to_csv
+
+        report = self.engine.compare(parsed, self.today())
+        text, blocks = compare_blocks(report, query_text, public=parsed.query.public)
+        if parsed.query.format == "csv":
+            self._attach_csv(client, channel, user, report, query_text, content=compare_to_csv(report),
+                             filename="gad-compare.csv")
+        responder.final(text, blocks, public=parsed.query.public)
+
+    def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str, *,
+                    content: str | None = None, filename: str = "gad-report.csv") -> None:
         from .render.csvout import report_to_csv
 
         try:
-            client.files_upload_v2(channel=channel, content=report_to_csv(report), filename="gad-report.csv",
-                                   title=f"2GAD: {query_text}"[:200])
+            client.files_upload_v2(channel=channel, content=content if content is not None else report_to_csv(report),
+                                   filename=filename, title=f"2GAD: {query_text}"[:200])
         except SlackApiError as error:
             log.info("CSV upload to %s failed: %s", channel, error.response.get("error"))
             raise GadError("I could not attach the CSV here (invite me to this channel, or ask the operator to "
@@ -253,6 +267,13 @@ class SlackFace:
         try:
             value = body["actions"][0].get("value", "")
             parsed = q.parse_command(value, self.today())
+            if isinstance(parsed, q.Compare):
+                from .render.compare import compare_blocks
+
+                text, blocks = compare_blocks(self.engine.compare(parsed, self.today()), value, shared_by=user,
+                                              public=True)
+                responder.final(text, blocks, public=True)
+                return
             if not isinstance(parsed, q.ShowReport):
                 raise QueryError("That button no longer holds a report; ask again with `/gad`.")
             report = self.engine.report(parsed.query, self.today())

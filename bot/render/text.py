@@ -15,7 +15,7 @@ from ..metric import Report
 from ..query import EXAMPLES, GRAMMAR
 from . import words
 
-_BY_LABEL = {"person": "person", "repo": "repository"}
+_BY_LABEL = {"person": "person", "repo": "repository", "org": "organization"}
 
 
 def _console(width: int, color: bool) -> tuple[Console, io.StringIO]:
@@ -36,6 +36,11 @@ def _render(parts: Sequence[RenderableType | str], width: int, color: bool) -> s
 
 def headline(report: Report) -> str:
     """'web and api: 2GAD 412 person-days (21.7 person-months), since 2024-01-01'."""
+    ranged = words.range_headline(report)
+    if ranged:
+        period = "" if report.since is None and report.until is None else \
+            f" ({words.period_words(report.since, report.until)})"
+        return f"{words.repos_words(report.repos)}: {words.figure_words(report.totals)}, {ranged}{period}"
     return (f"{words.repos_words(report.repos)}: {words.figure_words(report.totals)}, "
             f"{words.period_words(report.since, report.until)}")
 
@@ -50,6 +55,9 @@ def _totals_table(report: Report) -> Table:
     grid.add_row("developers", words.number(t.developers))
     grid.add_row("commits", words.number(t.commits))
     grid.add_row("period", words.period_words(report.since, report.until))
+    if report.range:
+        grid.add_row("range", f"{report.range} (what git log {report.range} lists)")
+        grid.add_row("span", words.span_words(report.first_day, report.last_day))
     grid.add_row("repositories" if len(report.repos) != 1 else "repository", ", ".join(report.repos) or "none")
     if report.cocomo is not None:
         c = report.cocomo
@@ -63,16 +71,19 @@ def _breakdown_table(report: Report) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title=words.breakdown_title(report.by), title_justify="left",
                   show_edge=False, pad_edge=False, padding=(0, 1))
     table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
-    for name in ("2GAD", "active days", "developers", "commits"):
+    share = report.by == "org"
+    for name in ("2GAD", *(("share",) if share else ()), "active days", "developers", "commits"):
         table.add_column(name, justify="right", no_wrap=True)
     rows = words.sorted_rows(report)
+    t = report.totals
     for i, row in enumerate(rows):
         r = row.totals
-        table.add_row(row.key, words.number(r.two_gad), words.number(r.person_days),
+        table.add_row(row.key, words.number(r.two_gad),
+                      *((words.percent(r.person_days, t.person_days),) if share else ()), words.number(r.person_days),
                       words.number(r.developers), words.number(r.commits), end_section=i == len(rows) - 1)
-    t = report.totals
-    table.add_row("total", words.number(t.two_gad), words.number(t.person_days),
-                  words.number(t.developers), words.number(t.commits))
+    table.add_row("total", words.number(t.two_gad), *(("100.0 %",) if share and t.person_days else
+                                                     ("-",) if share else ()),
+                  words.number(t.person_days), words.number(t.developers), words.number(t.commits))
     return table
 
 
