@@ -95,7 +95,7 @@ def headline(report: CompareReport) -> str:
     return f"Side by side: {', '.join(r.item for r in report.rows)} ({what})"
 
 
-def render_compare_text(report: CompareReport, *, width: int = 140) -> str:
+def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
     """A table, one row per item, then the footnotes."""
     from rich import box
     from rich.table import Table
@@ -106,9 +106,9 @@ def render_compare_text(report: CompareReport, *, width: int = 140) -> str:
     cells = [_cells(r) for r in report.rows]
     names = list(dict.fromkeys(k for c in cells for k in c))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-    table.add_column("item", overflow="fold")
+    table.add_column("item", overflow="fold", min_width=12)
     for name in names:
-        table.add_column(name, justify="left" if name in ("active", "busiest month") else "right", overflow="fold")
+        table.add_column(name, justify="left" if name in ("active", "busiest month") else "right", no_wrap=True)
     for row, cell in zip(report.rows, cells):
         table.add_row(row.item, *(cell.get(n, "-") for n in names))
     notes = Table.grid(padding=(0, 1))
