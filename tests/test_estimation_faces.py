@@ -154,3 +154,30 @@ def test_cli_compare_json(cli_data):
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)["compare"]
     assert [(r["item"], r["person_days"]) for r in rows] == [("web", 7), ("web:src", 4)]
+
+
+def test_help_samples_are_real_answers_on_the_readme_demo_history(tmp_path):
+    """`help` shows what range:, by:org and compare answer on the README's demo history: regenerate it and ask."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import synth
+
+    from bot.query import parse_command
+    from bot.render import blocks as kit
+    from bot.render.compare import compare_blocks
+    from bot.render.words import SAMPLE_ANSWERS
+
+    synth.generate(tmp_path / "s20k.git", 20000, 1)
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(tmp_path / "s20k.git"), "demo", paths=True)
+    (range_text, range_answer), (org_text, org_answer), (compare_text, compare_answer) = SAMPLE_ANSWERS
+    assert kit.report_blocks(engine.report(parse_command(range_text, TODAY).query, TODAY), range_text)[0] == range_answer
+    _, blocks = kit.report_blocks(engine.report(parse_command(org_text, TODAY).query, TODAY), org_text)
+    assert org_answer in json.dumps(blocks, ensure_ascii=False)
+    result = engine.compare(parse_command(compare_text, TODAY), TODAY)
+    said = " · ".join(f"{r.item} 2GAD {r.two_gad} ({r.two_gad_person_months:.1f} person-months), "
+                      f"{r.totals.developers} developers" for r in result.rows)
+    assert said == compare_answer
+    assert compare_blocks(result, compare_text)[1]

@@ -292,6 +292,8 @@ def help_blocks() -> tuple[str, list[dict]]:
         section("*2GAD* is Git Active Days x 2: every day a person committed counts as two person-days "
                 "of effort.\n*Report:* " + _fit_escaped(GRAMMAR, 2500)),
         section("*Examples*\n" + examples),
+        section("*What estimation answers look like*\n" + "\n".join(
+            f"• {code('/gad ' + asked, 200)}\n    {escape_mrkdwn(answer)}" for asked, answer in words.SAMPLE_ANSWERS)),
         context([escape_mrkdwn(words.UNITS_NOTE)]),
     ]
     return "How to use /gad: /gad REPO [since:PERIOD] [by:month] ... or /gad help", blocks

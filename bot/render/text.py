@@ -138,5 +138,7 @@ def render_help_text(prefix: str = "") -> str:
     grammar = GRAMMAR.replace("`", "")
     lines = ["2GAD (Git Active Days x 2) measures software effort in person-days.", "",
              "Usage:", *(f"  {prefix if i == 0 else ''}{line}" for i, line in enumerate(grammar.splitlines())), "", "Examples:", *(f"  {prefix}{e}" for e in EXAMPLES),
+             "", "What estimation answers look like:",
+             *(f"  {asked}\n    -> {answer.replace('`', '')}" for asked, answer in words.SAMPLE_ANSWERS),
              "", words.UNITS_NOTE]
     return "\n".join(lines) + "\n"

@@ -33,6 +33,16 @@ COMPARE_NOTE = ("2GAD counts the effort that reached git in each slice: the days
                 "than COCOMO for the largest projects and higher for small ones, so compare items of a similar size, "
                 "and read a ratio far from 1 as a property of the method as much as of the project.")
 
+# What the estimation answers look like, for `help`: real answers on the README's demo history
+# (benchmarks/synth.py --commits 20000; tests/test_estimation_faces.py checks they still are).
+SAMPLE_ANSWERS = (
+    ("demo range:v2.0..v3.0", "demo: 2GAD 1,706 person-days (7.5 person-years), range v2.0..v3.0, over 18.4 months"),
+    ("demo since:2024 by:org", "1. `example.com` — 2GAD 1,488 · 43.0 % · 179 developers · 784 commits"),
+    ("compare demo:drivers/gpu demo:net range:v3.0..v4.0",
+     "demo:drivers/gpu 2GAD 250 (13.2 person-months), 47 developers · demo:net 2GAD 424 (22.3 person-months), "
+     "63 developers"),
+)
+
 _PATHS_IN_SCOPE = re.compile(r"(?:^|, )(?:paths|excluding) ")
 
 
@@ -168,7 +178,7 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
         notes.append(MERGES_NOTE)
     if report.by == "repo" and len(report.repos) > 1:
         notes.append(REPO_OVERLAP_NOTE)
-    if report.by == "org" or report.extra.get("orgs"):
+    if report.by == "org":
         notes.append(ORG_NOTE)
     if is_converted(report):
         notes.append(UNITS_NOTE)
