@@ -343,7 +343,8 @@ def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, st
 def keep(selection: Selection, mask: np.ndarray) -> Selection:
     """The selection's records where `mask` holds (e.g. `org:`); (person, day) order is kept."""
     return Selection(selection.name, selection.persons[mask], selection.days[mask], selection.commit_ids[mask],
-                     sorted_pairs=selection.sorted_pairs, skipped=selection.skipped)
+                     sorted_pairs=selection.sorted_pairs, skipped=selection.skipped,
+                     keys=None if selection.keys is None else selection.keys[mask])
 
 
 def by_org(selections: list[Selection], keys: np.ndarray, table) -> list[Row]:
