@@ -512,25 +512,29 @@ class Engine:
     # -- organizations: `by:org`, `org:` ---------------------------------------
     def org_rules(self):
         """The operator's organization rules (GAD_ORG_FILE), read again whenever the file changes."""
+        return self._org_rules_entry()[1]
+
+    def _org_rules_entry(self) -> tuple:
+        """(the file's signature, its rules)."""
         from . import orgs
 
         signature = orgs.file_signature(self.settings.org_file)
         with self._cache_lock:
             cached = getattr(self, "_org_rules", None)
         if cached is not None and cached[0] == signature:
-            return cached[1]
-        rules = orgs.load_rules(self.settings.org_file)
+            return cached
+        entry = (signature, orgs.load_rules(self.settings.org_file))
         with self._cache_lock:
-            self._org_rules = (signature, rules)
-        return rules
+            self._org_rules = entry
+        return entry
 
     def org_table(self):
         """Every person's organization as arrays (bot/orgs.py), rebuilt when people or the rules change."""
         from . import orgs
 
-        rules = self.org_rules()
+        signature, rules = self._org_rules_entry()
         count, top = self.index.execute("SELECT count(*), coalesce(max(id), 0) FROM people").fetchone()
-        key = (id(rules), count, top)
+        key = (signature, count, top)  # a changed file or new people: a new table
         with self._cache_lock:
             cached = getattr(self, "_org_table", None)
         if cached is not None and cached[0] == key:
