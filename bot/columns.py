@@ -355,16 +355,28 @@ def by_org(selections: list[Selection], keys: np.ndarray, table) -> list[Row]:
     if not len(keys):
         return []
     persons = keys >> DAY_BITS
-    orgs = table.orgs_of(persons, (keys & 0xFFFFFFFF).astype(np.int64))
+    orgs = table.orgs_of(persons, keys & 0xFFFFFFFF)
     size = len(table.names)
     person_days = np.bincount(orgs, minlength=size)
-    # developers: distinct (org, person); a person who changed organization counts in each
-    developers = np.bincount(np.unique((orgs.astype(np.int64) << 32) | persons) >> 32, minlength=size)
-    record_persons = np.concatenate([s.persons for s in selections]).astype(np.int64)
-    record_days = np.concatenate([s.days for s in selections]).astype(np.int64)
-    commit_ids = np.concatenate([s.commit_ids for s in selections])
-    if len(selections) > 1:  # a commit in several repositories counts once
-        _, first = np.unique(commit_ids, return_index=True)
+    # developers: distinct (org, person); a person who changed organization counts in each. The keys are
+    # sorted by person, and without dated rules a person has one organization: a change of person or of
+    # organization between neighbours starts a new pair. People with dated rules (a few) are counted apart,
+    # as they may come back to an earlier organization.
+    fresh = np.ones(len(persons), bool)
+    fresh[1:] = (persons[1:] != persons[:-1]) | (orgs[1:] != orgs[:-1])
+    dated = table.dated_mask(persons)
+    developers = np.zeros(size, np.int64)
+    if dated is not None:
+        fresh &= ~dated
+        again = np.unique((orgs[dated].astype(np.int64) << 32) | persons[dated]) >> 32
+        developers += np.bincount(again, minlength=size)
+    developers += np.bincount(orgs[fresh], minlength=size)
+    if len(selections) == 1:  # a repository lists each commit once
+        record_persons, record_days = selections[0].persons, selections[0].days
+    else:  # a commit in several repositories counts once
+        record_persons = np.concatenate([s.persons for s in selections])
+        record_days = np.concatenate([s.days for s in selections])
+        _, first = np.unique(np.concatenate([s.commit_ids for s in selections]), return_index=True)
         record_persons, record_days = record_persons[first], record_days[first]
     commits = np.bincount(table.orgs_of(record_persons, record_days), minlength=size)
     rows = [Row(table.names[i], Totals(int(person_days[i]), int(developers[i]), int(commits[i])))

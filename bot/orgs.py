@@ -257,10 +257,13 @@ class OrgTable:
 
     def orgs_of(self, persons: np.ndarray, days: np.ndarray) -> np.ndarray:
         """The organization index of each (person, epoch day) record."""
-        persons = np.asarray(persons, np.int64)
-        known = persons < len(self.org_of_person)
-        out = np.zeros(len(persons), np.int32)
-        out[known] = self.org_of_person[persons[known]]
+        persons = np.asarray(persons)
+        if len(persons) and int(persons.max()) < len(self.org_of_person):
+            out = self.org_of_person[persons]
+        else:  # a person newer than the table: unknown until it is rebuilt
+            known = persons < len(self.org_of_person)
+            out = np.zeros(len(persons), np.int32)
+            out[known] = self.org_of_person[persons[known]]
         if self.dated and len(persons):
             wanted = np.fromiter(self.dated, np.int64, len(self.dated))
             touched = np.flatnonzero(np.isin(persons, wanted))
@@ -273,6 +276,13 @@ class OrgTable:
                         out[rows[hit]] = org
                         decided |= hit
         return out
+
+    def dated_mask(self, persons: np.ndarray) -> np.ndarray | None:
+        """Which of `persons` have dated rules; None when nobody has."""
+        if not self.dated:
+            return None
+        mask = np.isin(persons, np.fromiter(self.dated, np.int64, len(self.dated)))
+        return mask if mask.any() else None
 
     def matching(self, globs: tuple[str, ...]) -> np.ndarray:
         """A bool per organization index: its name matches any glob (case-insensitively)."""

@@ -490,3 +490,22 @@ def dataclass_replace(obj, **changes):
     import dataclasses
 
     return dataclasses.replace(obj, **changes)
+
+
+def test_by_org_counts_a_person_who_comes_back_once_per_organization():
+    """Hand-worked: bob is Collabora, then Igalia, then Collabora again; ann is Intel throughout."""
+    import numpy as np
+
+    from bot import columns as col
+    from bot.periods import to_epoch_day
+
+    rules = orgs.parse_rules("bob@x.org Collabora until 2022-01-31\nbob@x.org Igalia until 2022-02-28\n"
+                             "bob@x.org Collabora\nintel.com Intel\n")
+    table = orgs.OrgTable.build([(1, "ann@intel.com"), (2, "bob@x.org")], rules)
+    days = [to_epoch_day(date(2022, m, 10)) for m in (1, 2, 3)]
+    persons = np.array([1, 1, 2, 2, 2], np.int64)
+    record_days = np.array([days[0], days[2], days[0], days[1], days[2]], np.int32)
+    selection = col.Selection("r", persons, record_days, np.arange(5, dtype=np.int64), True, 0)
+    _, keys = col.totals([selection])
+    got = {r.key: (r.totals.person_days, r.totals.developers, r.totals.commits) for r in col.by_org([selection], keys, table)}
+    assert got == {"Collabora": (2, 1, 2), "Intel": (2, 1, 2), "Igalia": (1, 1, 1)}
