@@ -73,7 +73,12 @@ QUERIES: list[tuple[str, str, dict]] = [
     ("by:month", "by:month", {"by_month": True}),
     ("mailmap:off bots:on", "mailmap:off bots:on", {"mailmap": False, "bots": True}),
     ("path:DIR (issue 7)", "path:drivers/gpu", {"paths": "drivers/gpu"}),
+    # issue 13: a release range spanning about a quarter of the history (picked per repository, see
+    # range_query) and a breakdown by organization (its total must equal git's ungrouped figure)
+    ("range:A..B (issue 13)", "range:", {}),
+    ("by:org (issue 13)", "by:org", {}),
 ]
+TARGET_RANGE_P95_MS = 100.0  # issue 13: range:A..B spanning a quarter of the history
 
 TARGET_COMMITS_TIME = 1.2  # commits indexed, against git log
 TARGET_TRACK_TIME = 1.5  # the whole track, against git log + git log --name-only
@@ -401,6 +406,25 @@ def path_query(args) -> str:
     return "drivers/gpu"
 
 
+def range_query(upstream: Path, env: dict) -> tuple[str, dict]:
+    """`range:A..B` between two tags on the default branch whose range holds the nearest to a quarter of the
+    commits (counted by `git rev-list --count`), and the git revisions for the pipeline."""
+    def git(*words: str) -> str:
+        return subprocess.run(["git", "-C", str(upstream), *words], capture_output=True, text=True, env=env,
+                              check=True).stdout
+
+    total = int(git("rev-list", "--count", "--branches", "--tags"))
+    tags = [t for t in git("tag", "--merged", "HEAD").split() if re.fullmatch(r"v\d+\.0", t)]
+    tags.sort(key=lambda t: int(t[1:-2]))
+    counts = {t: int(git("rev-list", "--count", t)) for t in tags}
+    pairs = [(a, b) for i, a in enumerate(tags) for b in tags[i + 1:]]
+    if not pairs:
+        head = git("rev-parse", "HEAD").strip()
+        return f"range:..{head[:12]}", {"scope": head}
+    a, b = min(pairs, key=lambda p: abs(counts[p[1]] - counts[p[0]] - total / 4))
+    return f"range:{a}..{b}", {"scope": f"{a}..{b}"}
+
+
 def bench(args) -> Results:
     commits = args.commits
     WORK.mkdir(parents=True, exist_ok=True)
@@ -425,6 +449,8 @@ def bench(args) -> Results:
     subprocess.run(["git", "clone", "--quiet", "--mirror", "--local", str(cached), str(upstream)], env=env, check=True)
     gitmirror = run_dir / "gitmirror.git"
     subprocess.run(["git", "clone", "--quiet", "--mirror", "--local", str(upstream), str(gitmirror)], env=env, check=True)
+    ranged = range_query(upstream, env)
+    QUERIES = [q if q[1] != "range:" else (q[0], *ranged) for q in QUERIES]
     count = lambda *a: subprocess.run(["git", "-C", str(upstream), "rev-list", "--count", *a], env=env,
                                       capture_output=True, text=True, check=True).stdout.strip()
     pack_kb = sum(p.stat().st_size for p in (cached / "objects" / "pack").glob("*.pack")) // 1024
@@ -585,11 +611,12 @@ def bench(args) -> Results:
         times = sorted(entry["times"])
         p95 = times[max(0, math.ceil(0.95 * len(times)) - 1)] * 1000
         p50 = statistics.median(times) * 1000
-        ok = p95 <= TARGET_P95_MS
+        target = TARGET_RANGE_P95_MS if tokens.startswith("range:") else TARGET_P95_MS
+        ok = p95 <= target
         if not ok:
-            res.misses.append(f"in-process `{tokens or '(no tokens)'}`: p95 {p95:.1f} ms (target <= {TARGET_P95_MS:.0f} ms)")
+            res.misses.append(f"in-process `{tokens or '(no tokens)'}`: p95 {p95:.1f} ms (target <= {target:.0f} ms)")
         res.inproc.append([f"`{(NAME + ' ' + tokens).strip()}`", f"{entry['first'] * 1000:.1f} ms", f"{p50:.1f} ms",
-                           f"{p95:.1f} ms", f"{max(times) * 1000:.1f} ms", f"<= {TARGET_P95_MS:.0f} ms: {verdict(ok)}"])
+                           f"{p95:.1f} ms", f"{max(times) * 1000:.1f} ms", f"<= {target:.0f} ms: {verdict(ok)}"])
     res.notes.append(f"In-process: the benchmark process imports the engine (`import bot.engine`: "
                      f"{timings[0]['import'] * 1000:.0f} ms), opens it once (`Engine.open`: {timings[0]['open'] * 1000:.0f} ms) "
                      f"and times {args.inproc_runs} runs of `engine.report(parse_command(text).query)` per query; "

@@ -302,6 +302,51 @@ def help_command(topic):
     click.echo(render_help_text(commands), nl=False)
 
 
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("words", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV with every column.")
+@friendly
+def compare(words, as_json, as_csv):
+    """Side by side: ITEM ITEM... [tokens], an ITEM being a repository, a project or NAME:PATH (up to 10)."""
+    from .query import parse_compare
+
+    parsed = parse_compare(list(words), _today())
+    result = _engine().compare(parsed, _today())
+    from .render import compare as view
+
+    if as_json:
+        click.echo(json.dumps(view.compare_to_dict(result), indent=2))
+    elif as_csv or parsed.query.format == "csv":
+        click.echo(view.compare_to_csv(result), nl=False)
+    else:
+        click.echo(view.render_compare_text(result))
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("query", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
+@friendly
+def orgs(query, as_json, as_csv):
+    """The e-mail domains in REPO... [tokens], with organization and 2GAD, unmatched first (to write GAD_ORG_FILE)."""
+    from .query import parse_query
+    from .render import orgs as view
+
+    parsed = parse_query(list(query), _today())
+    if parsed.by is not None:
+        raise QueryError(f"`orgs` lists domains; leave out `by:{parsed.by}`.")
+    engine = _engine()
+    rows = engine.domains(parsed, _today())
+    if as_json:
+        click.echo(json.dumps([view.domain_to_dict(r) for r in rows], indent=2))
+    elif as_csv:
+        click.echo(view.domains_to_csv(rows), nl=False)
+    else:
+        file = engine.settings.org_file
+        click.echo(view.render_domains_text(rows, str(file) if file else None))
+
+
 def _check_slack_settings(settings: Settings, socket_mode: bool) -> None:
     """One clear line for each missing or malformed Slack setting, before anything starts."""
     if not settings.slack_bot_token:

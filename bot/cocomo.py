@@ -353,7 +353,7 @@ def measure(engine: "Engine", repos: Iterable["RepoRow"], query: "Query",
     total = 0
     for repo in repos:
         mirror = Mirror(repo.mirror_path)
-        tip = head_tip(engine, repo, mirror, query.scope)
+        tip = engine.range_end_oid(repo, query.range) if query.range else head_tip(engine, repo, mirror, query.scope)
         key = tree_key(mirror.tree_of(tip), query.paths, query.exclude_paths)
         if key in seen:
             continue
@@ -384,6 +384,8 @@ def with_cocomo(engine: "Engine", repos: Iterable["RepoRow"], query: "Query", re
     except NoCounterError:
         return dataclasses.replace(report, notes=(*report.notes, NO_COUNTER_NOTE))
     where = where_words(query.scope, query.paths, query.exclude_paths)
+    if query.range:
+        where = where.replace("the head of the default branch", f"{query.range.end} (the end of the range)", 1)
     if sloc == 0:
         note = (f"vs:cocomo: {counter} found no source lines at {where}, so basic COCOMO predicts nothing "
                 "to compare 2GAD with.")

@@ -338,3 +338,48 @@ def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, st
             for p, n, c in zip(ids.tolist(), person_days.tolist(), commit_counts.tolist())]
     rows.sort(key=lambda r: (-r.totals.person_days, r.key))
     return rows
+
+
+def keep(selection: Selection, mask: np.ndarray) -> Selection:
+    """The selection's records where `mask` holds (e.g. `org:`); (person, day) order is kept."""
+    return Selection(selection.name, selection.persons[mask], selection.days[mask], selection.commit_ids[mask],
+                     sorted_pairs=selection.sorted_pairs, skipped=selection.skipped,
+                     keys=None if selection.keys is None else selection.keys[mask])
+
+
+def by_org(selections: list[Selection], keys: np.ndarray, table) -> list[Row]:
+    """One row per organization (bot/orgs.OrgTable), most person-days first (ties by name).
+
+    Each distinct (person, day) pair belongs to exactly one organization (the person's on that day),
+    so organizations' person-days add up to the total, and each is the sum of its people's."""
+    if not len(keys):
+        return []
+    persons = keys >> DAY_BITS
+    orgs = table.orgs_of(persons, keys & 0xFFFFFFFF)
+    size = len(table.names)
+    person_days = np.bincount(orgs, minlength=size)
+    # developers: distinct (org, person); a person who changed organization counts in each. The keys are
+    # sorted by person, and without dated rules a person has one organization: a change of person or of
+    # organization between neighbours starts a new pair. People with dated rules (a few) are counted apart,
+    # as they may come back to an earlier organization.
+    fresh = np.ones(len(persons), bool)
+    fresh[1:] = (persons[1:] != persons[:-1]) | (orgs[1:] != orgs[:-1])
+    dated = table.dated_mask(persons)
+    developers = np.zeros(size, np.int64)
+    if dated is not None:
+        fresh &= ~dated
+        again = np.unique((orgs[dated].astype(np.int64) << 32) | persons[dated]) >> 32
+        developers += np.bincount(again, minlength=size)
+    developers += np.bincount(orgs[fresh], minlength=size)
+    if len(selections) == 1:  # a repository lists each commit once
+        record_persons, record_days = selections[0].persons, selections[0].days
+    else:  # a commit in several repositories counts once
+        record_persons = np.concatenate([s.persons for s in selections])
+        record_days = np.concatenate([s.days for s in selections])
+        _, first = np.unique(np.concatenate([s.commit_ids for s in selections]), return_index=True)
+        record_persons, record_days = record_persons[first], record_days[first]
+    commits = np.bincount(table.orgs_of(record_persons, record_days), minlength=size)
+    rows = [Row(table.names[i], Totals(int(person_days[i]), int(developers[i]), int(commits[i])))
+            for i in np.flatnonzero(person_days).tolist()]
+    rows.sort(key=lambda r: (-r.totals.person_days, r.key))
+    return rows

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a tr
     from .indexer import Indexer
     from .mirrors import Mirror, MirrorStore
 from .periods import from_epoch_day, to_epoch_day
-from .query import Query
+from .query import Compare, Query, RefRange
 
 log = logging.getLogger(__name__)
 
@@ -410,20 +410,26 @@ class Engine:
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
         check_filters(self.index, repos, query, self._touches(repos))  # `path:nosuch` is a typo, not a quiet period
         selections = []
-        last_day = None  # the newest commit in scope, whatever the filters: where the data ends
+        data_ends = None  # the newest commit in scope, whatever the filters: where the data ends
         for repo in repos:
             columns = self.columns_of(repo)
             # branch:HEAD is the IN_HEAD scope bit itself; another branch is a mask of its own.
             mask = (self._branch_mask(repo, columns, query.scope.branch)
                     if query.scope.kind == "branch" and query.scope.branch != "HEAD" else None)
+            if query.range is not None:  # a range replaces the scope
+                mask = self._range_mask(repo, columns, query.range)
             newest = self._newest_day(columns, scope_bit, mask)
             if newest is not None:
-                last_day = newest if last_day is None else max(last_day, newest)
+                data_ends = newest if data_ends is None else max(data_ends, newest)
             if query.paths or query.exclude_paths:
                 if mask is None:
                     mask = (columns.bits & scope_bit) != 0
                 mask = mask & self._path_mask(repo, columns, query)
             selections.append(col.select(columns, flt, mask))
+        org_table = self.org_table() if (query.orgs or query.by == "org") else None
+        if query.orgs:
+            wanted = org_table.matching(query.orgs)
+            selections = [col.keep(s, wanted[org_table.orgs_of(s.persons, s.days)]) for s in selections]
         totals, keys = col.totals(selections)
         rows: list = []
         if query.by in ("week", "month", "quarter", "year"):
@@ -435,6 +441,8 @@ class Engine:
                 repo_totals, _ = col.totals([selection])
                 rows.append(col.Row(selection.name, repo_totals))
             rows.sort(key=lambda r: (-r.totals.person_days, r.key))
+        elif query.by == "org":
+            rows = col.by_org(selections, keys, org_table)
         trend_bucket = self._trend_bucket(query, keys, today)
         trend_last = flt.until_day if flt.until_day is not None else (to_epoch_day(today) if flt.since_day is not None else None)
         if query.by == trend_bucket and trend_last == flt.until_day:
@@ -449,7 +457,10 @@ class Engine:
                       skipped=sum(s.skipped for s in selections),
                       data_as_of=min(as_of) if len(as_of) == len(repos) and as_of else None,
                       paths=query.paths, exclude_paths=query.exclude_paths,
-                      last_day=from_epoch_day(last_day) if last_day is not None else None)
+                      data_ends=from_epoch_day(data_ends) if data_ends is not None else None,
+                      range=query.range.token().removeprefix("range:") if query.range else None,
+                      first_day=from_epoch_day(int((keys & 0xFFFFFFFF).min())) if len(keys) else None,
+                      last_day=from_epoch_day(int((keys & 0xFFFFFFFF).max())) if len(keys) else None)
         if query.vs_cocomo:
             from .cocomo import with_cocomo  # runs a line counter only when asked
 
@@ -477,6 +488,141 @@ class Engine:
         if cache is not None:
             cache[key] = newest
         return newest
+
+    # -- ranges: `range:A..B` ---------------------------------------------------
+    def resolve_ref(self, repo: RepoRow, columns: col.RepoColumns, name: str) -> int:
+        """The store row of the commit a tag, branch or (abbreviated) commit id names in `repo`."""
+        from . import refs
+
+        _, _, lookup = self._graph(columns)
+        tips = self.index.stored_tips(repo.id)
+        return refs.resolve(
+            repo.name, name, tips,
+            rows_of_oid=lambda oid: int(lookup.rows_of(np.array([store.key_of(oid)], np.int64))[0]),
+            rows_of_prefix=lambda prefix: refs.rows_for_prefix(lookup.sorted_keys, lookup.order, prefix),
+            full_oid_of_row=lambda row: self._oid_of_row(repo, columns, row))
+
+    def _oid_of_row(self, repo: RepoRow, columns: col.RepoColumns, row: int) -> bytes:
+        """The full 20-byte id of a store row (read from its chunk: reports keep only 8-byte keys)."""
+        first = 0
+        for chunk in self.index.chunks(repo.id, limit=columns.store.history.chunks, columns=()):
+            if row < first + chunk.rows:
+                oids = self.index.chunk(repo.id, chunk.seq, columns=("oids",)).oids
+                at = (row - first) * store.OID_BYTES
+                return oids[at:at + store.OID_BYTES]
+            first += chunk.rows
+        raise IndexError(row)
+
+    def _reach_from_row(self, columns: col.RepoColumns, row: int) -> np.ndarray:
+        """Per store row: reachable from the commit at `row` (cached per generation)."""
+        cache = columns.store.extras
+        key = ("reach", row)
+        if key not in cache:
+            offsets, parents, _ = self._graph(columns)
+            cache[key] = store.reachable(offsets, parents, np.array([row], np.int64))
+        return cache[key]
+
+    def _range_mask(self, repo: RepoRow, columns: col.RepoColumns, span: RefRange) -> np.ndarray:
+        """Membership of `range:A..B` over the columns: reachable from B and not from A (git's `A..B`)."""
+        end = self.resolve_ref(repo, columns, span.end)
+        start = self.resolve_ref(repo, columns, span.start) if span.start else None
+        cache = columns.store.extras
+        key = ("range", start, end)
+        if key not in cache:
+            rows = self._reach_from_row(columns, end)
+            if start is not None:
+                rows = rows & ~self._reach_from_row(columns, start)
+            cache[key] = columns.in_rows(rows)
+        return cache[key]
+
+    def range_end_oid(self, repo: RepoRow, span: RefRange) -> bytes:
+        """The full id of a range's end (for `vs:cocomo`: lines are counted at B)."""
+        columns = self.columns_of(repo)
+        return self._oid_of_row(repo, columns, self.resolve_ref(repo, columns, span.end))
+
+    # -- organizations: `by:org`, `org:` ---------------------------------------
+    def org_rules(self):
+        """The operator's organization rules (GAD_ORG_FILE), read again whenever the file changes."""
+        return self._org_rules_entry()[1]
+
+    def _org_rules_entry(self) -> tuple:
+        """(the file's signature, its rules)."""
+        from . import orgs
+
+        signature = orgs.file_signature(self.settings.org_file)
+        with self._cache_lock:
+            cached = getattr(self, "_org_rules", None)
+        if cached is not None and cached[0] == signature:
+            return cached
+        entry = (signature, orgs.load_rules(self.settings.org_file))
+        with self._cache_lock:
+            self._org_rules = entry
+        return entry
+
+    def org_table(self):
+        """Every person's organization as arrays (bot/orgs.py), rebuilt when people or the rules change."""
+        from . import orgs
+
+        signature, rules = self._org_rules_entry()
+        count, top = self.index.execute("SELECT count(*), coalesce(max(id), 0) FROM people").fetchone()
+        key = (signature, count, top)  # a changed file or new people: a new table
+        with self._cache_lock:
+            cached = getattr(self, "_org_table", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        people = [(int(r[0]), str(r[1])) for r in self.index.execute("SELECT id, email FROM people")]
+        table = orgs.OrgTable.build(people, rules)
+        with self._cache_lock:
+            self._org_table = (key, table)
+        return table
+
+    def domains(self, query: Query, today: date | None = None) -> list:
+        """`gad-bot orgs`: every e-mail domain among the query's counted people, with its organization and 2GAD."""
+        from . import orgs
+        from .metric import DomainRow
+
+        report = self.report(dataclasses.replace(query, by="person"), today)
+        rules = self.org_rules()
+        found: dict[str, dict] = {}
+        for row in report.rows:
+            domain = orgs.domain_of(row.key)
+            entry = found.setdefault(domain, {"people": 0, "person_days": 0, "commits": 0, "by_email": 0})
+            entry["people"] += 1
+            entry["person_days"] += row.totals.person_days
+            entry["commits"] += row.totals.commits
+            entry["by_email"] += row.key in rules.emails or row.key in rules.dated
+        out = []
+        for domain, entry in found.items():
+            ruled = rules.domain_rule(domain) if domain else None
+            fallback = orgs.default_affiliation(domain)
+            out.append(DomainRow(domain=domain or "(none)", registrable=orgs.registrable_domain(domain) or "",
+                                 org=ruled if ruled is not None else fallback.org,
+                                 how="domain rule" if ruled is not None else fallback.how,
+                                 person_days=entry["person_days"], developers=entry["people"],
+                                 commits=entry["commits"], people_by_email_rule=entry["by_email"]))
+        out.sort(key=lambda d: (d.matched, -d.person_days, d.domain))
+        return out
+
+    # -- side by side: `compare` ------------------------------------------------
+    def compare(self, command: Compare, today: date | None = None):
+        """One row per item over the same tokens (each item's report, by month, boiled down)."""
+        from .metric import CompareReport, CompareRow
+
+        rows = []
+        reports = []
+        for item in command.items:
+            report = self.report(dataclasses.replace(command.item_query(item), by="month"), today)
+            reports.append(report)
+            rows.append(CompareRow.from_report(item.label, report))
+        query = command.query
+        as_of = [r.data_as_of for r in reports]
+        cocomo_notes = tuple(dict.fromkeys(n for r in reports for n in r.notes if n.startswith(("COCOMO", "vs:cocomo"))))
+        return CompareReport(rows=tuple(rows), since=query.since, until=query.until,
+                             scope_words=dataclasses.replace(query, paths=()).words(),
+                             range=query.range.token().removeprefix("range:") if query.range else None,
+                             vs_cocomo=query.vs_cocomo,
+                             data_as_of=min(as_of) if as_of and all(as_of) else None,
+                             notes=cocomo_notes)
 
     def _path_mask(self, repo: RepoRow, columns: col.RepoColumns, query: Query) -> np.ndarray:
         """Which of the columns' commits changed a path under `path:` (and not only under `path:!`)."""

@@ -91,11 +91,29 @@ class Report:
     cocomo: Cocomo | None = None
     paths: tuple[str, ...] = ()  # the query's `path:` prefixes, when it had some
     exclude_paths: tuple[str, ...] = ()  # its `path:!` prefixes
-    last_day: date | None = None  # the newest commit's day in these repositories (all history, in scope)
+    data_ends: date | None = None  # the newest commit's day in these repositories (all history, in scope)
+    range: str | None = None  # `range:A..B` as typed, without the key: "v1.0..v2.0" or "..v1.0"
+    first_day: date | None = None  # the first and last author day among the counted records
+    last_day: date | None = None
 
     @property
     def two_gad(self) -> int:
         return self.totals.two_gad
+
+    @property
+    def span_months(self) -> float | None:
+        """The calendar span of the counted records in months (first to last author day, both included)."""
+        return span_months(self.first_day, self.last_day)
+
+
+DAYS_PER_MONTH = 365.2425 / 12  # a calendar month on average, for spans ("over 14.2 months")
+
+
+def span_months(first: date | None, last: date | None) -> float | None:
+    """Months from `first` to `last`, both days included: 2024-01-01..2024-01-31 is 1.0 month."""
+    if first is None or last is None:
+        return None
+    return ((last - first).days + 1) / DAYS_PER_MONTH
 
 
 def person_months(person_days: float) -> float:
@@ -135,3 +153,83 @@ def select(records: Iterable[Record], since: date | None = None, until: date | N
     return [r for r in records
             if (since is None or r.day >= since) and (until is None or r.day <= until)
             and author_matches(r.person, authors)]
+
+
+@dataclass(frozen=True)
+class DomainRow:
+    """`gad-bot orgs`: one e-mail domain seen among the counted people, with its organization."""
+
+    domain: str  # after the mailmap, lower-cased ("(none)" for an address without @)
+    registrable: str  # by the Public Suffix List; "" when there is none
+    org: str
+    how: str  # "domain rule", "webmail", "no domain", "public suffix list"
+    person_days: int
+    developers: int
+    commits: int
+    people_by_email_rule: int = 0  # of its people, those an e-mail rule assigns elsewhere (or by date)
+
+    @property
+    def matched(self) -> bool:
+        """Whether the operator's file decides this domain (unmatched ones are listed first)."""
+        return self.how == "domain rule"
+
+    @property
+    def two_gad(self) -> int:
+        return 2 * self.person_days
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One item of `compare`: its figures over the shared tokens."""
+
+    item: str  # as typed: a repository, a project, or NAME:PATH
+    repos: tuple[str, ...]
+    totals: Totals
+    first_day: date | None  # first and last author day among its counted records
+    last_day: date | None
+    active_months: int  # calendar months with at least one counted record
+    busiest_month: str | None  # "2024-03"
+    busiest_person_days: int
+    cocomo: Cocomo | None = None
+
+    @classmethod
+    def from_report(cls, item: str, report: "Report") -> "CompareRow":
+        """Boil a by:month report of the item down to one row."""
+        months = [r for r in report.rows if r.totals.person_days]
+        busiest = max(months, key=lambda r: r.totals.person_days, default=None)  # first of equals: the earliest
+        return cls(item, report.repos, report.totals, report.first_day, report.last_day, len(months),
+                   busiest.key if busiest else None, busiest.totals.person_days if busiest else 0, report.cocomo)
+
+    @property
+    def two_gad(self) -> int:
+        return self.totals.two_gad
+
+    @property
+    def two_gad_person_months(self) -> float:
+        return self.totals.two_gad / DAYS_PER_PERSON_MONTH
+
+    @property
+    def span_months(self) -> float | None:
+        return span_months(self.first_day, self.last_day)
+
+    @property
+    def mean_two_gad_per_active_month(self) -> float | None:
+        return self.totals.two_gad / self.active_months if self.active_months else None
+
+    @property
+    def busiest_two_gad(self) -> int:
+        return 2 * self.busiest_person_days
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    """The answer to `compare`: one row per item, in the order typed, over the same tokens."""
+
+    rows: tuple[CompareRow, ...]
+    since: date | None
+    until: date | None
+    scope_words: str
+    range: str | None = None
+    vs_cocomo: bool = False
+    data_as_of: datetime | None = None
+    notes: tuple[str, ...] = ()

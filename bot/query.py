@@ -19,7 +19,8 @@ from .errors import QueryError, command, did_you_mean, nearest
 from .metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
-BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo")
+BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo", "org")
+MAX_COMPARE_ITEMS = 10
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -53,6 +54,23 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class RefRange:
+    """`range:A..B`: the commits reachable from `end` and not from `start` (git's `A..B`); `range:..B` has no start."""
+
+    start: str | None
+    end: str
+
+    def token(self) -> str:
+        return f"range:{self.start or ''}..{self.end}"
+
+    def words(self) -> str:
+        if self.start is None:
+            return f"everything reachable from {_literal(self.end)} (range {_literal('..' + self.end)})"
+        return (f"range {_literal(self.start + '..' + self.end)} (reachable from {_literal(self.end)}, "
+                f"not from {_literal(self.start)})")
+
+
+@dataclass(frozen=True)
 class Query:
     """A 2GAD question: which repositories, which slice of history, how to break it down."""
 
@@ -69,10 +87,12 @@ class Query:
     vs_cocomo: bool = False
     public: bool = False  # post in channel rather than ephemerally
     format: str | None = None  # "csv" attaches a CSV file
+    range: RefRange | None = None  # replaces the scope: `range:A..B`
+    orgs: tuple[str, ...] = ()  # globs on the organization (lower-cased); any may match
 
     def words(self) -> str:
         """The scope and rules in words, for footnotes: 'all branches and tags, author dates, mailmap applied'."""
-        parts = [self.scope.words(), "author dates", "mailmap applied" if self.mailmap else "mailmap off",
+        parts = [self.range.words() if self.range else self.scope.words(), "author dates", "mailmap applied" if self.mailmap else "mailmap off",
                  "bots kept" if self.bots else "bots left out"]
         if self.authors:
             parts.append("authors " + " or ".join(map(_literal, self.authors)))
@@ -80,6 +100,8 @@ class Query:
             parts.append("paths " + ", ".join(map(_literal, self.paths)))
         if self.exclude_paths:
             parts.append("excluding " + ", ".join(map(_literal, self.exclude_paths)))
+        if self.orgs:
+            parts.append("organizations " + " or ".join(map(_literal, self.orgs)))
         return ", ".join(parts)
 
 
@@ -159,8 +181,35 @@ class ListProjects:
     pass
 
 
+@dataclass(frozen=True)
+class CompareItem:
+    """One side of `compare`: a repository or project, or `NAME:PATH` for a subsystem of it."""
+
+    name: str  # the repository or project
+    path: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}:{self.path}" if self.path else self.name
+
+
+@dataclass(frozen=True)
+class Compare:
+    """`compare ITEM ITEM ... [tokens]`: one row per item over the same tokens."""
+
+    items: tuple[CompareItem, ...]
+    query: Query  # the shared tokens; `repos` holds the items' names
+
+    def item_query(self, item: CompareItem) -> Query:
+        """The query one item answers: the shared tokens, its repository, and its path when it has one."""
+        from dataclasses import replace
+
+        paths = self.query.paths + ((item.path,) if item.path else ())
+        return replace(self.query, repos=(item.name,), paths=tuple(dict.fromkeys(paths)), format=None)
+
+
 Command = Union[Help, ListRepos, ShowReport, Track, Untrack, Sync, Subscribe, Unsubscribe,
-                ListSubscriptions, PreviewDigest, ProjectAdd, ProjectRemove, ListProjects]
+                ListSubscriptions, PreviewDigest, ProjectAdd, ProjectRemove, ListProjects, Compare]
 
 @dataclass(frozen=True)
 class Token:
@@ -176,10 +225,14 @@ TOKENS: tuple[Token, ...] = (
     Token("until:PERIOD", "count to the end of PERIOD (inclusive: until:2024-06 ends on 2024-06-30)", "until:2024-06"),
     Token("branch:NAME", "only history reachable from that branch; branch:HEAD is the default branch", "branch:main"),
     Token("refs:all", "every ref, including refs/pull/*, remotes and notes (default: branches and tags)", "refs:all"),
+    Token("range:A..B", "what git's A..B lists: reachable from B, not from A (tags, branches, commit ids); "
+          "range:..B is everything up to B; replaces the scope", "range:v1.0..v2.0"),
     Token("author:GLOB", "people whose mailmapped, lower-cased e-mail matches; repeatable", "author:*@example.com"),
+    Token("org:GLOB", "people whose organization (their e-mail's domain, or the operator's rules) matches; "
+          "repeatable", "org:intel*"),
     Token("path:DIR", "only commits that changed something under DIR (path:!DIR: outside it); repeatable; "
           "merges are not counted", "path:src/net"),
-    Token("by:week|month|quarter|year|person|repo", "a breakdown table", "by:month"),
+    Token("by:week|month|quarter|year|person|repo|org", "a breakdown table", "by:month"),
     Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),
     Token("bots:on", "keep [bot] authors (left out by default)", "bots:on"),
     Token("vs:cocomo", "Basic COCOMO (organic) from the source lines at the head, beside 2GAD", "vs:cocomo"),
@@ -191,24 +244,29 @@ _REPORT_KEYS = tuple(k for k in _EXAMPLE_OF if k != "public")
 
 # The first word of every command other than a report (for "did you mean" on a mistyped one).
 COMMAND_WORDS = ("help", "repos", "report", "track", "untrack", "sync", "subscribe", "unsubscribe",
-                 "subscriptions", "digest", "project", "projects")
+                 "subscriptions", "digest", "project", "projects", "compare")
 SUBSCRIBE_KEYS = ("day", "time", "tz", "people")
 
 GRAMMAR = """\
 `REPO... {tokens}`
-PERIOD is {periods}.
+PERIOD is {periods}. `range:v1.0..v2.0` counts what git's `v1.0..v2.0` lists (`range:..v1.0`: everything up to v1.0).
+Side by side: `compare ITEM ITEM... [tokens]`, an ITEM being a repository, a project or `REPO:PATH` (up to {most}).
 Other commands: `help`, `repos`, `track URL [as:NAME]`, `untrack NAME`, `sync NAME...`, \
 `subscribe REPO... [day:mon] [time:09:00] [tz:Europe/London] [people:on]`, `unsubscribe REPO...|all`, \
 `subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`.""".format(
-    tokens=" ".join(f"[{t.form}]" for t in TOKENS), periods=PERIOD_FORMS)
+    tokens=" ".join(f"[{t.form}]" for t in TOKENS), periods=PERIOD_FORMS, most=MAX_COMPARE_ITEMS)
 
 EXAMPLES = (
     "gstreamer/gstreamer since:2024-01",
     "linux path:drivers/gpu by:year",
     "myrepo branch:HEAD since:12w by:week",
     "web api since:2024-Q1 until:2024-Q2 by:person",
+    "myrepo range:v1.0..v2.0",
+    "linux since:2024 by:org",
+    "compare mesa linux:drivers/gpu/drm/nouveau since:2023",
     "subscribe myrepo day:mon time:9am",
 )
+_REF_NAME = re.compile(r"^[\w][\w.\-/+@]*$")
 
 
 def suggest_command(word: str) -> str | None:
@@ -285,6 +343,7 @@ def parse_query(words: list[str], today: date) -> Query:
     repos: list[str] = []
     seen: dict[str, str] = {}
     authors: list[str] = []
+    orgs: list[str] = []
     paths: list[str] = []
     excluded: list[str] = []
     options: dict[str, object] = {}
@@ -308,6 +367,11 @@ def parse_query(words: list[str], today: date) -> Query:
             raise QueryError(f"`{key}:` needs a value, e.g. `{_EXAMPLE_OF[key]}`.")
         if key == "author":
             authors.append(person_key(value))  # people are ASCII-lower-cased e-mails
+        elif key == "org":
+            orgs.append(value.lower())
+        elif key == "range":
+            _one(key, seen, value)
+            options["range"] = _parse_range(value)
         elif key == "path":
             target = excluded if value.startswith("!") else paths
             cleaned = value.lstrip("!").strip("/")
@@ -359,11 +423,56 @@ def parse_query(words: list[str], today: date) -> Query:
             options["format"] = value.lower()
     if not repos:
         raise QueryError(f"Name at least one repository, e.g. `{EXAMPLES[0]}`; {command('repos')} lists them.")
+    if "range" in options and "scope" in seen:
+        raise QueryError(f"A range replaces the scope: `range:{seen['range']}` counts what git's "
+                         f"`{seen['range']}` lists whatever the branches, so leave out `{seen['scope']}`.")
     since, until = options.get("since"), options.get("until")
     if since and until and since > until:
         raise QueryError(f"`since:{seen['since']}` starts after `until:{seen['until']}` ends; swap them or widen the period.")
     return Query(repos=tuple(dict.fromkeys(repos)), authors=tuple(authors), paths=tuple(paths),
-                 exclude_paths=tuple(excluded), **options)  # type: ignore[arg-type]
+                 exclude_paths=tuple(excluded), orgs=tuple(dict.fromkeys(orgs)), **options)  # type: ignore[arg-type]
+
+
+def _parse_range(value: str) -> RefRange:
+    """`A..B` or `..B`; A and B are ref names or commit ids (git's three-dot form is not a range here)."""
+    example = "e.g. `range:v1.0..v2.0` (what 2.0 added after 1.0) or `range:..v1.0` (everything up to 1.0)"
+    if "..." in value:
+        raise QueryError(f"`range:{value}` uses three dots; a range is `A..B` with two, {example}.")
+    start, sep, end = value.partition("..")
+    if not sep or not end:
+        raise QueryError(f"`range:{value}` is not a range; use two refs with `..` between them, {example}.")
+    for ref in (start, end):
+        if ref and (not _REF_NAME.fullmatch(ref) or ref.endswith((".", "/", ".lock"))):
+            raise QueryError(f"`{ref}` in `range:{value}` is not a tag, branch or commit id; {example}.")
+    return RefRange(start or None, end)
+
+
+def parse_compare(words: list[str], today: date) -> Compare:
+    """`compare ITEM ITEM ... [tokens]`: items are repositories, projects or `NAME:PATH`; tokens are a report's."""
+    items: list[CompareItem] = []
+    tokens: list[str] = []
+    for word in words:
+        key, sep, value = word.partition(":")
+        if word.lower() == "public" or (sep and key.lower() in _REPORT_KEYS and not is_source(word)):
+            tokens.append(word)
+        elif sep and not is_source(word):
+            path = value.strip("/")
+            if not path or ".." in path.split("/"):
+                raise QueryError(f"`{word}` is not `NAME:PATH`; use e.g. `linux:drivers/gpu/drm/nouveau`.")
+            items.append(CompareItem(_check_repo_word(key), path))
+        else:
+            items.append(CompareItem(_check_repo_word(word)))
+    items = list(dict.fromkeys(items))
+    if len(items) < 2:
+        raise QueryError("Name at least two things to compare, e.g. `compare mesa linux:drivers/gpu/drm since:2023`.")
+    if len(items) > MAX_COMPARE_ITEMS:
+        raise QueryError(f"`compare` takes up to {MAX_COMPARE_ITEMS} items and {len(items)} were given; "
+                         f"split them into two comparisons of at most {MAX_COMPARE_ITEMS}.")
+    query = parse_query([item.name for item in items] + tokens, today)
+    if query.by is not None:
+        raise QueryError(f"`compare` already gives one row per item; leave out `by:{query.by}` "
+                         "(or ask for one item with it).")
+    return Compare(tuple(items), query)
 
 
 _TIME_EXAMPLES = "e.g. `time:09:00`, `time:9am` or `time:17h30`"
@@ -440,6 +549,8 @@ def parse_command(text: str, today: date) -> Command:
         return ListRepos()
     if head == "report":
         return ShowReport(parse_query(rest, today))
+    if head == "compare":
+        return parse_compare(rest, today)
     if head == "track":
         if not rest:
             raise QueryError("Say what to track, e.g. `track https://github.com/owner/name`.")

@@ -208,6 +208,8 @@ class SlackFace:
         channel, user = command.get("channel_id", ""), command.get("user_id", "")
         if isinstance(parsed, q.ShowReport):
             self._report(parsed.query, command.get("text") or "", responder, client, channel, user)
+        elif isinstance(parsed, q.Compare):
+            self._compare(parsed, command.get("text") or "", responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
             responder.final(*kit.repos_blocks([RepoSummary.of(r) for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
@@ -257,8 +259,20 @@ class SlackFace:
         text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice)
         responder.final(text, blocks, public=query.public)
 
+    def _compare(self, parsed: q.Compare, query_text: str, responder: Responder, client: WebClient,
+                 channel: str, user: str) -> None:
+        from .render.compare import compare_blocks, compare_to_csv
+
+        report = self.engine.compare(parsed, self.today())
+        text, blocks = compare_blocks(report, query_text, public=parsed.query.public)
+        if parsed.query.format == "csv":
+            notice = self._attach_csv(client, channel, user, report, query_text, public=parsed.query.public,
+                                      content=compare_to_csv(report), filename="gad-compare.csv")
+            blocks = [*blocks, kit.section(notice)]
+        responder.final(text, blocks, public=parsed.query.public)
+
     def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str,
-                    *, public: bool) -> str:
+                    *, public: bool, content: str | None = None, filename: str = "gad-report.csv") -> str:
         """Deliver the CSV where the answer goes (the channel for `public`, else the user's DM with the app).
 
         Returns the sentence the answer carries about it; when no file could be delivered, that is
@@ -266,12 +280,12 @@ class SlackFace:
         """
         from .render.csvout import report_to_csv
 
-        content = report_to_csv(report)
+        content = content if content is not None else report_to_csv(report)
         title = f"2GAD: {query_text}"[:200]
         why = ""
         if public:
             try:
-                client.files_upload_v2(channel=channel, content=content, filename="gad-report.csv", title=title)
+                client.files_upload_v2(channel=channel, content=content, filename=filename, title=title)
                 return "The CSV is attached in this channel."
             except SlackApiError as error:
                 why = error.response.get("error") or "error"
@@ -281,7 +295,7 @@ class SlackFace:
             # user id opens that DM and answers with its D... id, which files.upload needs (no im:write).
             opened = client.chat_postMessage(channel=user, text=f"The CSV for {kit.code('/gad ' + query_text, 200)}.",
                                              unfurl_links=False, unfurl_media=False)
-            client.files_upload_v2(channel=opened["channel"], content=content, filename="gad-report.csv", title=title)
+            client.files_upload_v2(channel=opened["channel"], content=content, filename=filename, title=title)
             if why:
                 return (f"I could not attach the CSV in this channel (Slack said `{kit.escape_mrkdwn(why)}`; "
                         "invite me with `/invite`), so I sent it to you in a direct message.")
@@ -315,6 +329,13 @@ class SlackFace:
                 log.info("ignored a second click on the same Share button")
                 return
             parsed = q.parse_command(value, self.today())
+            if isinstance(parsed, q.Compare):
+                from .render.compare import compare_blocks
+
+                text, blocks = compare_blocks(self.engine.compare(parsed, self.today()), value, shared_by=user,
+                                              public=True)
+                responder.final(text, blocks, public=True)
+                return
             if not isinstance(parsed, q.ShowReport):
                 raise QueryError("That button no longer holds a report; ask again with `/gad`.")
             report = self.engine.report(parsed.query, self.today())

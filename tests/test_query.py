@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bot.errors import GadError, QueryError
 from bot.periods import PERIOD_FORMS
-from bot.query import (BREAKDOWNS, EXAMPLES, GRAMMAR, WEEKDAYS, Help, ListProjects, ListRepos, ListSubscriptions,
+from bot.query import (BREAKDOWNS, EXAMPLES, Compare, GRAMMAR, WEEKDAYS, Help, ListProjects, ListRepos, ListSubscriptions,
                        PreviewDigest, ProjectAdd, ProjectRemove, Query, Scope, ShowReport, Subscribe, Sync, Track,
                        Unsubscribe, Untrack, is_source, parse_command, parse_query, straighten)
 
@@ -274,8 +274,8 @@ def test_straighten():
     assert straighten("plain 'text' \"here\"") == "plain 'text' \"here\""
 
 
-ONE_OF_KEYS = ("`since:`, `until:`, `branch:`, `refs:`, `author:`, `path:`, `by:`, `mailmap:`, `bots:`, `vs:`, "
-               "`format:` (`/gad help` has examples).")
+ONE_OF_KEYS = ("`since:`, `until:`, `branch:`, `refs:`, `range:`, `author:`, `org:`, `path:`, `by:`, `mailmap:`, "
+               "`bots:`, `vs:`, `format:` (`/gad help` has examples).")
 NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
 
 
@@ -337,7 +337,7 @@ NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
     ("gst branch:*", "`branch:*` is not a branch name; use e.g. `branch:main` or `branch:HEAD`."),
     ('gst "branch:a b"', "`branch:a b` is not a branch name; use e.g. `branch:main` or `branch:HEAD`."),
     ("gst by:day", "`by:day` is not a breakdown; use one of `by:week`, `by:month`, `by:quarter`, `by:year`, "
-     "`by:person`, `by:repo`."),
+     "`by:person`, `by:repo`, `by:org`."),
     ("gst mailmap:maybe", "`mailmap:maybe` is not understood; use `mailmap:on` or `mailmap:off`."),
     ("gst bots:2", "`bots:2` is not understood; use `bots:on` or `bots:off`."),
     ("gst vs:fpa", "`vs:fpa` is not a model gad-bot compares with; use `vs:cocomo`."),
@@ -449,7 +449,7 @@ def test_grammar_mentions_every_token_and_command():
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_examples_parse(example):
-    assert isinstance(parse(example), (ShowReport, Subscribe))
+    assert isinstance(parse(example), (ShowReport, Subscribe, Compare))
 
 
 def test_today_is_injected():

@@ -459,7 +459,8 @@ def test_error_blocks():
 
 COMMANDS = ("help", "repos", "track URL", "untrack NAME", "sync NAME", "subscribe REPO", "unsubscribe REPO",
             "subscriptions", "digest", "project add NAME REPO", "project remove NAME", "projects",
-            "since:PERIOD", "by:week|month|quarter|year|person|repo", "vs:cocomo", "format:csv", "public")
+            "since:PERIOD", "by:week|month|quarter|year|person|repo|org", "range:A..B", "org:GLOB", "vs:cocomo",
+            "format:csv", "public")
 
 
 def test_help_blocks_and_text_contain_every_command_and_example():
@@ -473,7 +474,9 @@ def test_help_blocks_and_text_contain_every_command_and_example():
         assert command in slack and command in terminal.replace("\n  ", " "), command
     for example in EXAMPLES:
         assert f"`/gad {example}`" in slack
-        if not example.startswith("subscribe"):  # a Slack command
+        if example.startswith("compare "):  # a command of its own in the terminal
+            assert f"  gad-bot {example}\n" in terminal
+        elif not example.startswith("subscribe"):  # a Slack command
             assert f"  gad-bot report {example}\n" in terminal
     for token in TOKENS:  # the terminal shows each token with an example
         assert f"\n  {token.form}\n" in terminal and f"e.g. {token.example}" in terminal.replace("\n      ", " ")

@@ -199,8 +199,11 @@ def blocks_to_text(blocks: Sequence[dict]) -> str:
 # -- reports ----------------------------------------------------------------------------------
 
 
-def _row_line(by: str | None, row: Row, rank: int) -> str:
+def _row_line(by: str | None, row: Row, rank: int, total: int = 0) -> str:
     t = row.totals
+    if by == "org":
+        return (f"{rank}. {code(row.key)} — 2GAD {words.number(t.two_gad)} · {words.percent(t.person_days, total)} · "
+                f"{words.plural(t.developers, 'developer')} · {words.plural(t.commits, 'commit')}")
     if by == "person":
         return (f"{rank}. {code(row.key)} — {words.plural(t.person_days, 'active day')} · "
                 f"2GAD {words.number(t.two_gad)} · {words.plural(t.commits, 'commit')}")
@@ -214,7 +217,7 @@ def _breakdown(report: Report, max_blocks: int) -> list[dict]:
     if not rows:
         return [section(f"{title}\nNo rows: nothing was counted.")]
     more = lambda n: f"… and {words.number(n)} more ({CSV_HINT})"  # noqa: E731
-    if report.by in ("person", "repo"):
+    if report.by in ("person", "repo", "org"):
         hidden, rows = max(0, len(rows) - BREAKDOWN_ROWS), rows[:BREAKDOWN_ROWS]
     else:
         # periods: the most recent matter most in a chat message
@@ -223,7 +226,7 @@ def _breakdown(report: Report, max_blocks: int) -> list[dict]:
             many = words.bucket_words(report.by or "")[2]
             title += f" (latest {len(rows)} of {words.number(len(rows) + hidden)} {many}; {CSV_HINT})"
             hidden = 0
-    lines = [_row_line(report.by, row, i) for i, row in enumerate(rows, 1)]
+    lines = [_row_line(report.by, row, i, report.totals.person_days) for i, row in enumerate(rows, 1)]
     return _packed(lines, max_blocks, more, title, hidden)
 
 
@@ -255,13 +258,17 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
     """
     totals = report.totals
     period = words.period_words(report.since, report.until)
-    fallback = _fallback(f"{words.repos_words(report.repos, limit=3)}: {words.figure_words(totals)}, {period}")
+    ranged = words.range_headline(report)
+    fallback = _fallback(f"{words.repos_words(report.repos, limit=3)}: {words.figure_words(totals)}, "
+                         f"{ranged + ('' if report.since is None and report.until is None else ', ' + period) if ranged else period}")
 
     head = [header(f"2GAD for {words.repos_words(report.repos, limit=3)}")]
     figure = [f"*{escape_mrkdwn(words.figure_words(totals))}*",
               f"{words.plural(totals.developers, 'developer')} · {words.plural(totals.commits, 'commit')} · "
               f"{words.plural(totals.person_days, 'active day')} (GAD)",
               f"*Period:* {period}"]
+    if report.range:
+        figure.append(f"*Range:* {code(report.range)} · {escape_mrkdwn(words.span_words(report.first_day, report.last_day))}")
     if report.scope_words:
         figure.append(f"*Scope:* {_prose(report.scope_words, 1000)}")
     figure.append(f"*{'Repository' if len(report.repos) == 1 else 'Repositories'}:* {_names(report.repos)}")
@@ -327,6 +334,8 @@ def help_blocks() -> tuple[str, list[dict]]:
         section("*2GAD* is Git Active Days x 2: every day a person committed counts as two person-days "
                 "of effort.\n*Report:* " + _fit_escaped(GRAMMAR, 2500)),
         section("*Examples*\n" + examples),
+        section("*What estimation answers look like*\n" + "\n".join(
+            f"• {code('/gad ' + asked, 200)}\n    {escape_mrkdwn(answer)}" for asked, answer in words.SAMPLE_ANSWERS)),
         context([escape_mrkdwn(words.UNITS_NOTE)]),
     ]
     return "How to use /gad: /gad REPO [since:PERIOD] [by:month] ... or /gad help", blocks

@@ -22,12 +22,20 @@ def _line(key: str, t: Totals) -> list:
 
 
 def report_to_csv(report: Report) -> str:
-    """Header, the breakdown rows in report order (none without a breakdown), and a final TOTAL row."""
+    """Header, the breakdown rows in report order (none without a breakdown), and a final TOTAL row.
+
+    by:org adds a `share_percent` column (each organization's part of the total person-days)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(COLUMNS)
+    share = report.by == "org"
+    whole = report.totals.person_days
+    writer.writerow(COLUMNS + (("share_percent",) if share else ()))
+
+    def share_cell(totals: Totals) -> list:
+        return [f"{100 * totals.person_days / whole:.2f}" if whole else ""] if share else []
+
     if report.by:
         for row in report.rows:
-            writer.writerow(_line(row.key, row.totals))
-    writer.writerow(_line(TOTAL_KEY, report.totals))
+            writer.writerow(_line(row.key, row.totals) + share_cell(row.totals))
+    writer.writerow(_line(TOTAL_KEY, report.totals) + share_cell(report.totals))
     return out.getvalue()

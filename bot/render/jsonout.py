@@ -31,6 +31,12 @@ def row_to_dict(row: Row) -> dict:
     return out
 
 
+def _with_share(out: dict, row: Row, totals) -> dict:
+    """A by:org row with its share of the total person-days, in percent."""
+    out["share_percent"] = round(100 * row.totals.person_days / totals.person_days, 2) if totals.person_days else None
+    return out
+
+
 def report_to_dict(report: Report) -> dict:
     """Every figure, word and footnote of a report; dates as ISO strings, nothing but JSON types."""
     t = report.totals
@@ -48,7 +54,11 @@ def report_to_dict(report: Report) -> dict:
         "scope": report.scope_words,
         "repos": list(report.repos),
         "by": report.by,
-        "rows": [row_to_dict(r) for r in report.rows],
+        "rows": [_with_share(row_to_dict(r), r, t) if report.by == "org" else row_to_dict(r) for r in report.rows],
+        "range": report.range,
+        "first_day": _day(report.first_day),
+        "last_day": _day(report.last_day),
+        "span_months": None if report.span_months is None else round(report.span_months, 2),
         "trend_bucket": report.trend_bucket,
         # a trend carries person-days only (developers and commits are not computed for it); it stops
         # at the bucket holding the newest commit in scope (`last_day`)

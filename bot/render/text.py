@@ -16,7 +16,7 @@ from ..rows import RepoSummary
 from ..query import EXAMPLES, GRAMMAR
 from . import words
 
-_BY_LABEL = {"person": "person", "repo": "repository"}
+_BY_LABEL = {"person": "person", "repo": "repository", "org": "organization"}
 
 
 def _console(width: int, color: bool) -> tuple[Console, io.StringIO]:
@@ -37,6 +37,11 @@ def _render(parts: Sequence[RenderableType | str], width: int, color: bool) -> s
 
 def headline(report: Report) -> str:
     """'web and api: 2GAD 412 person-days (21.7 person-months), since 2024-01-01'."""
+    ranged = words.range_headline(report)
+    if ranged:
+        period = "" if report.since is None and report.until is None else \
+            f" ({words.period_words(report.since, report.until)})"
+        return f"{words.repos_words(report.repos)}: {words.figure_words(report.totals)}, {ranged}{period}"
     return (f"{words.repos_words(report.repos)}: {words.figure_words(report.totals)}, "
             f"{words.period_words(report.since, report.until)}")
 
@@ -51,6 +56,9 @@ def _totals_table(report: Report) -> Table:
     grid.add_row("developers", words.number(t.developers))
     grid.add_row("commits", words.number(t.commits))
     grid.add_row("period", words.period_words(report.since, report.until))
+    if report.range:
+        grid.add_row("range", f"{report.range} (what git log {report.range} lists)")
+        grid.add_row("span", words.span_words(report.first_day, report.last_day))
     grid.add_row("repositories" if len(report.repos) != 1 else "repository", ", ".join(report.repos) or "none")
     if report.cocomo is not None:
         c = report.cocomo
@@ -65,14 +73,19 @@ def _breakdown_table(report: Report) -> Table:
                   show_edge=False, pad_edge=False, padding=(0, 1))
     table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
     # a row of by:person is one person: its "developers" would always read 1
+    share = report.by == "org"
     figures = ("2GAD", "active days", "commits") if report.by == "person" else \
-        ("2GAD", "active days", "developers", "commits")
+        ("2GAD", *(("share",) if share else ()), "active days", "developers", "commits")
     for name in figures:
         table.add_column(name, justify="right", no_wrap=True)
 
+    total = report.totals
+
     def cells(t) -> list[str]:
-        values = {"2GAD": t.two_gad, "active days": t.person_days, "developers": t.developers, "commits": t.commits}
-        return [words.number(values[name]) for name in figures]
+        values = {"2GAD": words.number(t.two_gad), "active days": words.number(t.person_days),
+                  "developers": words.number(t.developers), "commits": words.number(t.commits),
+                  "share": words.percent(t.person_days, total.person_days) if total.person_days else "-"}
+        return [values[name] for name in figures]
 
     rows = words.sorted_rows(report)
     for i, row in enumerate(rows):
@@ -144,11 +157,14 @@ def render_help_text(commands: Sequence[tuple[str, str]] = ()) -> str:
              "Usage: gad-bot report REPO... [TOKENS]   (in Slack: /gad REPO... [TOKENS])", "",
              "Tokens, in any order after the repository or project names:", *token_lines(TOKENS)]
     lines += ["", *textwrap.wrap(f"PERIOD is {PERIOD_FORMS}.".replace("`", ""), 88), "", "Examples:"]
-    lines += [f"  gad-bot report {e}" for e in EXAMPLES if not e.startswith("subscribe ")]
+    lines += [f"  gad-bot {e}" if e.startswith("compare ") else f"  gad-bot report {e}"
+              for e in EXAMPLES if not e.startswith("subscribe ")]
     lines += ["", *textwrap.wrap("In Slack, /gad also takes: " + GRAMMAR.split("Other commands: ", 1)[1].replace("`", ""), 88,
                                  subsequent_indent="  ")]
     if commands:
         usage_width = max(len(u) for u, _ in commands)
         lines += ["", "Commands:", *(f"  {u:<{usage_width}}  {what}" for u, what in commands)]
+    lines += ["", "What estimation answers look like:",
+              *(f"  {asked}\n    -> {answer.replace('`', '')}" for asked, answer in words.SAMPLE_ANSWERS)]
     lines += ["", words.UNITS_NOTE]
     return "\n".join(lines) + "\n"

@@ -22,6 +22,25 @@ MERGES_NOTE = ("with path:, merge commits are not counted: they integrate work r
 REPO_OVERLAP_NOTE = ("repository rows can add up to more than the total: a person active in several "
                      "repositories on one day is one person-day in the total")
 
+ORG_NOTE = ("organizations: the registrable domain of each person's e-mail (Public Suffix List), webmail and "
+            "personal addresses as independent, unless the operator's rules say otherwise; each person-day counts "
+            "for one organization, so they add up to the total, and someone who changed organization counts as "
+            "a developer in each")
+COMPARE_NOTE = ("2GAD counts the effort that reached git in each slice: the days its people committed, doubled. "
+                "COCOMO estimates effort from the size of the code at the head, whoever wrote it and whenever. "
+                "They answer different questions and are known to disagree: in the seed study 2GAD came out lower "
+                "than COCOMO for the largest projects and higher for small ones, so compare items of a similar size, "
+                "and read a ratio far from 1 as a property of the method as much as of the project.")
+
+# What the estimation answers look like, for `help`: real answers on the README's demo history
+# (benchmarks/synth.py --commits 20000; tests/test_estimation_faces.py checks they still are).
+SAMPLE_ANSWERS = (
+    ("demo range:v2.0..v3.0", "demo: 2GAD 1,706 person-days (7.5 person-years), range v2.0..v3.0, over 18.4 months"),
+    ("demo since:2024 by:org", "1. `example.com` — 2GAD 1,488 · 43.0 % · 179 developers · 784 commits"),
+    ("compare demo:drivers/gpu demo:net range:v3.0..v4.0",
+     "demo:drivers/gpu 2GAD 250 (13.2 person-months), 47 developers · demo:net 2GAD 424 (22.3 person-months), "
+     "63 developers"),
+)
 
 
 def number(n: int) -> str:
@@ -54,6 +73,47 @@ def converted_words(person_days: int) -> str | None:
     if person_days >= DAYS_PER_PERSON_MONTH:
         return f"{person_days / DAYS_PER_PERSON_MONTH:,.1f} person-months"
     return None
+
+
+def percent(part: int, whole: int) -> str:
+    """'66.7 %' (one decimal), '0.0 %' for nothing; '-' when the whole is nothing."""
+    return f"{100 * part / whole:.1f} %" if whole else "-"
+
+
+def months_words(months: float | None) -> str:
+    """'14.2 months', '1 month'."""
+    if months is None:
+        return "-"
+    return "1 month" if round(months, 1) == 1.0 else f"{months:,.1f} months"
+
+
+def span_words(first: date | None, last: date | None) -> str:
+    """The calendar span of counted records: '2023-01-02 to 2024-03-01 (14.0 months)', or 'no commits'."""
+    if first is None or last is None:
+        return "no commits"
+    if first == last:
+        return f"{first.isoformat()} (1 day)"
+    return f"{first.isoformat()} to {last.isoformat()} ({span_length(first, last)})"
+
+
+def span_length(first: date | None, last: date | None) -> str:
+    """How long from the first to the last day, both included: '1 day', '45 days', '14.2 months'."""
+    from ..metric import span_months
+
+    if first is None or last is None:
+        return "-"
+    days = (last - first).days + 1
+    return plural(days, "day") if days < 61 else months_words(span_months(first, last))
+
+
+def range_headline(report: Report) -> str | None:
+    """'range v1.0..v2.0, over 14.0 months' for a `range:` report, else None."""
+    if not report.range:
+        return None
+    text = f"range {report.range}"
+    if report.first_day and report.last_day:
+        text += f", over {span_length(report.first_day, report.last_day)}"
+    return text
 
 
 def days_words(person_days: int) -> str:
@@ -113,6 +173,8 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
         notes.append(MERGES_NOTE)
     if report.by == "repo" and len(report.repos) > 1:
         notes.append(REPO_OVERLAP_NOTE)
+    if report.by == "org":
+        notes.append(ORG_NOTE)
     if is_converted(report):
         notes.append(UNITS_NOTE)
     notes.extend(n for n in report.notes if n)
@@ -142,24 +204,24 @@ def bucket_words(bucket: str) -> tuple[str, str, str]:
 
 
 def trend_rows(report: Report) -> list:
-    """The trend's buckets up to the one holding the data's last day (report.last_day).
+    """The trend's buckets up to the one holding the data's last day (report.data_ends).
 
     A mirror whose history stopped in August would otherwise end in a run of empty buckets that
     reads as a slump; the trend stops where the data does, and `data_ends_words` says so.
     """
     rows = list(report.trend)
-    if report.last_day is None:
+    if report.data_ends is None:
         return rows
-    while len(rows) > 1 and rows[-1].first_day is not None and rows[-1].first_day > report.last_day:
+    while len(rows) > 1 and rows[-1].first_day is not None and rows[-1].first_day > report.data_ends:
         rows.pop()
     return rows
 
 
 def data_ends_words(report: Report) -> str | None:
     """'the history ends on 2025-08-14 (its newest commit); the trend stops there', when the trend was cut."""
-    if report.last_day is None or len(trend_rows(report)) == len(report.trend):
+    if report.data_ends is None or len(trend_rows(report)) == len(report.trend):
         return None
-    return f"the history ends on {report.last_day.isoformat()} (its newest commit); the trend stops there"
+    return f"the history ends on {report.data_ends.isoformat()} (its newest commit); the trend stops there"
 
 
 def trend_words(report: Report, *, max_points: int = 104) -> tuple[str, str] | None:
@@ -189,13 +251,15 @@ def breakdown_title(by: str | None) -> str:
         return "Top contributors by active days"
     if by == "repo":
         return "By repository"
+    if by == "org":
+        return "By organization"
     return f"By {by}" if by else ""
 
 
 def sorted_rows(report: Report) -> list:
     """Breakdown rows in display order: periods as given, people and repositories by active days."""
     rows = list(report.rows)
-    if report.by in ("person", "repo"):
+    if report.by in ("person", "repo", "org"):
         rows.sort(key=lambda r: (-r.totals.person_days, -r.totals.commits, r.key))
     return rows
 
@@ -230,3 +294,16 @@ def time_left(seconds: float) -> str:
     if minutes < 90:
         return f"about {minutes} min left"
     return f"about {seconds / 3600:.1f} h left"
+
+
+def compare_footnotes(report) -> list[str]:
+    """Footnotes of a `compare` answer (a metric.CompareReport): what the comparison means, scope, units, COCOMO."""
+    notes = [COMPARE_NOTE, f"Scope of every item: {report.scope_words}" + (
+        f", {period_words(report.since, report.until)}" if report.since or report.until else "")]
+    moment = as_of_words(report.data_as_of)
+    if moment:
+        notes.append(moment)
+    notes.append("span: first to last author day counted; mean per active month: 2GAD / months with commits; "
+                 "" + UNITS_NOTE)
+    notes.extend(n for n in report.notes if n)
+    return notes

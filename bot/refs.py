@@ -1,0 +1,105 @@
+"""Naming commits as git does, for `range:A..B`: ref names and abbreviated commit ids, against the index.
+
+Pure: stored ref tips (`Index.stored_tips`) and the repository's commit keys in, rows or one
+sentence out. A name is tried as git tries it (`git help revisions`): NAME, refs/NAME,
+refs/tags/NAME, refs/heads/NAME, refs/remotes/NAME, refs/remotes/NAME/HEAD; then as a commit id
+(4 to 40 hex digits) among the repository's commits.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import QueryError
+
+_HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+KEY_HEX = 16  # a commit key is the first 8 bytes of its id (bot/store.py)
+
+
+def candidates(name: str) -> tuple[str, ...]:
+    """The full ref names git tries for `name`, in git's order."""
+    return (name, f"refs/{name}", f"refs/tags/{name}", f"refs/heads/{name}", f"refs/remotes/{name}",
+            f"refs/remotes/{name}/HEAD")
+
+
+def short_name(ref: str) -> str:
+    for prefix in ("refs/tags/", "refs/heads/", "refs/remotes/", "refs/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+def version_key(name: str) -> tuple:
+    """Sorts tag names as versions: v1.9 < v1.10 < v2.0-rc1 < v2.0 (a pre-release before its release)."""
+    parts = re.split(r"(\d+)", name)
+    key: list = []
+    for part in parts:
+        if part.isdigit():
+            key.append((1, int(part), ""))
+        elif part:
+            # "-rc", "-beta" come before the end of the name: a release sorts after its pre-releases
+            key.append((0 if part[0] in "-~_" or part.isalpha() else 2, 0, part))
+    key.append((0.5, 0, ""))  # the end of the name: after pre-release suffixes, before ".1"
+    return tuple(key)
+
+
+def key_range(prefix: str) -> tuple[int, int]:
+    """The signed int64 keys whose hex form starts with `prefix` (at most 16 digits), inclusive."""
+    prefix = prefix.lower()[:KEY_HEX]
+    low = int(prefix.ljust(KEY_HEX, "0"), 16)
+    high = int(prefix.ljust(KEY_HEX, "f"), 16)
+    signed = lambda v: v - (1 << 64) if v >= 1 << 63 else v  # noqa: E731
+    return signed(low), signed(high)  # never straddles the sign: the top bit is in the first digit
+
+
+def rows_for_prefix(sorted_keys: np.ndarray, order: np.ndarray, prefix: str) -> np.ndarray:
+    """Rows whose commit key starts with the hex `prefix` (a key lookup: `store.Lookup`)."""
+    low, high = key_range(prefix)
+    start = int(np.searchsorted(sorted_keys, low, side="left"))
+    stop = int(np.searchsorted(sorted_keys, high, side="right"))
+    return np.asarray(order[start:stop], np.int64)
+
+
+def unknown_ref_error(repo: str, name: str, tips: dict[str, bytes]) -> QueryError:
+    """'`web` has no tag, branch or commit `v2.2`; nearest: `v2.1`, `v2.0` ...' (tags sorted by version)."""
+    tags = sorted({short_name(n) for n in tips if n.startswith("refs/tags/")}, key=version_key, reverse=True)
+    branches = sorted({short_name(n) for n in tips if n.startswith("refs/heads/")})
+    close = difflib.get_close_matches(name, tags + branches, n=5, cutoff=0.6)
+    if close:
+        close_tags = sorted((c for c in close if c in tags), key=version_key, reverse=True)
+        hint = "nearest: " + ", ".join(f"`{c}`" for c in close_tags + [c for c in close if c not in tags])
+    elif tags or branches:
+        shown = [f"tags (newest first) " + ", ".join(f"`{t}`" for t in tags[:6]) + (" ..." if len(tags) > 6 else "")
+                 ] if tags else []
+        if branches:
+            shown.append("branches " + ", ".join(f"`{b}`" for b in branches[:6]) + (" ..." if len(branches) > 6 else ""))
+        hint = "its " + "; ".join(shown)
+    else:
+        hint = "it has no tags or branches"
+    return QueryError(f"`{repo}` has no tag, branch or commit `{name}`; {hint}.")
+
+
+def resolve(repo: str, name: str, tips: dict[str, bytes], rows_of_oid: Callable[[bytes], int],
+            rows_of_prefix: Callable[[str], np.ndarray], full_oid_of_row: Callable[[int], bytes]) -> int:
+    """The store row of the commit `name` denotes in `repo`, or QueryError saying what to type instead."""
+    for ref in candidates(name):
+        if ref in tips:
+            row = rows_of_oid(tips[ref])
+            if row < 0:
+                raise QueryError(f"`{name}` in `{repo}` points at a commit gad-bot has not indexed yet; "
+                                 f"run `sync {repo}` or ask again in a minute.")
+            return row
+    if _HEX.match(name):
+        rows = rows_of_prefix(name)
+        if len(name) > KEY_HEX:
+            rows = np.array([r for r in rows.tolist() if full_oid_of_row(r).hex().startswith(name.lower())], np.int64)
+        if len(rows) == 1:
+            return int(rows[0])
+        if len(rows) > 1:
+            raise QueryError(f"`{name}` is ambiguous in `{repo}`: {len(rows)} commit ids start with it; "
+                             "type more of the id.")
+    raise unknown_ref_error(repo, name, tips)

@@ -1,0 +1,154 @@
+"""`compare`: a metric.CompareReport as Block Kit, terminal text, JSON and CSV (pure, like the rest of render/)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from ..metric import CompareReport, CompareRow
+from . import words
+
+# Every column of the CSV, in order (the JSON uses the same names).
+COLUMNS = ("item", "repositories", "person_days", "two_gad", "two_gad_person_months", "developers", "commits",
+           "first_day", "last_day", "span_months", "active_months", "mean_two_gad_per_active_month",
+           "busiest_month", "busiest_month_two_gad", "sloc", "cocomo_person_months", "ratio_two_gad_to_cocomo",
+           "line_counter")
+
+
+def _round(value: float | None, digits: int = 2):
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else round(value, digits)
+
+
+def row_to_dict(row: CompareRow) -> dict:
+    """Every column of one item, JSON types only."""
+    c = row.cocomo
+    return {
+        "item": row.item, "repositories": list(row.repos), "person_days": row.totals.person_days,
+        "two_gad": row.two_gad, "two_gad_person_months": _round(row.two_gad_person_months),
+        "developers": row.totals.developers, "commits": row.totals.commits,
+        "first_day": row.first_day.isoformat() if row.first_day else None,
+        "last_day": row.last_day.isoformat() if row.last_day else None,
+        "span_months": _round(row.span_months), "active_months": row.active_months,
+        "mean_two_gad_per_active_month": _round(row.mean_two_gad_per_active_month),
+        "busiest_month": row.busiest_month, "busiest_month_two_gad": row.busiest_two_gad if row.busiest_month else None,
+        "sloc": c.sloc if c else None, "cocomo_person_months": _round(c.person_months) if c else None,
+        "ratio_two_gad_to_cocomo": _round(c.ratio, 3) if c else None, "line_counter": c.counter if c else None,
+    }
+
+
+def compare_to_dict(report: CompareReport) -> dict:
+    return {"compare": [row_to_dict(r) for r in report.rows], "since": words_day(report.since),
+            "until": words_day(report.until), "period": words.period_words(report.since, report.until),
+            "range": report.range, "scope": report.scope_words, "vs_cocomo": report.vs_cocomo,
+            "footnotes": words.compare_footnotes(report),
+            "units": {"person_month_days": 19, "person_year_days": 228}}
+
+
+def words_day(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def compare_to_csv(report: CompareReport) -> str:
+    """One line per item with every column (empty cells where a figure does not apply)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(COLUMNS)
+    for row in report.rows:
+        data = row_to_dict(row)
+        data["repositories"] = " ".join(row.repos)
+        cells = ["" if data[c] is None else data[c] for c in COLUMNS]
+        cells[0] = ("'" + cells[0]) if str(cells[0]).startswith(("=", "+", "-", "@")) else cells[0]
+        writer.writerow(cells)
+    return out.getvalue()
+
+
+def _pm(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def _cells(row: CompareRow) -> dict[str, str]:
+    """Each figure of a row as a person reads it."""
+    mean = row.mean_two_gad_per_active_month
+    out = {
+        "2GAD": f"{words.number(row.two_gad)} pd ({_pm(row.two_gad_person_months)} pm)",
+        "developers": words.number(row.totals.developers),
+        "commits": words.number(row.totals.commits),
+        "active": (f"{row.first_day.isoformat()} to {row.last_day.isoformat()}" if row.first_day and row.last_day
+                   else "no commits"),
+        "span": words.span_length(row.first_day, row.last_day),
+        "2GAD / active month": f"{mean:,.1f}" if mean is not None else "-",
+        "busiest month": f"{row.busiest_month} (2GAD {words.number(row.busiest_two_gad)})" if row.busiest_month else "-",
+    }
+    if row.cocomo is not None:
+        c = row.cocomo
+        out["SLOC"] = words.number(c.sloc)
+        out["COCOMO"] = f"{_pm(c.person_months)} pm"
+        out["ratio"] = "-" if math.isnan(c.ratio) else f"{c.ratio:.2f}"
+    return out
+
+
+def headline(report: CompareReport) -> str:
+    what = f"range {report.range}" if report.range else words.period_words(report.since, report.until)
+    if report.range and (report.since or report.until):
+        what += f", {words.period_words(report.since, report.until)}"
+    return f"Side by side: {', '.join(r.item for r in report.rows)} ({what})"
+
+
+def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
+    """A table, one row per item, then the footnotes."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from .text import _render
+
+    cells = [_cells(r) for r in report.rows]
+    names = list(dict.fromkeys(k for c in cells for k in c))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    table.add_column("item", overflow="fold", min_width=12)
+    for name in names:
+        table.add_column(name, justify="left" if name in ("active", "busiest month") else "right", no_wrap=True)
+    for row, cell in zip(report.rows, cells):
+        table.add_row(row.item, *(cell.get(n, "-") for n in names))
+    notes = Table.grid(padding=(0, 1))
+    notes.add_column(no_wrap=True)
+    notes.add_column(overflow="fold")
+    for note in words.compare_footnotes(report):
+        notes.add_row("  -", note)
+    return _render([Text(headline(report), style="bold"), "", table, "", "pd: person-days (2GAD); pm: person-months",
+                    "", "Notes:", notes], width, False)
+
+
+def _bar(value: int, top: int, width: int = 10) -> str:
+    if top <= 0:
+        return "·" * width
+    filled = max(1 if value > 0 else 0, round(width * value / top))
+    return "█" * filled + "·" * (width - filled)
+
+
+def compare_blocks(report: CompareReport, query_text: str, *, public: bool = False,
+                   shared_by: str | None = None) -> tuple[str, list[dict]]:
+    """Block Kit that reads as a table on a phone: a bar chart of 2GAD, then one two-column card per item."""
+    from . import blocks as kit
+
+    fallback = kit._fallback(headline(report) + ": " + "; ".join(
+        f"{r.item} 2GAD {words.number(r.two_gad)}" for r in report.rows))
+    top = max((r.two_gad for r in report.rows), default=0)
+    label_width = min(24, max(len(r.item) for r in report.rows))
+    bars = "\n".join(f"{words.clip(r.item, label_width).ljust(label_width)} {_bar(r.two_gad, top)} "
+                     f"{words.number(r.two_gad)}" for r in report.rows)
+    out = [kit.header("2GAD side by side"),
+           kit.section(f"*{kit.escape_mrkdwn(headline(report))}*\n```{kit.escape_mrkdwn(bars.replace('`', 'ˋ'))}```")]
+    for rank, (row, cell) in enumerate(zip(report.rows, [_cells(r) for r in report.rows]), 1):
+        fields = [kit.mrkdwn(f"*{name}*\n{kit.escape_mrkdwn(value)}", 2000) for name, value in cell.items()]
+        out.append({"type": "section", "text": kit.mrkdwn(f"*{rank}.* {kit.code(row.item)}"), "fields": fields[:10]})
+    notes = [kit._prose(n, 2000) for n in words.compare_footnotes(report)]
+    if shared_by:
+        notes.insert(0, f"Shared by {kit._sharer(shared_by)}")
+    out.append(kit.context(notes))
+    if not public:
+        out.append({"type": "actions", "elements": [{
+            "type": "button", "action_id": kit.SHARE_ACTION_ID,
+            "text": kit.plain("Share in channel", kit.BUTTON_TEXT_LIMIT), "value": kit.share_value(query_text)}]})
+    return fallback, kit.fit_blocks(out)

@@ -1,0 +1,183 @@
+"""range:, by:org and compare through the real paths: signed request -> Bolt -> engine on a real index ->
+renderer -> what the loopback Slack receives; and the CLI as a process (--json, --csv, orgs)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from slack_bolt.request import BoltRequest
+
+from bot.config import Settings
+from bot.engine import Engine
+from bot.slack import build_app
+from tests.conftest import TODAY
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub, block_actions_payload, signed_interaction
+from tests.test_cli import run
+from tests.test_estimation import build_web
+from tests.test_render import all_texts
+from tests.test_slack import SECRET, ack_body, answer, dispatch
+
+
+@pytest.fixture
+def stub():
+    with SlackStub() as running:
+        yield running
+
+
+@pytest.fixture
+def bot(tmp_path, stub):
+    build_web(tmp_path / "web")
+    lib = RepoBuilder(tmp_path / "lib")
+    lib.commit(name="Zed", email="zed@kernel.org", date="2021-05-05", files={"drivers/gpu/a.c": "a"})
+    lib.commit(name="Yan", email="yan@kernel.org", date="2021-07-05", files={"docs/b": "b"})
+    rules = tmp_path / "orgs.txt"
+    rules.write_text("intel.com Intel\n")
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url,
+                                  "GAD_ADMINS": "UADMIN", "GAD_ORG_FILE": str(rules)})
+    engine = Engine.open(settings)
+    engine.track(str(tmp_path / "web"), "web")
+    engine.track(str(lib.path), "lib")
+    app, _ = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
+    return app
+
+
+def read(message: dict) -> str:
+    """What a person sees: every text Slack renders, one per line."""
+    return "\n".join(all_texts(message["text"], message["blocks"]))
+
+
+def test_slack_range_shows_the_range_and_its_span(bot, stub):
+    _, name = dispatch(bot, stub, "web range:v1.0..v2.0")
+    message = answer(stub, name)
+    # hand-worked in tests/test_estimation.py: 6 person-days from 2022-07-10 to 2022-12-01
+    assert message["text"] == "web: 2GAD 12 person-days, range v1.0..v2.0, over 4.8 months"
+    shown = read(message)
+    assert "*Range:* `v1.0..v2.0` · 2022-07-10 to 2022-12-01 (4.8 months)" in shown
+    assert "4 developers · 6 commits · 6 active days (GAD)" in shown
+
+
+def test_slack_range_errors_are_one_sentence(bot, stub):
+    response, _ = dispatch(bot, stub, "web range:v1.0..v2.0 branch:main")
+    assert "A range replaces the scope" in json.dumps(ack_body(response))  # refused in the ack
+    _, name = dispatch(bot, stub, "web range:v1.0..v2.1")
+    message = answer(stub, name)
+    assert ":warning: `web` has no tag, branch or commit `v2.1`; nearest: `v2.0`, `v2.0-rc1`, `v1.10`." in read(message)
+    assert message["response_type"] == "ephemeral"
+
+
+def test_slack_by_org_shows_share_and_sums(bot, stub):
+    _, name = dispatch(bot, stub, "web by:org")
+    shown = read(answer(stub, name))
+    assert "*By organization*" in shown
+    # Ann (with her mailmapped gmail address): 2022-06-01, 10-01, 12-01, 2023-03-01 -> 4 of 10 person-days
+    assert "1. `Intel` — 2GAD 8 · 40.0 % · 1 developer · 5 commits" in shown
+    assert "`independent` — 2GAD 2 · 10.0 % · 1 developer · 1 commit" in shown
+    assert "organizations: the registrable domain" in shown
+
+
+def test_slack_compare_reads_as_a_table_and_attaches_every_column(bot, stub):
+    _, name = dispatch(bot, stub, "compare web lib lib:drivers/gpu format:csv")
+    message = answer(stub, name)
+    assert message["text"].startswith("Side by side: web, lib, lib:drivers/gpu (all history): web 2GAD 20; lib 2GAD 4; "
+                                      "lib:drivers/gpu 2GAD 2")
+    shown = read(message)
+    assert "*2GAD*\n20 pd (1.1 pm)" in shown and "*busiest month*\n2021-05 (2GAD 2)" in shown
+    assert "seed study" in shown
+    cards = [b for b in message["blocks"] if b.get("fields")]
+    assert [c["text"]["text"] for c in cards] == ["*1.* `web`", "*2.* `lib`", "*3.* `lib:drivers/gpu`"]
+    (upload,) = stub.uploaded_files()
+    lines = upload.data.decode().splitlines()
+    assert lines[0].startswith("item,repositories,person_days,two_gad,two_gad_person_months,developers,commits,")
+    assert lines[3].startswith("lib:drivers/gpu,lib,1,2,0.11,1,1,2021-05-05,2021-05-05,")
+
+
+def test_slack_compare_limits_and_share(bot, stub):
+    response, _ = dispatch(bot, stub, "compare " + " ".join(f"r{i}" for i in range(11)))
+    assert "`compare` takes up to 10 items and 11 were given" in json.dumps(ack_body(response))
+    url = stub.response_url("share")
+    body, headers = signed_interaction(SECRET, block_actions_payload("gad_share", "compare web lib", response_url=url))
+    bot.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+    message = answer(stub, "share")
+    assert message["response_type"] == "in_channel" and "Shared by <@U123>" in read(message)
+
+
+# -- the CLI, as a process ------------------------------------------------------------------------------
+
+@pytest.fixture
+def cli_data(tmp_path):
+    build_web(tmp_path / "web")
+    rules = tmp_path / "orgs.txt"
+    rules.write_text("collabora.com Collabora\n")
+    data = tmp_path / "data"
+    result = run("track", str(tmp_path / "web"), "--name", "web", data=data)
+    assert result.returncode == 0, result.stderr
+    return data, {"GAD_ORG_FILE": str(rules)}
+
+
+def test_cli_range_json_and_csv(cli_data):
+    data, env = cli_data
+    doc = json.loads(run("report", "web", "range:v1.0..v2.0", "--json", data=data, env=env).stdout)
+    assert (doc["person_days"], doc["range"], doc["first_day"], doc["last_day"]) == (6, "v1.0..v2.0", "2022-07-10",
+                                                                                        "2022-12-01")
+    text = run("report", "web", "range:..v1.0", data=data, env=env).stdout
+    assert text.splitlines()[0] == "web: 2GAD 4 person-days, range ..v1.0, over 3.1 months"
+
+
+def test_cli_by_org_csv_has_share(cli_data):
+    data, env = cli_data
+    lines = run("report", "web", "by:org", "--csv", data=data, env=env).stdout.splitlines()
+    assert lines[0] == "key,person_days,two_gad,developers,commits,share_percent"
+    assert lines[1] == "intel.com,4,8,1,5,40.00"
+    assert "Collabora,2,4,1,2,20.00" in lines and lines[-1] == "TOTAL,10,20,6,11,100.00"
+
+
+def test_cli_orgs_lists_unmatched_domains_first(cli_data):
+    data, env = cli_data
+    result = run("orgs", "web", data=data, env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(out) if line.startswith("──"))
+    end = next(i for i, line in enumerate(out) if " domains: " in line)
+    lines = [line for line in out[start + 1:end] if line.strip()]  # a blank line parts unmatched from matched
+    assert lines[-1].split()[:3] == ["collabora.com", "Collabora", "domain"]  # matched: last
+    assert lines[0].split()[:2] == ["intel.com", "intel.com"]  # unmatched, largest first
+    rows = json.loads(run("orgs", "web", "--json", data=data, env=env).stdout)
+    assert [r["matched"] for r in rows] == [False] * (len(rows) - 1) + [True]
+
+
+def test_cli_compare_json(cli_data):
+    data, env = cli_data
+    result = run("compare", "web", "web:src", "since:2022-09", "--json", data=data, env=env)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["compare"]
+    assert [(r["item"], r["person_days"]) for r in rows] == [("web", 7), ("web:src", 4)]
+
+
+def test_help_samples_are_real_answers_on_the_readme_demo_history(tmp_path):
+    """`help` shows what range:, by:org and compare answer on the README's demo history: regenerate it and ask."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import synth
+
+    from bot.query import parse_command
+    from bot.render import blocks as kit
+    from bot.render.compare import compare_blocks
+    from bot.render.words import SAMPLE_ANSWERS
+
+    synth.generate(tmp_path / "s20k.git", 20000, 1)
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(tmp_path / "s20k.git"), "demo", paths=True)
+    (range_text, range_answer), (org_text, org_answer), (compare_text, compare_answer) = SAMPLE_ANSWERS
+    assert kit.report_blocks(engine.report(parse_command(range_text, TODAY).query, TODAY), range_text)[0] == range_answer
+    _, blocks = kit.report_blocks(engine.report(parse_command(org_text, TODAY).query, TODAY), org_text)
+    assert org_answer in json.dumps(blocks, ensure_ascii=False)
+    result = engine.compare(parse_command(compare_text, TODAY), TODAY)
+    said = " · ".join(f"{r.item} 2GAD {r.two_gad} ({r.two_gad_person_months:.1f} person-months), "
+                      f"{r.totals.developers} developers" for r in result.rows)
+    assert said == compare_answer
+    assert compare_blocks(result, compare_text)[1]
