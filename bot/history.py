@@ -21,8 +21,10 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from .errors import MirrorError
 
@@ -111,8 +113,7 @@ class CommitChunk:
     parent_oids: bytes  # sum(parent_counts) x 20, in order
     identity_index: list[int]  # per commit, an index into `identities`
     identities: list[tuple[str, str]]  # distinct raw (name, e-mail) in this chunk
-    days: list[int]  # per commit, the author's day or BAD_DAY
-    pending: list[str] = field(default_factory=list)  # hex ids the walk still has to visit (checkpoint)
+    days: np.ndarray  # int32 per commit, the author's day or BAD_DAY
 
     def __len__(self) -> int:
         return len(self.identity_index)
@@ -149,13 +150,8 @@ def _fail(what: str, code: int, stderr: bytes) -> MirrorError:
 
 def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] = (), *,
                  chunk_size: int = 50_000) -> Iterator[CommitChunk]:
-    """Every commit reachable from `include` but not from `exclude` (hex ids), once, in chunks.
-
-    With each chunk comes the walk's frontier: the hex ids of commits still to visit (tips not
-    reached yet, and parents of visited commits that were not visited yet). Walking again from that
-    frontier, hiding the same `exclude`, yields exactly the commits not seen yet (plus, rarely, a few
-    already seen when commit dates are skewed): that is how an interrupted first index resumes.
-    """
+    """Every commit reachable from `include` but not from `exclude` (hex ids), once, in chunks, in
+    git's walk order (bot/indexer.py keeps the walk's frontier from the chunks' parents)."""
     include = list(dict.fromkeys(include))
     if not include:
         return
@@ -167,12 +163,11 @@ def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] =
     drain.start()
     feeder = threading.Thread(target=_feed, args=(child.stdin, include, exclude), daemon=True)
     feeder.start()
-    pending: set[bytes] = {h.encode() for h in include}
     zones: dict[bytes, int | None] = {}
     reader = _Reader(child.stdout)
     reader.start()
     try:
-        yield from _parse_log(reader, pending, zones, chunk_size)
+        yield from _parse_log(reader, zones, chunk_size)
     finally:
         if child.poll() is None:
             child.kill()
@@ -242,26 +237,14 @@ def _feed(stdin, include: list[str], exclude: Iterable[str]) -> None:
         pass  # git died early; its exit status says why
 
 
-def _parse_log(stream, pending: set[bytes], zones: dict[bytes, int | None], chunk_size: int) -> Iterator[CommitChunk]:
-    """The hot loop: one pass over `git log -z` output, a few dictionary and set operations a commit."""
-    oids: list[bytes] = []
-    counts = bytearray()
-    parents: list[bytes] = []
+def _parse_log(stream, zones: dict[bytes, int | None], chunk_size: int) -> Iterator[CommitChunk]:
+    """The hot loop: per commit, a few slices and appends; ids and dates are decoded per chunk, in bulk."""
+    heads: list[bytes] = []  # "ID PARENT..." as git wrote it
     identity_index: list[int] = []
     identity_ids: dict[bytes, int] = {}
-    days: list[int] = []
+    dates: list[bytes] = []
     buffer = b""
-    discard, update = pending.discard, pending.update
-    append_oid, append_count, extend_parents = oids.append, counts.append, parents.extend
-    append_identity, append_day = identity_index.append, days.append
-
-    def chunk() -> CommitChunk:
-        identities = [("", "")] * len(identity_ids)
-        for raw, number in identity_ids.items():
-            name, _, email = raw.partition(b"\n")
-            identities[number] = (_decode(name), _decode(email))
-        return CommitChunk(binascii.unhexlify(b"".join(oids)), bytes(counts), binascii.unhexlify(b"".join(parents)),
-                           identity_index, identities, days, sorted(h.decode() for h in pending))
+    append_head, append_identity, append_date = heads.append, identity_index.append, dates.append
 
     while True:
         data = stream.read(_READ)
@@ -274,47 +257,73 @@ def _parse_log(stream, pending: set[bytes], zones: dict[bytes, int | None], chun
             last = record.rfind(b"\n")
             if first < 0 or last == first:
                 continue  # not a record git writes; nothing to count
-            head = record[:first].split(b" ")
-            oid = head[0]
-            append_oid(oid)
-            discard(oid)
-            if len(head) > 1 and head[1]:
-                append_count(min(len(head) - 1, 255))
-                extend_parents(head[1:256])
-                update(head[1:])
-            else:
-                append_count(0)
+            append_head(record[:first])
             raw_identity = record[first + 1:last]
             number = identity_ids.get(raw_identity)
             if number is None:
                 number = identity_ids[raw_identity] = len(identity_ids)
             append_identity(number)
-            # The author's day, inlined (a call per commit is a tenth of this loop): git's raw date is
-            # `SECONDS +ZONE`; zones repeat, so their validity is computed once each.
-            date = record[last + 1:]
-            space = date.find(b" ")
-            zone = date[space + 1:]
-            minutes = zones[zone] if zone in zones else zones.setdefault(zone, zone_minutes(zone))
-            day = BAD_DAY
-            if minutes is not None and space > 0:
-                try:
-                    seconds = int(date[:space])
-                except ValueError:
-                    seconds = 0
-                if seconds > 0:
-                    day = (seconds + minutes * 60) // 86400
-                    if day > LAST_PLAUSIBLE_DAY:
-                        day = BAD_DAY
-            append_day(day)
-            if len(oids) >= chunk_size:
-                yield chunk()
-                oids, counts, parents, identity_index, identity_ids, days = [], bytearray(), [], [], {}, []
-                append_oid, append_count, extend_parents = oids.append, counts.append, parents.extend
-                append_identity, append_day = identity_index.append, days.append
+            append_date(record[last + 1:])
+            if len(heads) >= chunk_size:
+                yield _chunk(heads, identity_index, identity_ids, dates, zones)
+                heads, identity_index, identity_ids, dates = [], [], {}, []
+                append_head, append_identity, append_date = heads.append, identity_index.append, dates.append
     if buffer:
         raise MirrorError("git log stopped in the middle of a commit; try the sync again.")
-    if oids:
-        yield chunk()
+    if heads:
+        yield _chunk(heads, identity_index, identity_ids, dates, zones)
+
+
+def _chunk(heads: list[bytes], identity_index: list[int], identity_ids: dict[bytes, int], dates: list[bytes],
+           zones: dict[bytes, int | None]) -> CommitChunk:
+    identities = [("", "")] * len(identity_ids)
+    for raw, number in identity_ids.items():
+        name, _, email = raw.partition(b"\n")
+        identities[number] = (_decode(name), _decode(email))
+    oids, counts, parents = _split_heads(heads)
+    return CommitChunk(oids, counts, parents, identity_index, identities, _days(dates, zones))
+
+
+def _split_heads(heads: list[bytes]) -> tuple[bytes, bytes, bytes]:
+    """Ids, parent counts and parent ids from `%H %P` lines: 40 hex digits each, space-separated, so a
+    line's length gives its number of parents and one unhexlify decodes the whole chunk."""
+    lengths = np.fromiter(map(len, heads), np.int64, len(heads))
+    counts = np.maximum(lengths - 40, 0) // 41
+    raw = binascii.unhexlify(b"".join(heads).replace(b" ", b""))
+    ids = np.frombuffer(raw, np.uint8).reshape(-1, OID_BYTES)
+    if len(ids) != len(heads) + int(counts.sum()):
+        raise MirrorError("git log wrote commit ids in an unexpected form; try the sync again.")
+    starts = np.zeros(len(heads), np.int64)
+    np.cumsum(counts[:-1] + 1, out=starts[1:])
+    is_commit = np.zeros(len(ids), bool)
+    is_commit[starts] = True
+    parents = ids[~is_commit]
+    if counts.max(initial=0) > 255:  # cap the count at a byte: keep a huge octopus merge's first 255 parents
+        rank = np.arange(len(ids)) - np.repeat(starts, counts + 1)
+        parents = ids[~is_commit & (rank <= 255)]
+        counts = np.minimum(counts, 255)
+    return ids[is_commit].tobytes(), counts.astype(np.uint8).tobytes(), parents.tobytes()
+
+
+def _days(dates: list[bytes], zones: dict[bytes, int | None]) -> np.ndarray:
+    """Each commit's author day from git's raw `SECONDS +ZONE`, parsed in bulk (C), or BAD_DAY."""
+    joined = b" ".join(dates)
+    numbers = np.zeros(0, np.int64)
+    if joined.count(b" ") == 2 * len(dates) - 1:  # "SECONDS ZONE" each: one space inside, one between
+        try:
+            numbers = np.fromstring(joined, dtype=np.int64, sep=" ")
+        except ValueError:  # text that is no number
+            pass
+    if len(numbers) != 2 * len(dates):  # an empty or odd date somewhere: one at a time for this chunk
+        return np.array([author_day(d, zones) for d in dates], np.int32)
+    seconds, zone = numbers[0::2], numbers[1::2]
+    hours, minutes = np.abs(zone) // 100, np.abs(zone) % 100
+    offset = np.sign(zone) * (hours * 60 + minutes)
+    valid = (seconds > 0) & (minutes < 60) & (hours * 60 + minutes <= MAX_OFFSET_MINUTES)
+    days = (seconds + offset * 60) // 86400
+    valid &= days <= LAST_PLAUSIBLE_DAY
+    # A zone git printed as "+9900" parses as 9900 (99 hours): invalid above; "-0000" is UTC.
+    return np.where(valid, days, BAD_DAY).astype(np.int32)
 
 
 @dataclass

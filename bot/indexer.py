@@ -123,10 +123,17 @@ class Indexer:
 
     def _walk(self, repo: RepoRow, mirror: Mirror, pending: list[str], exclude: list[str], estimate: int | None,
               present: store.Lookup, stored: store.History, progress: Progress | None) -> store.History:
-        """Walk into chunks, one transaction each with the frontier; return `stored` with the new rows."""
+        """Walk into chunks, one transaction each with the frontier; return `stored` with the new rows.
+
+        The frontier is what the walk still has to visit: the tips it started from and the parents of
+        the commits it stored, less every commit stored. Walking again from it, hiding the same
+        `exclude`, yields exactly the commits not stored yet (plus, rarely, a few stored ones when
+        commit dates are skewed, which are skipped): that is how an interrupted walk resumes.
+        """
         authors = self.index.author_ids()
         started, first = time.monotonic(), len(stored)
         parts = []
+        frontier = np.frombuffer(b"".join(bytes.fromhex(h) for h in pending), np.uint8).reshape(-1, store.OID_BYTES)
         for chunk in git_history.read_commits(mirror.path, pending, exclude, chunk_size=CHUNK):
             keys = store.keys_of(chunk.oids)
             keep = ~present.contains(keys)  # a commit seen before (a revived branch, skewed dates) is stored once
@@ -139,7 +146,8 @@ class Indexer:
                     self.index.note_authors(repo.id, np.unique(per_row[keep]).tolist())
                     present = _merged(present, keys[keep])
                     parts.append(store.History.from_chunks([row], parents=True))
-                self.index.save_walk(repo.id, chunk.pending, exclude, estimate)
+                frontier = _frontier(frontier, chunk.parent_oids, present)
+                self.index.save_walk(repo.id, [bytes(oid).hex() for oid in frontier], exclude, estimate)
             if progress:
                 done = sum(len(p) for p in parts)
                 progress("index", done, max(estimate or 0, done) if estimate else 0)
@@ -258,12 +266,24 @@ def _chunk_row(chunk: git_history.CommitChunk, author_ids: np.ndarray, keep: np.
     counts = np.frombuffer(chunk.parent_counts, np.uint8)
     oids = np.frombuffer(chunk.oids, np.uint8).reshape(-1, store.OID_BYTES)
     parents = np.frombuffer(chunk.parent_oids, np.uint8).reshape(-1, store.OID_BYTES)
-    days = np.array(chunk.days, np.int32)
+    days = np.asarray(chunk.days, np.int32)
     if not keep.all():
         parents = parents[np.repeat(keep, counts)]
         oids, counts, days, author_ids = oids[keep], counts[keep], days[keep], author_ids[keep]
     return ChunkRow(seq=-1, rows=len(oids), oids=oids.tobytes(), author_ids=author_ids.astype(np.int32).tobytes(),
                     days=days.tobytes(), parent_counts=counts.tobytes(), parent_oids=parents.tobytes())
+
+
+def _frontier(frontier: np.ndarray, parent_oids: bytes, present: store.Lookup) -> np.ndarray:
+    """(frontier + these parents) less every stored commit, each id once: an (n, 20) array."""
+    parents = np.frombuffer(parent_oids, np.uint8).reshape(-1, store.OID_BYTES)
+    candidates = np.concatenate([frontier, parents])
+    if not len(candidates):
+        return candidates
+    keys = store.keys_of(candidates.tobytes())
+    unseen = ~present.contains(keys)
+    _, first = np.unique(keys[unseen], return_index=True)
+    return candidates[unseen][first]
 
 
 def _present(stored: store.History, previous: store.Derived | None) -> store.Lookup:

@@ -120,7 +120,11 @@ class Lookup:
         return np.where(found, self.order[at_clipped], -1).astype(np.int64)
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
-        return self.rows_of(keys) >= 0
+        keys = np.asarray(keys, np.int64)
+        if not len(self.sorted_keys):
+            return np.zeros(len(keys), bool)
+        at = np.minimum(np.searchsorted(self.sorted_keys, keys), len(self.sorted_keys) - 1)
+        return self.sorted_keys[at] == keys
 
     def duplicates(self) -> int:
         """How many keys appear more than once (distinct commits whose ids share 8 bytes, or a stored duplicate)."""

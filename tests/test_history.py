@@ -1,0 +1,49 @@
+"""Parsing git's output in bulk gives what one commit at a time gives (bot/history.py)."""
+
+from __future__ import annotations
+
+import binascii
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from bot import history
+
+ZONES = st.one_of(st.sampled_from([b"+0000", b"-0000", b"+0100", b"-0500", b"+0530", b"+0545", b"-0930", b"+1400",
+                                   b"-1400", b"+1401", b"-1430", b"+9900", b"+0160", b"+0099"]),
+                  st.integers(-99999, 99999).map(lambda z: b"%+05d" % z))
+SECONDS = st.one_of(st.integers(-10, 5_000_000_000), st.sampled_from([0, 1, 86399, 86400, 4102444799, 4102444800]))
+DATES = st.one_of(st.tuples(SECONDS, ZONES).map(lambda t: b"%d %s" % t), st.sampled_from([b"", b"abc", b"12"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(DATES, min_size=1, max_size=40))
+def test_days_in_bulk_equal_days_one_at_a_time(dates):
+    expected = [history.author_day(d, {}) for d in dates]
+    assert history._days(dates, {}).tolist() == expected
+
+
+def test_a_known_day_in_the_authors_own_zone():
+    # 2024-01-02 00:30 in Tokyo is 2024-01-01 15:30 UTC: the author's day is the 2nd (epoch day 19724)
+    assert history._days([b"1704123000 +0900", b"1704123000 +0000"], {}).tolist() == [19724, 19723]
+
+
+def head(oid: int, parents: list[int]) -> bytes:
+    return b" ".join([b"%040x" % oid, *(b"%040x" % p for p in parents)]) if parents else b"%040x " % oid
+
+
+@given(st.lists(st.lists(st.integers(1, 2**160 - 1), max_size=4), min_size=1, max_size=30))
+def test_ids_and_parents_split_in_bulk(parent_lists):
+    heads = [head(i + 1, parents) for i, parents in enumerate(parent_lists)]
+    oids, counts, parents = history._split_heads(heads)
+    assert oids == b"".join(binascii.unhexlify(b"%040x" % (i + 1)) for i in range(len(heads)))
+    assert list(counts) == [len(p) for p in parent_lists]
+    assert parents == b"".join(binascii.unhexlify(b"%040x" % p) for ps in parent_lists for p in ps)
+
+
+def test_an_octopus_of_more_than_255_parents_keeps_its_first_255():
+    heads = [head(1, list(range(10, 310))), head(2, [1])]
+    oids, counts, parents = history._split_heads(heads)
+    assert list(counts) == [255, 1]
+    ids = np.frombuffer(parents, np.uint8).reshape(-1, 20)
+    assert len(ids) == 256 and bytes(ids[-1]) == binascii.unhexlify(b"%040x" % 1)
