@@ -146,6 +146,11 @@ def track(source, name, in_place):
         result = engine.track(source, name, in_place=in_place, progress=progress, paths=False)
     click.echo(_summary(result, paths=False))  # the commits are in: reports work from here on
     with _ProgressBar(True) as progress:
+        rest = engine.index_other_refs(result.name, progress)
+    if rest is not None:
+        click.echo(f"{result.name}: +{rest.new_commits:,} commits that only refs outside branches and tags reach "
+                   f"(for refs:all) indexed in {rest.seconds:.1f} s")
+    with _ProgressBar(True) as progress:
         count, seconds = engine.index_paths(result.name, progress)
     click.echo(f"{result.name}: changed paths of {count:,} commits indexed in {seconds:.1f} s (for path:)")
 

@@ -182,12 +182,31 @@ class Engine:
         return result
 
     def index_paths(self, name: str, progress: Progress | None = None) -> tuple[int, float]:
-        """Index the changed paths of every commit of `name` that lacks them; (commits, seconds)."""
+        """What a first index leaves for after its answer: the refs outside branches and tags, then the changed
+        paths of every commit that lacks them; (commits whose paths were indexed, seconds)."""
         repo = self.repo(name)
         started = time.perf_counter()
         with self._repo_lock(repo):
+            self._index_other_refs(repo, self._mirror(repo), progress)
             count = self.indexer.index_paths(self.index.repo_by_id(repo.id), self._mirror(repo), progress)
         return count, time.perf_counter() - started
+
+    def index_other_refs(self, name: str, progress: Progress | None = None) -> SyncResult | None:
+        """The second walk of a first index, on its own (None when there is nothing left to walk)."""
+        repo = self.repo(name)
+        started = time.perf_counter()
+        with self._repo_lock(repo):
+            outcome = self._index_other_refs(repo, self._mirror(repo), progress)
+        if outcome is None:
+            return None
+        return SyncResult(repo.name, outcome.new_commits, outcome.removed_commits, outcome.commits,
+                          seconds=time.perf_counter() - started)
+
+    def _index_other_refs(self, repo: RepoRow, mirror: "Mirror", progress: Progress | None):
+        """The second walk of a first index (refs outside branches and tags), when it is still due."""
+        if not self.index.other_refs_pending(repo.id):
+            return None
+        return self.indexer.index_commits(self.index.repo_by_id(repo.id), mirror, progress, other_refs_later=False)
 
     def reclone(self, name: str, progress: Progress | None = None) -> SyncResult:
         """Replace a damaged mirror with a fresh clone, keeping the repository's name, projects and subscriptions."""
@@ -248,6 +267,11 @@ class Engine:
                 else:
                     mirror.check_loose_objects()
                 result = self._index_repo(repo, mirror, progress)
+                if paths:  # the whole job now: a first index's other refs too
+                    rest = self._index_other_refs(repo, mirror, progress)
+                    if rest is not None:
+                        result = dataclasses.replace(result, new_commits=result.new_commits + rest.new_commits,
+                                                     commits=rest.commits)
         except GadError as error:
             failures = repo.failures + 1
             delay = timedelta(minutes=min(self.settings.sync_interval_minutes * 2 ** min(failures, 10), 24 * 60))
@@ -345,6 +369,14 @@ class Engine:
         starts = lookup.rows_of(np.array([store.key_of(t) for t in tips], np.int64))
         return store.reachable(offsets, parents, starts[starts >= 0])
 
+    def _require_other_refs(self, repos: list[RepoRow], what: str) -> None:
+        """Refuse, for now, what needs the refs a first index walks last (outside branches and tags)."""
+        for repo in repos:
+            if self.index.other_refs_pending(repo.id):
+                raise GadError(f"`{repo.name}` is still indexing the commits that only refs outside its branches "
+                               f"and tags reach (pull requests, notes, remotes); ask for {what} again in a few "
+                               "minutes. Without it the answer is ready now.")
+
     def _branch_mask(self, repo: RepoRow, columns: col.RepoColumns, branch: str) -> np.ndarray:
         """Membership of `branch:NAME`: every commit its tip reaches, by reachability over the indexed graph."""
         head_mask = (columns.bits & IN_HEAD) != 0
@@ -354,6 +386,7 @@ class Engine:
         tip = next((tips[c] for c in (branch, f"refs/heads/{branch}", f"refs/remotes/origin/{branch}",
                                       f"refs/tags/{branch}") if c in tips), None)
         if tip is None:
+            self._require_other_refs([repo], f"`branch:{branch}`")  # it may be a ref not walked yet
             names = sorted(n.removeprefix("refs/heads/") for n in tips if n.startswith("refs/heads/"))
             close = nearest(branch, names, n=1)
             if close:
@@ -408,6 +441,8 @@ class Engine:
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
+        if query.scope.kind == "all":
+            self._require_other_refs(repos, "`refs:all`")
         check_filters(self.index, repos, query, self._touches(repos))  # `path:nosuch` is a typo, not a quiet period
         selections = []
         data_ends = None  # the newest commit in scope, whatever the filters: where the data ends
@@ -524,8 +559,12 @@ class Engine:
 
     def _range_mask(self, repo: RepoRow, columns: col.RepoColumns, span: RefRange) -> np.ndarray:
         """Membership of `range:A..B` over the columns: reachable from B and not from A (git's `A..B`)."""
-        end = self.resolve_ref(repo, columns, span.end)
-        start = self.resolve_ref(repo, columns, span.start) if span.start else None
+        try:
+            end = self.resolve_ref(repo, columns, span.end)
+            start = self.resolve_ref(repo, columns, span.start) if span.start else None
+        except QueryError:
+            self._require_other_refs([repo], f"`range:{span.start or ''}..{span.end}`")
+            raise
         cache = columns.store.extras
         key = ("range", start, end)
         if key not in cache:

@@ -299,6 +299,10 @@ class WalkState:
     started_at: datetime | None
 
 
+def _other_refs_key(repo_id: int) -> str:
+    return f"other_refs_pending:{repo_id}"
+
+
 def _create_private(path: Path) -> None:
     """Create the database file readable by the service user only (before SQLite creates it 0644)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -455,6 +459,17 @@ class Index:
         """Forget a repository and everything stored for it, in one transaction (cascades)."""
         with self.transaction() as db:
             db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
+            db.execute("DELETE FROM meta WHERE key = ?", (_other_refs_key(repo_id),))
+
+    def other_refs_pending(self, repo_id: int) -> bool:
+        """Whether the refs outside branches and tags of a first index are still to be walked."""
+        return self.get_meta(_other_refs_key(repo_id)) == "1"
+
+    def set_other_refs_pending(self, repo_id: int, pending: bool) -> None:
+        if pending:
+            self.set_meta(_other_refs_key(repo_id), "1")
+        else:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (_other_refs_key(repo_id),))
 
     def record_attempt(self, repo_id: int, error: str | None, at: datetime, next_attempt: datetime | None = None) -> None:
         """Note a sync's outcome: success clears the error and the failure count."""

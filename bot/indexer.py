@@ -20,6 +20,7 @@ commits are read, and reachability over the stored graph decides what still coun
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -33,7 +34,7 @@ from . import history as git_history
 from . import store
 from .index import ChunkRow, Index, RepoRow
 from .metric import is_bot, person_key
-from .mirrors import Mailmap, Mirror
+from .mirrors import DEFAULT_SCOPE_PREFIXES, Mailmap, Mirror
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class IndexOutcome:
     removed_commits: int  # commits that counted before and no longer do
     commits: int  # commits reachable from some ref
     unchanged: bool = False
+    other_refs_pending: bool = False  # refs outside branches and tags are left to the next walk
 
 
 class Indexer:
@@ -83,8 +85,14 @@ class Indexer:
         return table
 
     # -- commits -----------------------------------------------------------------------
-    def index_commits(self, repo: RepoRow, mirror: Mirror, progress: Progress | None = None) -> IndexOutcome:
-        """Walk what is new in the mirror into chunks, then derive; see the module docstring."""
+    def index_commits(self, repo: RepoRow, mirror: Mirror, progress: Progress | None = None, *,
+                      other_refs_later: bool = True) -> IndexOutcome:
+        """Walk what is new in the mirror into chunks, then derive; see the module docstring.
+
+        A first index walks the branches and tags first (the default scope: plain reports answer
+        from then on) and leaves the refs outside them (a forge's refs/pull/*: on git.git more than
+        half the commits) to a second walk, when `other_refs_later`: the next call of this method.
+        """
         tips = mirror.ref_tips()
         mailmap_oid, mailmap_data = mirror.mailmap_blob()
         walk = self.index.walk(repo.id)
@@ -92,6 +100,11 @@ class Indexer:
         if walk is None and tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0:
             return IndexOutcome(0, 0, repo.commits, unchanged=True)
         previous_row = self.index.derived(repo.id)
+        deferred = False
+        if other_refs_later and previous_row is None:
+            default = {n: t for n, t in tips.items() if n == "HEAD" or n.startswith(DEFAULT_SCOPE_PREFIXES)}
+            if default and len(default) < len(tips):
+                tips, deferred = default, True
         previous = store.Derived.from_row(previous_row) if previous_row is not None else None
         stored = store.History.load(self.index, repo.id)
         # Rows beyond the derived ones (an interrupted walk's chunks) need their parents resolved.
@@ -119,7 +132,7 @@ class Indexer:
             with self.index.transaction():
                 self.index.save_walk(repo.id, pending, exclude, estimate)
             stored = self._walk(repo, mirror, pending, exclude, estimate, present, stored, progress)
-        return self._finish(repo, mirror, tips, old_tips, mailmap_oid, mailmap_data, stored, previous)
+        return self._finish(repo, mirror, tips, old_tips, mailmap_oid, mailmap_data, stored, previous, deferred)
 
     def _walk(self, repo: RepoRow, mirror: Mirror, pending: list[str], exclude: list[str], estimate: int | None,
               present: store.Lookup, stored: store.History, progress: Progress | None) -> store.History:
@@ -159,7 +172,7 @@ class Indexer:
 
     def _finish(self, repo: RepoRow, mirror: Mirror, tips: dict[str, bytes], old_tips: dict[str, bytes],
                 mailmap_oid: str | None, mailmap_data: bytes, history: store.History,
-                previous: store.Derived | None) -> IndexOutcome:
+                previous: store.Derived | None, deferred: bool = False) -> IndexOutcome:
         """Derive bits and orders over every stored row, then switch readers to them: one transaction."""
         with self.index.transaction():
             self.refresh_identities(repo.id, mailmap_data)
@@ -178,7 +191,8 @@ class Indexer:
             self.index.store_derived(repo.id, derived.to_row(generation, history.chunks))
             self.index.replace_tips(repo.id, tips)
             self.index.end_walk(repo.id)
-        return outcome
+            self.index.set_other_refs_pending(repo.id, deferred)
+        return dataclasses.replace(outcome, other_refs_pending=deferred)
 
     def rederive_people(self, repo: RepoRow, mailmap_data: bytes) -> None:
         """New identity rules (bot patterns, mailmap handling): people and the report order, no walk."""

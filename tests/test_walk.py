@@ -157,3 +157,50 @@ def test_path_answers_wait_for_the_paths_of_every_chunk(engine, long_history, mo
     engine.index_paths("up")
     assert ask(engine, "up path:file3.txt").totals.commits == int(git(long_history.path, "rev-list", "--all", "--no-merges",
                                                                "--count", "--", "file3.txt"))
+
+
+@pytest.fixture
+def with_pulls(tmp_path):
+    """A forge's shape: main and a tag, and pull-request refs whose commits no branch reaches."""
+    b = RepoBuilder(tmp_path / "up")
+    for day in range(1, 6):
+        b.commit(name="Ann", email="ann@example.com", date=f"2024-01-0{day}")
+    b.tag("v1", b.tip("main"))
+    base = b.tip("main")
+    for n in range(3):
+        b.commit(f"refs/pull/{n}/head", parents=[base], name=f"P{n}", email=f"p{n}@example.com", date="2024-02-01")
+        b.commit(f"refs/pull/{n}/head", name=f"P{n}", email=f"p{n}@example.com", date="2024-02-02")
+    return b
+
+
+def test_a_first_index_answers_for_branches_and_tags_before_it_walks_pull_requests(engine, with_pulls, monkeypatch):
+    walks = []
+    original = indexer_module.git_history.read_commits
+    monkeypatch.setattr(indexer_module.git_history, "read_commits",
+                        lambda path, include, exclude=(), **k: (walks.append((len(include), len(list(exclude)))),
+                                                                original(path, include, exclude, **k))[1])
+    result = engine.track(str(with_pulls.path), "up", paths=False)
+    assert result.commits == 5  # the commits branches and tags reach: the answer comes after these alone
+    assert walks == [(1, 0)]  # main and v1 name the same commit: one tip walked
+    assert ask(engine, "up").totals.person_days == oracle_gad(with_pulls.path) == 5
+    assert ask(engine, "up branch:HEAD").totals.person_days == 5
+    with pytest.raises(GadError, match=r"`up` is still indexing the commits that only refs outside its branches "
+                                       r"and tags reach .*ask for `refs:all` again"):
+        ask(engine, "up refs:all")
+    with pytest.raises(GadError, match=r"ask for `branch:refs/pull/1/head` again"):
+        ask(engine, "up branch:refs/pull/1/head")
+    engine.index_paths("up")  # the rest of a track: the other refs, then the changed paths
+    assert walks[1] == (3, 1)  # the pull requests' tips, hiding what is indexed already
+    assert ask(engine, "up refs:all").totals.person_days == oracle_gad(with_pulls.path, scope="all") == 11
+    assert ask(engine, "up branch:refs/pull/1/head").totals.person_days == 7
+    assert engine.repo("up").commits == 11
+    assert ask(engine, "up path:file3.txt").totals.commits > 0
+
+
+def test_a_sync_finishes_what_a_first_index_left(engine, with_pulls):
+    engine.track(str(with_pulls.path), "up", paths=False)  # as if the process stopped right after answering
+    result = engine.sync(["up"])[0]
+    assert result.error is None and result.commits == 11
+    assert ask(engine, "up refs:all").totals.person_days == oracle_gad(with_pulls.path, scope="all")
+    fresh = engine.track(str(with_pulls.path), "again")  # one call does the whole job
+    assert fresh.commits == 11 and not engine.index.other_refs_pending(engine.repo("again").id)
