@@ -32,6 +32,7 @@ class RepoSummary:
     last_success: datetime | None = None
     last_error: str | None = None
     next_attempt: datetime | None = None
+    guarded: bool = False  # typed in Slack: every connection of its fetches is checked (bot/egress.py)
 
     @classmethod
     def of(cls, repo: "RepoRow") -> "RepoSummary":
@@ -40,7 +41,7 @@ class RepoSummary:
         return cls(name=repo.name, source=redact(repo.source), in_place=repo.in_place,
                    commits=repo.commits if repo.generation > 0 else None, skipped=repo.skipped,
                    last_sync=repo.last_sync_at, last_success=repo.last_success_at, last_error=repo.last_error,
-                   next_attempt=repo.next_attempt_at)
+                   next_attempt=repo.next_attempt_at, guarded=repo.guarded)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -373,7 +373,7 @@ class SlackFace:
             responder.progress(*kit.progress_blocks(f"Tracking {shown}", done, total or None, PHASES.get(phase, phase),
                                                     clock.seconds_left(phase, done, total)))
 
-        result = self.engine.track(url, parsed.name, progress=progress, paths=False)
+        result = self.engine.track(url, parsed.name, progress=progress, paths=False, guarded=True)
         name = kit.code(result.name)
         text = f"Tracked {result.name}: {result.commits:,} commits indexed."
         responder.final(text, [kit.section(f"Tracked {name}: {result.commits:,} commits indexed. "
