@@ -47,16 +47,53 @@ class _Heartbeat(threading.Thread):
         self.path.unlink(missing_ok=True)
 
 
-def wsgi_app(bolt_app):
-    """/slack/events to Bolt, /healthz answered here (no Slack round trip)."""
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+            411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type"}
+
+
+def _plain(start_response, status: int, text: str) -> list[bytes]:
+    body = (text + "\n").encode()
+    start_response(f"{status} {_REASONS[status]}", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def wsgi_app(bolt_app, gate):
+    """/slack/events to Bolt once `gate` (bot.slack.RequestGate) passes it; /healthz answered here.
+
+    The body is read only after its Content-Length passed the gate (waitress refuses larger
+    bodies itself, before buffering them: `max_request_body_size`), and nothing of a refused
+    request is logged but its status and the gate's reason.
+    """
+    import io
+
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     slack = SlackRequestHandler(bolt_app, path="/slack/events")
 
+    def refuse(start_response, status: int, reason: str) -> list[bytes]:
+        log.info("refused a request to /slack/events: %s (%s)", status, reason)
+        return _plain(start_response, status, _REASONS[status].lower())
+
     def application(environ, start_response):
-        if environ.get("PATH_INFO") == "/healthz":
-            start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "3")])
-            return [b"ok\n"]
+        path = environ.get("PATH_INFO")
+        if path == "/healthz":
+            return _plain(start_response, 200, "ok")
+        if path != "/slack/events":
+            return _plain(start_response, 404, "not found")
+        if environ.get("REQUEST_METHOD") != "POST":
+            return _plain(start_response, 405, "POST only")
+        verdict = gate.check_length(environ.get("CONTENT_LENGTH"))
+        if verdict.status != 200:
+            return refuse(start_response, verdict.status, verdict.reason)
+        length = int(environ["CONTENT_LENGTH"])
+        body = environ["wsgi.input"].read(length) if length else b""
+        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items()
+                   if key.startswith("HTTP_")}
+        headers["content-type"] = environ.get("CONTENT_TYPE", "")
+        verdict = gate.check(headers, body)
+        if verdict.status != 200:
+            return refuse(start_response, verdict.status, verdict.reason)
+        environ["wsgi.input"] = io.BytesIO(body)
         return slack(environ, start_response)
 
     return application
@@ -132,8 +169,12 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
         else:
             import waitress
 
-            server = waitress.create_server(wsgi_app(app), host=host, port=port, threads=16,
-                                            ident="gad-bot", channel_timeout=30)
+            from .slack import MAX_BODY_BYTES, RequestGate
+
+            # waitress answers 413 to a larger Content-Length (or chunked body) before reading it
+            server = waitress.create_server(wsgi_app(app, RequestGate(settings.slack_signing_secret)), host=host,
+                                            port=port, threads=16, ident="gad-bot", channel_timeout=30,
+                                            max_request_body_size=MAX_BODY_BYTES, max_request_header_size=65536)
             log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz)", host, port)
             print(f"gad-bot: serving HTTP on {host}:{port}", flush=True)
             try:

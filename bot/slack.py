@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import logging
+import re
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 from slack_bolt import App
@@ -148,8 +152,8 @@ class SlackFace:
             parsed = q.parse_command(command.get("text") or "", self.today())
             log.info("/gad %s from %s in %s", type(parsed).__name__, command.get("user_id"), command.get("channel_id"),
                      extra={"request_id": request_id(command)})
-        except QueryError as error:
-            log.info("/gad rejected in the ack: %s", error, extra={"request_id": request_id(command)})
+        except QueryError as error:  # the sentence quotes what the user typed: it goes to them, not to the log
+            log.info("/gad rejected in the ack (%s)", type(error).__name__, extra={"request_id": request_id(command)})
             text, blocks = kit.error_blocks(str(error))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
@@ -192,7 +196,7 @@ class SlackFace:
             log.info("/gad %s answered in %.0f ms", type(parsed).__name__, 1000 * (time.perf_counter() - started),
                      extra={"request_id": request_id(command)})
         except GadError as error:
-            log.info("/gad refused: %s", error, extra={"request_id": request_id(command)})
+            log.info("/gad refused (%s)", type(error).__name__, extra={"request_id": request_id(command)})
             mentions = self.settings.admins if isinstance(error, PermissionDeniedError) else ()
             text, blocks = kit.error_blocks(str(error), mentions=mentions)
             responder.final(text, blocks)
@@ -443,6 +447,124 @@ class SlackFace:
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]
         log.error("unhandled Bolt error (reference %s): %s", reference, error)
+
+
+# -- the door in front of Bolt (HTTP mode) -------------------------------------------------------
+
+# Slack's largest requests echo a message or view back (a Share click carries the report's
+# blocks, at most 50): tens of kB. One MiB leaves room for that many times over and bounds what a
+# stranger can make gad-bot read: 16 waitress threads x 1 MiB.
+MAX_BODY_BYTES = 1 << 20
+SIGNATURE_WINDOW_SECONDS = 300  # Slack's own rule: refuse timestamps further than five minutes away
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the gate decided about one request: status 200 passes it on to Bolt."""
+
+    status: int
+    reason: str  # for the one log line; never contains anything taken from the request
+
+
+PASS = Verdict(200, "ok")
+
+
+class RequestGate:
+    """Checks an HTTP request before Bolt reads it: size, signature and freshness, replay, shape.
+
+    Bolt would decode and log the whole body of a request with a bad signature, and answer a
+    malformed signed one with a 500 and a traceback; here each is one status and one reason.
+    A replay of bytes already accepted (same timestamp, same signature) within the window is
+    refused: the signature covers the timestamp and the body, so it names the request.
+    """
+
+    def __init__(self, signing_secret: str, clock: Callable[[], float] = time.time, max_remembered: int = 100_000):
+        from slack_sdk.signature import SignatureVerifier
+
+        self._verifier = SignatureVerifier(signing_secret, clock=_Clock(clock))
+        self._clock = clock
+        self._seen: dict[str, float] = {}  # signature -> when it may be forgotten; insertion order = time order
+        self._max = max_remembered
+        self._lock = threading.Lock()
+
+    def check_length(self, content_length: str | None) -> Verdict:
+        """Before anything is read: Slack always sends Content-Length, and never more than MAX_BODY_BYTES."""
+        if content_length is None or not content_length.isdigit():
+            return Verdict(411, "no Content-Length")
+        if int(content_length) > MAX_BODY_BYTES:
+            return Verdict(413, f"body larger than {MAX_BODY_BYTES} bytes")
+        return PASS
+
+    def check(self, headers: dict[str, str], body: bytes) -> Verdict:
+        """The verdict on a request whose body has been read (`headers` keys lower-case)."""
+        timestamp = headers.get("x-slack-request-timestamp", "")
+        signature = headers.get("x-slack-signature", "")
+        if not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
+            return Verdict(401, "missing or malformed signature headers")
+        now = self._clock()
+        if abs(now - int(timestamp)) > SIGNATURE_WINDOW_SECONDS:
+            return Verdict(401, "timestamp outside the five-minute window")
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return Verdict(400, "body is not UTF-8")
+        if not self._verifier.is_valid(text, timestamp, signature):
+            return Verdict(401, "signature does not match")
+        shape = _shape(headers.get("content-type", ""), text)
+        if shape is not PASS:
+            return shape
+        with self._lock:
+            if signature in self._seen:
+                return Verdict(401, "replay of a request already accepted")
+            self._forget(now)
+            # kept while a copy could still pass the window check, clock skew included
+            self._seen[signature] = int(timestamp) + SIGNATURE_WINDOW_SECONDS + 1
+        return PASS
+
+    def _forget(self, now: float) -> None:
+        for key, until in list(self._seen.items()):
+            if until >= now and len(self._seen) < self._max:
+                break
+            del self._seen[key]
+
+
+class _Clock:
+    """slack_sdk's clock protocol over a function (its default Clock instance is shared by every verifier)."""
+
+    def __init__(self, now: Callable[[], float]):
+        self._now = now
+
+    def now(self) -> float:
+        return self._now()
+
+
+def _shape(content_type: str, text: str) -> Verdict:
+    """Whether a signed body has the shape Bolt assumes (it answers 500 to anything else)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind == "application/json":
+        try:
+            envelope = json.loads(text)
+        except ValueError:
+            return Verdict(400, "JSON body does not parse")
+        return PASS if isinstance(envelope, dict) else Verdict(400, "JSON body is not an object")
+    if kind != "application/x-www-form-urlencoded":
+        return Verdict(415, "neither form-encoded nor JSON")
+    fields = urllib.parse.parse_qs(text, keep_blank_values=True)
+    if "payload" not in fields:
+        return PASS  # a slash command or ssl_check: flat fields
+    try:
+        payload = json.loads(fields["payload"][0])
+    except ValueError:
+        return Verdict(400, "payload does not parse")
+    if not isinstance(payload, dict):
+        return Verdict(400, "payload is not an object")
+    if payload.get("type") == "block_actions":
+        actions = payload.get("actions")
+        if not isinstance(actions, list) or not actions or not all(isinstance(a, dict) for a in actions):
+            return Verdict(400, "block_actions without actions")
+    return PASS
 
 
 class _DropTokenNotice(logging.Filter):
