@@ -37,6 +37,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_DIGEST_GRACE_HOURS": ("24", "How late a missed digest may still be posted after downtime."),
     "GAD_FETCH_TIMEOUT_SECONDS": ("1800", "Longest a clone or fetch may take before it is abandoned."),
     "GAD_MAX_MIRROR_MB": ("4096", "Largest repository `/gad track` will clone, in MiB of transferred data."),
+    "GAD_REPORT_WORKERS": ("0", "Worker processes `serve` computes reports in (0: one per CPU)."),
+    "GAD_REPORTS_PER_USER": ("3", "Reports one person may have queued or running at once in `serve`."),
     "GAD_LOG_FORMAT": ("text", "`text` or `json` (one object per line)."),
     "GAD_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARNING or ERROR."),
 }
@@ -46,14 +48,15 @@ def _csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _positive_int(env: Mapping[str, str], name: str) -> int:
+def _positive_int(env: Mapping[str, str], name: str, zero: bool = False) -> int:
     raw = env.get(name) or SETTINGS[name][0]
     try:
         value = int(raw)
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a whole number; set it to e.g. {SETTINGS[name][0]}.") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r} must be positive; set it to e.g. {SETTINGS[name][0]}.")
+    if value < 0 or (value == 0 and not zero):
+        raise ConfigError(f"{name}={raw!r} must be {'zero or more' if zero else 'positive'}; "
+                          f"set it to e.g. {SETTINGS[name][0]}.")
     return value
 
 
@@ -76,6 +79,8 @@ class Settings:
     digest_grace_hours: int = 24
     fetch_timeout_seconds: int = 1800
     max_mirror_mb: int = 4096
+    report_workers: int = 0  # 0: one per CPU
+    reports_per_user: int = 3
     log_format: str = "text"
     log_level: str = "INFO"
 
@@ -122,6 +127,8 @@ class Settings:
             digest_grace_hours=_positive_int(env, "GAD_DIGEST_GRACE_HOURS"),
             fetch_timeout_seconds=_positive_int(env, "GAD_FETCH_TIMEOUT_SECONDS"),
             max_mirror_mb=_positive_int(env, "GAD_MAX_MIRROR_MB"),
+            report_workers=_positive_int(env, "GAD_REPORT_WORKERS", zero=True),
+            reports_per_user=_positive_int(env, "GAD_REPORTS_PER_USER"),
             log_format=log_format,
             log_level=log_level,
         )

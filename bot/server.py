@@ -117,14 +117,17 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
 
     from .slack import build_app, web_client
 
-    # Acks and report work share one interpreter: a shorter GIL switch interval (default 5 ms) lets a
-    # waiting ack run sooner while a large report computes.
+    from .workers import ReportPool
+
+    # Syncs, digests and the Home tab still compute in this process: a shorter GIL switch interval
+    # (default 5 ms) lets a waiting ack run sooner meanwhile. Reports run in worker processes.
     sys.setswitchinterval(0.0005)
     engine = Engine.open(settings)
     engine.store.sweep()
     digests, scheduler = _digests(settings, engine)
+    reports = ReportPool(settings, workers=settings.report_workers or None, per_user=settings.reports_per_user)
     try:
-        app, _ = build_app(settings, engine, digests=digests, socket_mode=socket_mode)
+        app, _ = build_app(settings, engine, digests=digests, socket_mode=socket_mode, reports=reports)
     except BoltError as error:
         raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
     stop = threading.Event()
@@ -157,6 +160,8 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
                               "app-level token with connections:write under Basic Information.") from None
         finally:
             quiet.setLevel(level)
+    reports.start()  # once the settings are known to work: a refused token exits without workers to stop
+    log.info("computing reports in %d worker processes", reports.workers)
     heartbeat.start()
     if scheduler is not None:
         scheduler.start()
@@ -186,6 +191,7 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=False)  # a sync in flight rolls back; the next run redoes it
+        reports.shutdown()
         heartbeat.stop()
         engine.index.close()
         log.info("gad-bot stopped")

@@ -34,6 +34,7 @@ from . import periods
 from .render import blocks as kit
 from .rows import HomeRow, RepoSummary
 from .sources import SourcePolicy, check_remote_source, redact
+from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,11 @@ class Responder:
         self._last_progress = now
         self._send(text=text, blocks=blocks, replace_original=True)
 
+    def notice(self, text: str) -> None:
+        """A short ephemeral note that replaces nothing (e.g. where a queued report stands)."""
+        if self._url_alive(reserve=1):
+            self._send(text=text, response_type="ephemeral", replace_original=False)
+
     def final(self, text: str, blocks: list[dict], *, public: bool = False, replace: bool = False) -> None:
         if self._url_alive():
             self._send(text=text, blocks=blocks, response_type="in_channel" if public else "ephemeral",
@@ -127,9 +133,11 @@ class Responder:
 class SlackFace:
     """The /gad command, the Share button and the Home tab."""
 
-    def __init__(self, settings: Settings, engine: Engine, digests=None, today: Callable[[], date] = _today):
+    def __init__(self, settings: Settings, engine: Engine, digests=None, today: Callable[[], date] = _today,
+                 reports: ReportPool | None = None):
         self.settings = settings
         self.engine = engine
+        self.reports = reports  # worker processes for reports (serve); None: reports run in Bolt's threads
         self.digests = digests  # bot.subscriptions face, when digests are enabled
         self.today = today
         self.policy = SourcePolicy(allowed_hosts=settings.allowed_hosts, denied_hosts=settings.denied_hosts,
@@ -146,8 +154,8 @@ class SlackFace:
         app.event("app_home_opened")(self.home_opened)
         app.error(self.on_error)
 
-    def ack_command(self, ack, command) -> None:
-        """Parse and reject in the ack; help is answered right here."""
+    def ack_command(self, ack, command, respond, client) -> None:
+        """Parse and reject in the ack; help is answered right here; reports are queued right here."""
         try:
             parsed = q.parse_command(command.get("text") or "", self.today())
             log.info("/gad %s from %s in %s", type(parsed).__name__, command.get("user_id"), command.get("channel_id"),
@@ -165,14 +173,49 @@ class SlackFace:
             try:  # refuse in the ack itself: a refusal after "Tracking ..." reads as a change of mind
                 check_remote_source(parsed.source, self._ack_policy)
             except GadError as error:
-                log.info("/gad track refused in the ack: %s", error, extra={"request_id": request_id(command)})
+                log.info("/gad track refused in the ack (%s)", type(error).__name__,
+                         extra={"request_id": request_id(command)})
                 text, blocks = kit.error_blocks(str(error))
                 ack(text=text, blocks=blocks, response_type="ephemeral")
                 return
             ack(text=f"Tracking {kit.code(redact(parsed.source))} — I will update this message as it goes.",
                 response_type="ephemeral")
             return
+        if isinstance(parsed, q.ShowReport) and self.reports is not None:
+            self._queue_report(parsed.query, command, ack, respond, client)
+            return
         ack()
+
+    def _queue_report(self, query: q.Query, command: dict, ack, respond, client: WebClient) -> None:
+        """Queue the report for a worker process and acknowledge at once: where it stands, or why not."""
+        user, channel, text = command.get("user_id", ""), command.get("channel_id", ""), command.get("text") or ""
+        responder = Responder(respond, client, user)
+        job = ReportJob(query, text, user, self.today(), csv=query.format == "csv")
+        try:
+            ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
+                                                                         text))
+        except BusyError as error:
+            log.info("/gad report refused: the queue is full for this user or for everyone",
+                     extra={"request_id": request_id(command)})
+            ack(*kit.error_blocks(str(error)), response_type="ephemeral")
+            return
+        if ahead < self.reports.workers:
+            ack()
+            return
+        waiting = f"{ahead:,} {'report' if ahead == 1 else 'reports'} ahead of yours"
+        ack(text=f"Queued: {waiting}. I will answer here.", response_type="ephemeral",
+            blocks=[kit.context([f":hourglass_flowing_sand: Queued: {waiting}. I will answer here."])])
+
+    def _deliver(self, answer: ReportAnswer, responder: Responder, client: WebClient, channel: str, user: str,
+                 query_text: str) -> None:
+        """Post a worker's answer (and its CSV) the way `_report` would have."""
+        text, blocks = answer.text, answer.blocks
+        if answer.csv is not None and answer.report is not None and not answer.failed:
+            # where the file went (or the CSV itself) is part of the answer: rendered once it is known
+            notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
+                                      content=answer.csv)
+            text, blocks = kit.report_blocks(answer.report, query_text, public=answer.public, notice=notice)
+        responder.final(text, blocks, public=answer.public)
 
     def run_command(self, command, respond, client) -> None:
         user = command.get("user_id", "")
@@ -183,8 +226,8 @@ class SlackFace:
                 parsed = q.parse_command(command.get("text") or "", self.today())
             except QueryError:
                 return  # ack_command already answered it: once is enough
-            if isinstance(parsed, q.Help):
-                return
+            if isinstance(parsed, q.Help) or (isinstance(parsed, q.ShowReport) and self.reports is not None):
+                return  # answered in the ack, or queued there for a worker
             if isinstance(parsed, q.Track):
                 try:
                     check_remote_source(parsed.source, self._ack_policy)
@@ -342,6 +385,14 @@ class SlackFace:
                 return
             if not isinstance(parsed, q.ShowReport):
                 raise QueryError("That button no longer holds a report; ask again with `/gad`.")
+            if self.reports is not None:
+                job = ReportJob(parsed.query, value, user, self.today(), shared_by=user)
+                channel = (body.get("channel") or {}).get("id", "")
+                ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
+                                                                             value))
+                if ahead >= self.reports.workers:
+                    responder.notice(f"Queued: {ahead:,} reports ahead of this one. I will post it here.")
+                return
             report = self.engine.report(parsed.query, self.today())
             private_text, private_blocks = kit.report_blocks(report, value, public=True,
                                                              notice="You shared this in the channel.")
@@ -575,6 +626,7 @@ class _DropTokenNotice(logging.Filter):
 
 
 def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebClient | None = None,
+              reports: ReportPool | None = None,
               socket_mode: bool | None = None, today: Callable[[], date] = _today) -> tuple[App, SlackFace]:
     """The Bolt app with gad-bot's listeners registered; request verification stays on in HTTP mode."""
     socket_mode = bool(settings.slack_app_token) if socket_mode is None else socket_mode
@@ -584,6 +636,6 @@ def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebCl
     app = App(client=client or web_client(settings), signing_secret=settings.slack_signing_secret or "unused",
               request_verification_enabled=not socket_mode, token_verification_enabled=True,
               process_before_response=False, logger=bolt_log)
-    face = SlackFace(settings, engine, digests=digests, today=today)
+    face = SlackFace(settings, engine, digests=digests, today=today, reports=reports)
     face.register(app)
     return app, face
