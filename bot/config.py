@@ -26,6 +26,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "SLACK_APP_TOKEN": ("", "App-level token (xapp-..., scope connections:write). When set, `serve` uses Socket Mode."),
     "SLACK_API_URL": (DEFAULT_SLACK_API_URL, "Slack Web API base URL (GovSlack, proxies, tests)."),
     "GAD_ADMINS": ("", "Comma-separated Slack user ids allowed to track/untrack/sync (default: workspace admins)."),
+    "GAD_SUBSCRIBERS": ("anyone", "Who may change a channel's digest subscription: `anyone` in the channel, or `admins` (as GAD_ADMINS). Every change is announced in the channel."),
     "GAD_TZ": ("UTC", "Time zone for digests when the subscriber's own zone is unknown (IANA name)."),
     "GAD_ALLOWED_HOSTS": ("", "Comma-separated hosts `/gad track` may mirror from (default: any public host)."),
     "GAD_DENIED_HOSTS": ("", "Comma-separated hosts `/gad track` must never mirror from."),
@@ -68,6 +69,7 @@ class Settings:
     slack_app_token: str = field(default="", repr=False)
     slack_api_url: str = DEFAULT_SLACK_API_URL
     admins: tuple[str, ...] = ()
+    subscribers: str = "anyone"  # or "admins"
     tz: str = "UTC"
     allowed_hosts: tuple[str, ...] = ()
     denied_hosts: tuple[str, ...] = ()
@@ -106,6 +108,9 @@ class Settings:
         log_level = (env.get("GAD_LOG_LEVEL") or "INFO").upper()
         if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError(f"GAD_LOG_LEVEL={log_level!r} is not a level; use DEBUG, INFO, WARNING or ERROR.")
+        subscribers = (env.get("GAD_SUBSCRIBERS") or "anyone").strip().lower()
+        if subscribers not in ("anyone", "admins"):
+            raise ConfigError(f"GAD_SUBSCRIBERS={subscribers!r} is not a choice; use anyone or admins.")
         api_url = env.get("SLACK_API_URL") or DEFAULT_SLACK_API_URL
         if not api_url.startswith(("https://", "http://")):
             raise ConfigError(f"SLACK_API_URL={api_url!r} is not an http(s) URL; leave it unset to use {DEFAULT_SLACK_API_URL}.")
@@ -116,6 +121,7 @@ class Settings:
             slack_app_token=env.get("SLACK_APP_TOKEN", ""),
             slack_api_url=api_url if api_url.endswith("/") else api_url + "/",
             admins=_csv(env.get("GAD_ADMINS", "")),
+            subscribers=subscribers,
             tz=tz,
             allowed_hosts=tuple(h.lower() for h in _csv(env.get("GAD_ALLOWED_HOSTS", ""))),
             denied_hosts=tuple(h.lower() for h in _csv(env.get("GAD_DENIED_HOSTS", ""))),

@@ -553,6 +553,7 @@ class MirrorStore:
             repo.remotes.create("origin", source, MIRROR_REFSPEC)
             repo.config["remote.origin.mirror"] = True
             repo.config["remote.origin.tagopt"] = "--no-tags"
+            _make_private(staging)  # libgit2 used the umask; the config holds the source URL
             if guard is not None or not _copy_local(source, repo, staging):
                 Mirror(staging).fetch(self.limits, progress, guard)
             staging.rename(final)
@@ -616,11 +617,12 @@ def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bo
         target = mirror_path / "objects" / path.relative_to(objects)
         if target.exists():
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            os.link(path, target)
+            os.link(path, target)  # the same file as the source's: its mode is the source's
         except OSError:
             shutil.copy2(path, target)
+            os.chmod(target, 0o400)
     wanted = {name for name in origin.references if name.startswith("refs/")}
     targets = {name: origin.references[name].target for name in wanted}  # a symbolic ref (str) stays symbolic
     if not any(n.startswith("refs/") for n in mirror.references):
@@ -665,6 +667,16 @@ def _share_alternates(source_objects: Path, mirror_objects: Path) -> bool:
     else:
         target.unlink()
     return True
+
+
+def _make_private(root: Path) -> None:
+    """Directories 0700, files 0600 under `root` (a new mirror: nothing in it is shared yet)."""
+    os.chmod(root, 0o700)
+    for where, dirs, files in os.walk(root):
+        for name in dirs:
+            os.chmod(os.path.join(where, name), 0o700)
+        for name in files:
+            os.chmod(os.path.join(where, name), 0o600)
 
 
 def open_local(path: str) -> Path:

@@ -258,7 +258,8 @@ class SlackFace:
         elif isinstance(parsed, q.Compare):
             self._compare(parsed, command.get("text") or "", responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
-            responder.final(*kit.repos_blocks([RepoSummary.of(r) for r in self.engine.repos()]))
+            paths = self._may_administer(client, user)  # where repositories live on the server is the admins' business
+            responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths) for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
         elif isinstance(parsed, q.Untrack):
@@ -289,9 +290,11 @@ class SlackFace:
         elif isinstance(parsed, (q.Subscribe, q.Unsubscribe, q.ListSubscriptions, q.PreviewDigest)):
             if self.digests is None:
                 raise GadError("Digests are not enabled on this gad-bot.")
-            text, blocks = self.digests.handle(parsed, channel_id=channel, team_id=command.get("team_id"),
-                                               user_id=user, user_tz=self._user_tz(client, user))
-            responder.final(text, blocks)
+            if isinstance(parsed, (q.Subscribe, q.Unsubscribe)) and self.settings.subscribers == "admins":
+                self._require_admin(client, user, "change this channel's digest")
+            reply = self.digests.handle(parsed, channel_id=channel, team_id=command.get("team_id"),
+                                        user_id=user, user_tz=self._user_tz(client, user))
+            responder.final(reply.text, reply.blocks, public=reply.public)
 
     # -- reports ---------------------------------------------------------------
     def _report(self, query: q.Query, query_text: str, responder: Responder, client: WebClient,
@@ -448,13 +451,14 @@ class SlackFace:
             return user in self.settings.admins
         return self._is_workspace_admin(client, user)
 
-    def _require_admin(self, client: WebClient, user: str) -> None:
+    def _require_admin(self, client: WebClient, user: str, what: str = "do that") -> None:
         if self._may_administer(client, user):
             return
         if self.settings.admins:
             who = ", ".join(f"<@{a}>" for a in self.settings.admins[:5])
-            raise PermissionDeniedError(f"Only the people gad-bot's operator listed can do that ({who}); ask one of them.")
-        raise PermissionDeniedError("Only workspace admins can do that here; ask an admin, or ask the operator to "
+            raise PermissionDeniedError(f"Only the people gad-bot's operator listed can {what} ({who}); "
+                                        "ask one of them.")
+        raise PermissionDeniedError(f"Only workspace admins can {what} here; ask an admin, or ask the operator to "
                                     "add you to GAD_ADMINS.")
 
     def _is_workspace_admin(self, client: WebClient, user: str) -> bool:
