@@ -38,6 +38,7 @@ from .query import Query
 log = logging.getLogger(__name__)
 
 MAX_WAITING = 1000  # beyond this many queued reports, new ones are refused with a sentence
+REPORT_NICENESS = 10
 
 
 class BusyError(GadError):
@@ -119,12 +120,13 @@ class ReportPool:
     def _new_executor(self) -> ProcessPoolExecutor:
         import multiprocessing
 
-        # forkserver: the serving process has threads, which fork must not copy; the server
-        # imports the engine once and every worker starts from that, not from scratch.
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["bot.workers", "bot.engine", "bot.render.blocks"])
+        # spawn: the serving process has threads, which fork must not copy. Not forkserver: its
+        # workers are the forkserver's children and keep it alive, so a kill -9 of the server
+        # would leave them all running; spawned workers are the server's own children and die
+        # with it (PR_SET_PDEATHSIG in _init_worker). They start once, in about a second.
+        context = multiprocessing.get_context("spawn")
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_init_worker,
-                                   initargs=(self.settings,))
+                                   initargs=(self.settings, os.getpid()))
 
     # -- the queue -------------------------------------------------------------------------------
     def room_for(self, user: str) -> str | None:
@@ -217,7 +219,7 @@ def _failure(sentence: str, reference: str | None = None) -> ReportAnswer:
 _engine = None
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, server: int) -> None:
     """Die with the server (kill -9 included), log like it, and open the Engine once."""
     global _engine
     import ctypes
@@ -230,7 +232,12 @@ def _init_worker(settings: Settings) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
     except (OSError, AttributeError):
         pass
+    if os.getppid() != server:  # the server died before prctl took effect
+        os._exit(4)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the server decides
+    # Reports are background work; acks are what Slack times. With every CPU busy computing
+    # reports, a lower priority lets the serving process run the moment a request arrives.
+    os.nice(REPORT_NICENESS)
     setup_logging(settings.log_level, settings.log_format == "json", secrets=settings.secrets())
     _engine = Engine(settings)
 

@@ -64,7 +64,7 @@ def _children(pid: int) -> list[int]:
 def test_heavy_reports_queue_in_a_worker_and_acks_do_not_wait(data, stub, tmp_path):
     with Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1", GAD_REPORTS_PER_USER="2") as serve:
         assert "computing reports in 1 worker processes" in serve.stderr
-        assert len(_children(serve.proc.pid)) >= 2  # the forkserver and the worker
+        assert len(_children(serve.proc.pid)) >= 2  # the worker and multiprocessing's resource tracker
         crowd = [(HEAVY[i % len(HEAVY)], f"U{i:03d}", f"crowd-{i}") for i in range(12)]
         results = _at_once(serve, stub, crowd)
         # one person, four at once, behind the crowd: two are accepted, two refused with a sentence
@@ -87,3 +87,48 @@ def test_heavy_reports_queue_in_a_worker_and_acks_do_not_wait(data, stub, tmp_pa
     for name, answer in answers.items():
         assert "2GAD" in json.dumps(answer), (name, answer)
     assert "Traceback" not in serve.stderr
+
+
+def test_a_queued_csv_report_is_attached_from_the_worker(data, stub, tmp_path):
+    with Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1") as serve:
+        status, _, took = serve.post(stub.slash_fields("big since:2018-01 until:2018-03 by:month format:csv",
+                                                       response_name="csv"))
+        answer = json.dumps(stub.wait_for_response("csv", timeout=60))
+        assert serve.stop() == 0
+    files = [f for f in stub.uploaded_files() if f.data]
+    assert status == 200 and took < 3 and "2GAD" in answer
+    assert len(files) == 1
+    lines = files[0].data.decode().splitlines()
+    assert lines[0].startswith("key,") and lines[1].startswith("2018-01,") and lines[-1].startswith("TOTAL,")
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        try:
+            children = _children(todo.pop())
+        except OSError:
+            continue
+        found += children
+        todo += children
+    return found
+
+
+def test_kill9_of_serve_alone_leaves_no_report_worker(data, stub, tmp_path):
+    """`kill -9 PID` of serve (not its group): its report workers must not run on without it."""
+    import os
+    import signal
+
+    with Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="2") as serve:
+        workers = _descendants(serve.proc.pid)
+        assert len(workers) >= 2, workers
+        os.kill(serve.proc.pid, signal.SIGKILL)
+        serve.proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in workers):
+            time.sleep(0.1)
+        alive = [p for p in workers if Path(f"/proc/{p}").exists()
+                 and "Z" not in Path(f"/proc/{p}/stat").read_text().split(") ")[1][:1]]
+    for pid in alive:  # do not leave them behind even when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], f"{len(alive)} of {len(workers)} children of serve outlived it"
