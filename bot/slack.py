@@ -390,24 +390,32 @@ class SlackFace:
                 raise QueryError("That button no longer holds a report; ask again with `/gad`.")
             if self.reports is not None:
                 job = ReportJob(parsed.query, value, user, self.today(), shared_by=user)
-                channel = (body.get("channel") or {}).get("id", "")
-                ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
-                                                                             value))
+
+                def deliver(answer: ReportAnswer) -> None:
+                    if answer.failed or answer.report is None:
+                        responder.final(answer.text, answer.blocks)
+                    else:
+                        self._post_share(answer.report, value, user, responder)
+
+                ahead = self.reports.submit(job, deliver)
                 if ahead >= self.reports.workers:
                     responder.notice(f"Queued: {ahead:,} reports ahead of this one. I will post it here.")
                 return
-            report = self.engine.report(parsed.query, self.today())
-            private_text, private_blocks = kit.report_blocks(report, value, public=True,
-                                                             notice="You shared this in the channel.")
-            responder.final(private_text, private_blocks, replace=True)
-            text, blocks = kit.report_blocks(report, value, shared_by=user, public=True)
-            responder.final(text, blocks, public=True)
+            self._post_share(self.engine.report(parsed.query, self.today()), value, user, responder)
         except GadError as error:
             responder.final(*kit.error_blocks(str(error)))
         except Exception:
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error sharing a report (reference %s)", reference)
             responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
+
+    def _post_share(self, report, value: str, user: str, responder: Responder) -> None:
+        """Replace the private answer (without its button), then post the shared one."""
+        private_text, private_blocks = kit.report_blocks(report, value, public=True,
+                                                         notice="You shared this in the channel.")
+        responder.final(private_text, private_blocks, replace=True)
+        text, blocks = kit.report_blocks(report, value, shared_by=user, public=True)
+        responder.final(text, blocks, public=True)
 
     def _first_share(self, key: tuple) -> bool:
         """Whether this is the first click on this Share button (per process, for SHARE_DEDUP_SECONDS)."""

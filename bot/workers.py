@@ -65,7 +65,8 @@ class ReportAnswer:
     blocks: list[dict]
     public: bool = False
     csv: str | None = None
-    report: Report | None = None  # with `csv`: the face renders again, saying where the file went
+    report: Report | None = None  # with `csv` or a share: the face renders it again (where the file went;
+    #                               the private answer without its button)
     failed: bool = False  # text/blocks are an error message (a GadError's, or an internal error's)
 
 
@@ -263,6 +264,8 @@ def run_report(job: ReportJob) -> ReportAnswer:
             from .render.csvout import report_to_csv
 
             return ReportAnswer(text, blocks, public=public, csv=report_to_csv(report), report=report)
+        if job.shared_by is not None:  # the face also replaces the private answer it was shared from
+            return ReportAnswer(text, blocks, public=public, report=report)
         return ReportAnswer(text, blocks, public=public)
     except GadError as error:
         return _failure(str(error))

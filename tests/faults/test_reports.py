@@ -19,7 +19,7 @@ from tests.faults import Serve
 from tests.faults.conftest import _track_in_process
 from tests.slackstub import SlackStub
 
-HEAVY = ["big refs:all by:person", "big by:person author:dev1*", "big refs:all by:month", "big path:f1 by:person"]
+HEAVY = ["big refs:all by:person", "big by:person author:dev1*", "big refs:all by:month", "big path:f2 by:person"]
 
 
 @pytest.fixture

@@ -246,11 +246,20 @@ def _hostile_load(port: int, cases: list[tuple[bytes, dict[str, str]]], seconds:
 
 def test_acks_stay_fast_during_a_burst_of_oversized_and_malformed_requests(data, stub, tmp_path):
     """20 clients streaming 300 MB bodies and 20 sending malformed or unsigned requests in a loop,
-    while 40 real signed slash commands arrive: their acks stay fast and all are answered."""
+    while 40 real signed slash commands arrive: their acks stay fast and all are answered.
+
+    Fast: p95 under 300 ms, or under twice the p95 of the same 40 commands without the burst when
+    other jobs on a shared machine make even that slower (before the gate: 19 of 20 over 3 s)."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     with Serve(data, stub, logs=tmp_path / "logs") as serve:
+        calm = []
+        for i in range(40):
+            calm.append(serve.post(stub.slash_fields("web", response_name=f"calm-{i}", user_id=f"UCALM{i:03d}"),
+                                   timeout=10)[2])
+            time.sleep(0.05)
+        calm.sort()
         counts = context.Queue()
         hostile = context.Process(target=_hostile_load, args=(serve.port, list(_malformed_cases(stub).values()), 5.0,
                                                                counts))
@@ -258,7 +267,9 @@ def test_acks_stay_fast_during_a_burst_of_oversized_and_malformed_requests(data,
         time.sleep(1.0)  # the burst is under way
         acks = []
         for i in range(40):
-            status, _, took = serve.post(stub.slash_fields("web", response_name=f"real-{i}"), timeout=10)
+            # 40 people: one person may have only GAD_REPORTS_PER_USER reports under way at once
+            status, _, took = serve.post(stub.slash_fields("web", response_name=f"real-{i}", user_id=f"UREAL{i:03d}"),
+                                         timeout=10)
             assert status == 200
             acks.append(took)
             time.sleep(0.05)
@@ -270,9 +281,10 @@ def test_acks_stay_fast_during_a_burst_of_oversized_and_malformed_requests(data,
         assert serve.stop() == 0
     acks.sort()
     p95 = acks[int(0.95 * len(acks)) - 1]
+    calm_p95 = calm[int(0.95 * len(calm)) - 1]
     print(f"burst: {tally['oversized']} oversized and {tally['malformed']} malformed requests; real acks "
-          f"p50 {1000 * statistics.median(acks):.0f} ms, p95 {1000 * p95:.0f} ms, max {1000 * acks[-1]:.0f} ms; "
-          f"log {log_bytes} bytes")
+          f"p50 {1000 * statistics.median(acks):.0f} ms, p95 {1000 * p95:.0f} ms, max {1000 * acks[-1]:.0f} ms "
+          f"(without the burst: p95 {1000 * calm_p95:.0f} ms); log {log_bytes} bytes")
     assert tally["oversized"] > 100 and tally["malformed"] > 100  # the burst really ran alongside
-    assert p95 < 0.3 and acks[-1] < 3
+    assert p95 < max(0.3, 2 * calm_p95) and acks[-1] < 3
     _no_request_content(serve)
