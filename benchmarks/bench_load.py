@@ -15,9 +15,14 @@ What it does, against tests/slackstub.py (the Web API and the response_urls answ
 4. issue 3's figure: the ack latency of a burst of 20 while a large query runs (`big branch:dev
    by:person`, which walks the divergence of `dev` from main in the mirror: seconds of CPU in the
    serve process), against the same burst on an idle server.
+5. issue 11's figure (`--heavy` runs only this): 100 heavy queries at once from 100 people
+   (`by:person`, `refs:all`, `path:`, `author:` globs) on a `benchmarks/synth.py` history of
+   --heavy-commits commits (160,000; its changed paths indexed too): every ack within 3 s (p95
+   at most 300 ms), every report answered, and the peak memory of serve and its worker processes
+   (the sum of their VmRSS, sampled every 50 ms).
 
 Results are printed as a markdown table and written into docs/reliability.md between the
-`bench_load` markers (unless --no-doc).
+`bench_load` markers, or the `bench_load_heavy` ones for --heavy (unless --no-doc).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ DOC = ROOT / "docs" / "reliability.md"
 WORK = HERE / "work"
 sys.path.insert(0, str(ROOT))
 
+from bot.workers import default_workers  # noqa: E402
 from tests.faults import Serve, build_history, rss_kb  # noqa: E402
 from tests.gitbuild import RepoBuilder  # noqa: E402
 from tests.slackstub import SlackStub  # noqa: E402
@@ -49,6 +55,35 @@ ACK_LIMIT = 3.0
 EVERYDAY = ["web", "web by:month", "web since:2024-01 by:person", "repos", "big since:2019-01 until:2019-03",
             "web author:dev1@* by:week"]
 LARGE = "big branch:dev by:person"
+HEAVY = ["synth by:person", "synth refs:all by:person", "synth path:drivers by:person",
+         "synth author:*a* by:month", "synth refs:all path:net by:week", "synth author:*.org by:person",
+         "synth since:2015 refs:all by:person", "synth path:docs author:*e* by:quarter"]
+
+
+def tree_rss_kb(pid: int) -> int:
+    """VmRSS of a process and all its descendants (serve, the report workers, the resource tracker)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            total += rss_kb(current)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return total
+
+
+class Sampler(threading.Thread):
+    def __init__(self, pid: int, every: float = 0.05):
+        super().__init__(daemon=True)
+        self.pid, self.every, self.peak = pid, every, 0
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.peak = max(self.peak, tree_rss_kb(self.pid))
+            self.stopped.wait(self.every)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -65,28 +100,34 @@ class Load:
         self.serve, self.stub = serve, stub
         self.names: list[str] = []
         self.failures: list[str] = []
+        self.queued = 0  # acks that told the person their report waits
         self._n = 0
         self._lock = threading.Lock()
 
-    def one(self, text: str, prefix: str) -> float:
+    def one(self, text: str, prefix: str, user: str | None = None) -> float:
         with self._lock:
             self._n += 1
             name = f"{prefix}-{self._n}"
             self.names.append(name)
-        status, body, took = self.serve.post(self.stub.slash_fields(text, response_name=name), timeout=30)
+        # A workspace, not one person: serve limits each person to GAD_REPORTS_PER_USER reports at once.
+        user = user or f"U{self._n % 500:05d}"
+        status, body, took = self.serve.post(self.stub.slash_fields(text, response_name=name, user_id=user), timeout=30)
         if status != 200:
             self.failures.append(f"{name}: HTTP {status}")
+        if b"Queued:" in body:
+            with self._lock:
+                self.queued += 1
         return took
 
-    def concurrent(self, texts: list[str], prefix: str) -> list[float]:
+    def concurrent(self, texts: list[str], prefix: str, distinct_users: bool = False) -> list[float]:
         barrier = threading.Barrier(len(texts))
 
-        def go(text: str) -> float:
+        def go(i: int) -> float:
             barrier.wait()
-            return self.one(text, prefix)
+            return self.one(texts[i], prefix, f"UH{i:05d}" if distinct_users else None)
 
         with ThreadPoolExecutor(len(texts)) as pool:
-            return list(pool.map(go, texts))
+            return list(pool.map(go, range(len(texts))))
 
     def wait_answered(self, names: list[str], timeout: float) -> tuple[int, float]:
         """How many of `names` got an answer at their response_url, and when the last one came."""
@@ -128,6 +169,78 @@ def build(work: Path, big_commits: int) -> Path:
     return data
 
 
+def build_heavy(data: Path, commits: int) -> int:
+    """Track a synth.py history of `commits` commits (changed paths included) as `synth` in `data`, once
+    (the index is kept in benchmarks/work/ beside the history: indexing 160,000 commits' paths takes
+    minutes); the number of commits indexed."""
+    import subprocess
+
+    from bot.config import Settings
+    from bot.engine import Engine
+
+    cached = WORK / f"synth-{commits}.git"
+    if not cached.exists():
+        WORK.mkdir(exist_ok=True)
+        print(f"generating a {commits:,}-commit history with benchmarks/synth.py ...", flush=True)
+        partial = cached.with_name(cached.name + ".partial")
+        if partial.exists():
+            import shutil
+
+            shutil.rmtree(partial)
+        subprocess.run([sys.executable, str(HERE / "synth.py"), "--commits", str(commits), "--out", str(partial)],
+                       check=True)
+        partial.rename(cached)
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    if engine.index.repo("synth") is None:
+        started = time.monotonic()
+        engine.track(str(cached), "synth", in_place=True)
+        print(f"indexed synth ({engine.repo('synth').commits:,} commits, changed paths included) in "
+              f"{time.monotonic() - started:.1f}s", flush=True)
+    indexed = engine.repo("synth").commits
+    engine.index.close()
+    return indexed
+
+
+def heavy(work: Path, stub: SlackStub, commits: int, count: int, workers: int | None) -> tuple[list, list]:
+    """Phase 5: `count` heavy queries at once from `count` people; (rows, problems)."""
+    rows: list[tuple[str, str]] = []
+    problems: list[str] = []
+    data = WORK / f"heavy-data-{commits}"
+    indexed = build_heavy(data, commits)
+    env = {"GAD_LOG_LEVEL": "WARNING"}
+    if workers:
+        env["GAD_REPORT_WORKERS"] = str(workers)
+    with Serve(data, stub, logs=work / "serve-heavy", **env) as serve:
+        load = Load(serve, stub)
+        load.one("synth since:2024", "warm")  # every worker has its columns once a report of each kind ran
+        load.wait_answered(load.names, 60)
+        idle_kb = tree_rss_kb(serve.proc.pid)
+        sampler = Sampler(serve.proc.pid)
+        sampler.start()
+        started = time.monotonic()
+        texts = [HEAVY[i % len(HEAVY)] for i in range(count)]
+        acks = load.concurrent(texts, "heavy", distinct_users=True)
+        names = [n for n in load.names if n.startswith("heavy-")]
+        answered, last = load.wait_answered(names, 1800)
+        wall = time.monotonic() - started
+        sampler.stopped.set()
+        sampler.join()
+        over = sum(a >= ACK_LIMIT for a in acks)
+        rows.append((f"{count} heavy queries at once on {indexed:,} commits ({', '.join(f'`{t[6:]}`' for t in HEAVY[:4])}"
+                     f", ...): ack p50 / p95 / max", f"{ms(pct(acks, 50))} / {ms(pct(acks, 95))} / {ms(max(acks))}"))
+        rows.append((f"{count} heavy queries: acks over {ACK_LIMIT:.0f} s; acks saying `Queued: N reports ahead`",
+                     f"{over}; {load.queued}"))
+        rows.append((f"{count} heavy queries: answered at response_url",
+                     f"{answered} / {len(names)} (the last {wall:.1f}s after they were sent)"))
+        rows.append(("report workers (GAD_REPORT_WORKERS)", str(workers or default_workers())))
+        rows.append(("serve + workers RSS: idle / peak during the 100", f"{idle_kb / 1024:.0f} MiB / "
+                                                                         f"{sampler.peak / 1024:.0f} MiB"))
+        if over or pct(acks, 95) > 0.3 or answered < len(names):
+            problems.append("heavy: an ack over 300 ms at p95 or over 3 s, or a missing answer")
+        rows.append(("serve exit status after SIGTERM", str(serve.stop())))
+    return rows, problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--concurrent", type=int, default=100)
@@ -136,7 +249,16 @@ def main() -> int:
     parser.add_argument("--bursts", type=int, default=3, help="bursts during a large query (and on an idle server)")
     parser.add_argument("--big-commits", type=int, default=100_000)
     parser.add_argument("--no-doc", action="store_true", help="do not write docs/reliability.md")
+    parser.add_argument("--heavy", action="store_true", help="run only the heavy-queries phase (issue 11)")
+    parser.add_argument("--heavy-commits", type=int, default=160_000)
+    parser.add_argument("--heavy-count", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=0, help="GAD_REPORT_WORKERS for the heavy phase (0: per CPU)")
     args = parser.parse_args()
+
+    if args.heavy:
+        with tempfile.TemporaryDirectory(prefix="gad-load-") as tmp, SlackStub() as stub:
+            rows, problems = heavy(Path(tmp), stub, args.heavy_commits, args.heavy_count, args.workers or None)
+        return report(rows, problems, args, "bench_load_heavy", " --heavy")
 
     rows: list[tuple[str, str]] = []
     problems: list[str] = []
@@ -220,12 +342,16 @@ def main() -> int:
                 problems.append(f"{len(load.failures)} requests failed, e.g. {load.failures[:3]}")
             code = serve.stop()
             rows.append(("serve exit status after SIGTERM", str(code)))
+    options = '' if (args.sequential, args.concurrent) == (10_000, 100) else \
+        ' --sequential %d --concurrent %d' % (args.sequential, args.concurrent)
+    return report(rows, problems, args, "bench_load", options)
 
+
+def report(rows: list[tuple[str, str]], problems: list[str], args, marker: str, options: str) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     table = "\n".join(["| measure | result |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
-    section = (f"Measured {stamp} on {machine} by `benchmarks/bench_load.py"
-               f"{'' if (args.sequential, args.concurrent) == (10_000, 100) else ' --sequential %d --concurrent %d' % (args.sequential, args.concurrent)}`"
+    section = (f"Measured {stamp} on {machine} by `benchmarks/bench_load.py{options}`"
                f" (serve over HTTP on loopback, answers to tests/slackstub.py):\n\n{table}\n")
     print()
     print(section)
@@ -233,7 +359,7 @@ def main() -> int:
         print("PROBLEMS:\n- " + "\n- ".join(problems))
     if not args.no_doc and DOC.exists():
         text = DOC.read_text()
-        pattern = re.compile(r"(<!-- bench_load:start -->\n).*?(<!-- bench_load:end -->)", re.S)
+        pattern = re.compile(rf"(<!-- {marker}:start -->\n).*?(<!-- {marker}:end -->)", re.S)
         if pattern.search(text):
             DOC.write_text(pattern.sub(lambda m: m.group(1) + section + m.group(2), text))
             print(f"wrote {DOC.relative_to(ROOT)}")

@@ -472,6 +472,10 @@ def backup(path, force):
 
 
 def main() -> None:
+    # libgit2, SQLite and the fetch child create files with 0666 & ~umask and take no mode of their
+    # own: every gad-bot process therefore creates its files for the service user only (0600/0700),
+    # whatever umask it was started with (docs/operations.md).
+    os.umask(0o077)
     cli(prog_name="gad-bot")
 
 

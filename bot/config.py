@@ -26,6 +26,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "SLACK_APP_TOKEN": ("", "App-level token (xapp-..., scope connections:write). When set, `serve` uses Socket Mode."),
     "SLACK_API_URL": (DEFAULT_SLACK_API_URL, "Slack Web API base URL (GovSlack, proxies, tests)."),
     "GAD_ADMINS": ("", "Comma-separated Slack user ids allowed to track/untrack/sync (default: workspace admins)."),
+    "GAD_SUBSCRIBERS": ("anyone", "Who may change a channel's digest subscription: `anyone` in the channel, or `admins` (as GAD_ADMINS). Every change is announced in the channel."),
     "GAD_TZ": ("UTC", "Time zone for digests when the subscriber's own zone is unknown (IANA name)."),
     "GAD_ALLOWED_HOSTS": ("", "Comma-separated hosts `/gad track` may mirror from (default: any public host)."),
     "GAD_DENIED_HOSTS": ("", "Comma-separated hosts `/gad track` must never mirror from."),
@@ -37,6 +38,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_DIGEST_GRACE_HOURS": ("24", "How late a missed digest may still be posted after downtime."),
     "GAD_FETCH_TIMEOUT_SECONDS": ("1800", "Longest a clone or fetch may take before it is abandoned."),
     "GAD_MAX_MIRROR_MB": ("4096", "Largest repository `/gad track` will clone, in MiB of transferred data."),
+    "GAD_REPORT_WORKERS": ("0", "Worker processes `serve` computes reports in (0: one per CPU)."),
+    "GAD_REPORTS_PER_USER": ("3", "Reports one person may have queued or running at once in `serve`."),
     "GAD_LOG_FORMAT": ("text", "`text` or `json` (one object per line)."),
     "GAD_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARNING or ERROR."),
 }
@@ -46,14 +49,15 @@ def _csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _positive_int(env: Mapping[str, str], name: str) -> int:
+def _positive_int(env: Mapping[str, str], name: str, zero: bool = False) -> int:
     raw = env.get(name) or SETTINGS[name][0]
     try:
         value = int(raw)
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a whole number; set it to e.g. {SETTINGS[name][0]}.") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r} must be positive; set it to e.g. {SETTINGS[name][0]}.")
+    if value < 0 or (value == 0 and not zero):
+        raise ConfigError(f"{name}={raw!r} must be {'zero or more' if zero else 'positive'}; "
+                          f"set it to e.g. {SETTINGS[name][0]}.")
     return value
 
 
@@ -65,6 +69,7 @@ class Settings:
     slack_app_token: str = field(default="", repr=False)
     slack_api_url: str = DEFAULT_SLACK_API_URL
     admins: tuple[str, ...] = ()
+    subscribers: str = "anyone"  # or "admins"
     tz: str = "UTC"
     allowed_hosts: tuple[str, ...] = ()
     denied_hosts: tuple[str, ...] = ()
@@ -76,6 +81,8 @@ class Settings:
     digest_grace_hours: int = 24
     fetch_timeout_seconds: int = 1800
     max_mirror_mb: int = 4096
+    report_workers: int = 0  # 0: one per CPU
+    reports_per_user: int = 3
     log_format: str = "text"
     log_level: str = "INFO"
 
@@ -101,6 +108,9 @@ class Settings:
         log_level = (env.get("GAD_LOG_LEVEL") or "INFO").upper()
         if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError(f"GAD_LOG_LEVEL={log_level!r} is not a level; use DEBUG, INFO, WARNING or ERROR.")
+        subscribers = (env.get("GAD_SUBSCRIBERS") or "anyone").strip().lower()
+        if subscribers not in ("anyone", "admins"):
+            raise ConfigError(f"GAD_SUBSCRIBERS={subscribers!r} is not a choice; use anyone or admins.")
         api_url = env.get("SLACK_API_URL") or DEFAULT_SLACK_API_URL
         if not api_url.startswith(("https://", "http://")):
             raise ConfigError(f"SLACK_API_URL={api_url!r} is not an http(s) URL; leave it unset to use {DEFAULT_SLACK_API_URL}.")
@@ -111,6 +121,7 @@ class Settings:
             slack_app_token=env.get("SLACK_APP_TOKEN", ""),
             slack_api_url=api_url if api_url.endswith("/") else api_url + "/",
             admins=_csv(env.get("GAD_ADMINS", "")),
+            subscribers=subscribers,
             tz=tz,
             allowed_hosts=tuple(h.lower() for h in _csv(env.get("GAD_ALLOWED_HOSTS", ""))),
             denied_hosts=tuple(h.lower() for h in _csv(env.get("GAD_DENIED_HOSTS", ""))),
@@ -122,6 +133,8 @@ class Settings:
             digest_grace_hours=_positive_int(env, "GAD_DIGEST_GRACE_HOURS"),
             fetch_timeout_seconds=_positive_int(env, "GAD_FETCH_TIMEOUT_SECONDS"),
             max_mirror_mb=_positive_int(env, "GAD_MAX_MIRROR_MB"),
+            report_workers=_positive_int(env, "GAD_REPORT_WORKERS", zero=True),
+            reports_per_user=_positive_int(env, "GAD_REPORTS_PER_USER"),
             log_format=log_format,
             log_level=log_level,
         )

@@ -33,6 +33,7 @@ from .store import IN_ALL, IN_DEFAULT, IN_HEAD
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
     from .indexer import Indexer
     from .mirrors import Mirror, MirrorStore
+    from .sources import SourcePolicy
 from .periods import from_epoch_day, to_epoch_day
 from .query import Compare, Query, RefRange
 
@@ -149,11 +150,13 @@ class Engine:
         return None
 
     def track(self, source: str, name: str | None = None, *, in_place: bool = False,
-              progress: Progress | None = None, paths: bool = True) -> SyncResult:
+              progress: Progress | None = None, paths: bool = True, guarded: bool = False) -> SyncResult:
         """Mirror (or register in place) a repository and index it; nothing is left behind on failure.
 
         With paths=False the changed paths (for `path:`) are left to `index_paths`, so that the
         caller can answer as soon as the commits are in: they take several times longer.
+        guarded=True (a source typed in Slack): this and every later fetch connects only where the
+        source policy allows, whatever the server redirects to or its name resolves to later.
         """
         from .mirrors import Mirror, open_local
         from .sources import default_name, is_local_path
@@ -168,9 +171,9 @@ class Engine:
         else:
             if is_local_path(source):
                 open_local(source)  # "not a git repository" beats libgit2's "unsupported URL protocol"
-            path = self.store.create(source, name, progress)
+            path = self.store.create(source, name, progress, guard=self.policy if guarded else None)
         try:
-            repo_id = self.index.add_repo(name, source, path, in_place)
+            repo_id = self.index.add_repo(name, source, path, in_place, guarded=guarded and not in_place)
         except Exception:
             if not in_place:
                 self.store.remove(path)
@@ -215,7 +218,8 @@ class Engine:
             raise MirrorError(f"`{name}` is registered in place, so gad-bot does not own its copy; repair it with git "
                               "(e.g. `git fsck`, or clone it again), then run `gad-bot sync` for it.")
         with self._repo_lock(repo):
-            path = self.store.create(repo.source, repo.name, progress, replace=repo.mirror_path)
+            path = self.store.create(repo.source, repo.name, progress, replace=repo.mirror_path,
+                                     guard=self._guard(repo))
             self.index.set_mirror_path(repo.id, path)
         return self.sync_one(self.index.repo_by_id(repo.id), progress=progress, fetch=False)
 
@@ -226,6 +230,16 @@ class Engine:
             self._cache.pop(repo.id, None)
         if not repo.in_place:
             self.store.remove(repo.mirror_path)
+
+    @property
+    def policy(self) -> "SourcePolicy":
+        """What a source typed in Slack may reach: checked again on every connection its fetches make."""
+        from .sources import SourcePolicy
+
+        return SourcePolicy.from_settings(self.settings)
+
+    def _guard(self, repo: RepoRow) -> "SourcePolicy | None":
+        return self.policy if repo.guarded else None
 
     @contextmanager
     def _repo_lock(self, repo: RepoRow):
@@ -263,7 +277,7 @@ class Engine:
                 if not repo.in_place:  # never touch the locks of a repository someone else owns
                     mirror.clear_stale_locks()
                 if fetch and not repo.in_place:
-                    mirror.fetch(self.store.limits, progress)
+                    mirror.fetch(self.store.limits, progress, self._guard(repo))
                 else:
                     mirror.check_loose_objects()
                 result = self._index_repo(repo, mirror, progress)

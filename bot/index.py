@@ -224,6 +224,13 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             report_order BLOB NOT NULL)""",
         "CREATE TABLE paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)",
     ]),
+    (7, "guarded_sources", [
+        # 1: the source was typed in Slack, so every fetch's connections are checked against the
+        # source policy (bot/egress.py). Rows from before this migration cannot say who typed them:
+        # every network URL is guarded (an operator's internal host is tracked again from the CLI).
+        "ALTER TABLE repos ADD COLUMN guarded INTEGER NOT NULL DEFAULT 0",
+        "UPDATE repos SET guarded = 1 WHERE in_place = 0 AND (source LIKE 'https://%' OR source LIKE 'ssh://%')",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -246,6 +253,7 @@ class RepoRow:
     last_error: str | None
     failures: int
     next_attempt_at: datetime | None
+    guarded: bool = False  # typed in Slack: fetches go through the source policy
 
     @classmethod
     def from_row(cls, row: dict) -> "RepoRow":
@@ -254,7 +262,8 @@ class RepoRow:
                    generation=row["generation"], commits=row["commits"], skipped=row["skipped"],
                    created_at=parse_time(row["created_at"]), last_sync_at=parse_time(row["last_sync_at"]),
                    last_success_at=parse_time(row["last_success_at"]), last_error=row["last_error"],
-                   failures=row["failures"], next_attempt_at=parse_time(row["next_attempt_at"]))
+                   failures=row["failures"], next_attempt_at=parse_time(row["next_attempt_at"]),
+                   guarded=bool(row["guarded"]))
 
 
 CHUNK_COLUMNS = ("oids", "author_ids", "days", "parent_counts", "parent_oids", "path_offsets", "path_ids")
@@ -435,10 +444,10 @@ class Index:
         self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     # -- repositories --------------------------------------------------------
-    def add_repo(self, name: str, source: str, mirror_path: Path, in_place: bool) -> int:
+    def add_repo(self, name: str, source: str, mirror_path: Path, in_place: bool, guarded: bool = False) -> int:
         cursor = self.conn.execute(
-            "INSERT INTO repos (name, source, mirror_path, in_place, created_at) VALUES (?, ?, ?, ?, ?)",
-            (name, source, str(mirror_path), int(in_place), _iso(utcnow())))
+            "INSERT INTO repos (name, source, mirror_path, in_place, created_at, guarded) VALUES (?, ?, ?, ?, ?, ?)",
+            (name, source, str(mirror_path), int(in_place), _iso(utcnow()), int(guarded)))
         return cursor.lastrowid
 
     def repo(self, name: str) -> RepoRow | None:

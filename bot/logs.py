@@ -36,6 +36,27 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class WithholdRequestContent(logging.Filter):
+    """The Slack libraries log what they receive and send in some lines (Bolt: a bad signature's
+    body, an unhandled request, DEBUG responses; slack_sdk: DEBUG request URLs, bodies, headers).
+    gad-bot's logs carry no request content and no response_url, so those lines keep only their kind."""
+
+    LIBRARIES = ("slack_sdk", "slack_bolt", "gad-bot.bolt")
+    MARKERS = ("body", "headers", "signature:", "url:", "query_params", "Unhandled request", "for the request (")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self.LIBRARIES):
+            return True
+        message = record.getMessage()
+        cuts = [message.find(m) + (len(m) if m == "Unhandled request" else 0) for m in self.MARKERS if m in message]
+        if cuts:
+            if "(" in message:
+                cuts.append(message.index("("))
+            record.msg = (message[:min(cuts)].rstrip(" (:-,") or "Slack library") + " (request content withheld)"
+            record.args = ()
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname,
@@ -64,6 +85,7 @@ class TextFormatter(logging.Formatter):
 def setup_logging(level: str = "INFO", json_lines: bool = False, secrets: Iterable[str] = (), stream=None) -> None:
     """Configure the root logger once: stderr (or `stream`), one line per event, secrets redacted."""
     handler = logging.StreamHandler(stream or sys.stderr)
+    handler.addFilter(WithholdRequestContent())
     handler.addFilter(RedactingFilter(secrets))
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     root = logging.getLogger()

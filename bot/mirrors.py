@@ -12,9 +12,11 @@ import re
 import shutil
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pygit2
@@ -22,6 +24,10 @@ from pygit2.enums import FetchPrune
 
 from .errors import MirrorError, SourceError
 from .metric import ascii_lower
+from .sources import SourcePolicy, redact
+
+if TYPE_CHECKING:
+    from .egress import GuardProxy
 
 MIRROR_REFSPEC = "+refs/*:refs/*"
 DEFAULT_SCOPE_PREFIXES = ("refs/heads/", "refs/tags/")
@@ -111,24 +117,25 @@ class Mirror:
                               "re-clone it with `gad-bot sync --reclone NAME`.") from None
 
     # -- network -------------------------------------------------------------
-    def fetch(self, limits: FetchLimits, progress: Progress | None = None) -> None:
+    def fetch(self, limits: FetchLimits, progress: Progress | None = None, guard: SourcePolicy | None = None) -> None:
         """Fetch every ref with prune, then point HEAD at the remote's default branch.
 
         A network fetch runs in a child process that is killed at GAD_FETCH_TIMEOUT_SECONDS: a
         server that trickles its answer, or a libgit2 that loops, cannot hold a sync (and the
         repository's lock) forever. What a killed fetch leaves (temporary packs, ref locks) is
-        swept under the repository's lock before the next one.
+        swept under the repository's lock before the next one. With `guard` (sources typed in
+        Slack), every connection the fetch makes is checked against that policy (`_guarded`).
         """
         self.check_loose_objects()
         try:
             remote = self.repo.remotes["origin"]
         except (KeyError, ValueError):
             raise MirrorError("This mirror has no `origin` remote; re-clone it with `gad-bot sync --reclone NAME`.") from None
-        if _copy_local(remote.url, self.repo, self.path):
+        if guard is None and _copy_local(remote.url, self.repo, self.path):
             return
-        _fetch_in_child(self.path, limits, progress)
+        _fetch_in_child(self.path, limits, progress, guard)
 
-    def fetch_here(self, limits: FetchLimits, progress: Progress | None = None) -> None:
+    def fetch_here(self, limits: FetchLimits, progress: Progress | None = None, guard: SourcePolicy | None = None) -> None:
         """The fetch itself, in this process (the child's half of `fetch`)."""
         remote = self.repo.remotes["origin"]
         # libgit2's tag auto-following would never move an existing tag; the mirror refspec moves
@@ -142,16 +149,21 @@ class Mirror:
         def callbacks() -> _Callbacks:  # one per connection: each may ask for credentials once
             return _Callbacks(remote.url, limits.https_tokens, limits.ssh_key, progress, deadline, limits.max_bytes)
 
-        try:
-            remote.fetch(callbacks=callbacks(), prune=FetchPrune.PRUNE)
-            heads = remote.list_heads(callbacks=callbacks())
-        except MirrorError:
-            raise
-        except (pygit2.GitError, OSError, ValueError, KeyError) as error:
-            if _is_local_damage(error):
-                raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
-                                  "`gad-bot sync --reclone NAME`.") from None
-            raise MirrorError(f"Fetching from {_redacted(remote.url)} failed: {_describe(error)}.") from None
+        with _guarded(remote.url, guard, limits) as proxy:
+            via = proxy.url if proxy is not None else None
+            try:
+                remote.fetch(callbacks=callbacks(), prune=FetchPrune.PRUNE, proxy=via)
+                heads = remote.list_heads(callbacks=callbacks(), proxy=via)
+            except MirrorError:
+                raise
+            except (pygit2.GitError, OSError, ValueError, KeyError) as error:
+                if proxy is not None and proxy.refusals:  # libgit2 itself only says "unexpected status code: 403"
+                    raise MirrorError(f"Fetching from {_redacted(remote.url)} was stopped where a redirect or a "
+                                      f"DNS answer led it: {proxy.refusals[0]}") from None
+                if _is_local_damage(error):
+                    raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
+                                      "`gad-bot sync --reclone NAME`.") from None
+                raise MirrorError(f"Fetching from {_redacted(remote.url)} failed: {_describe(error)}.") from None
         for head in heads:
             if head.name == "HEAD" and head.symref_target and head.symref_target in self.repo.references:
                 if self.repo.references["HEAD"].target != head.symref_target:
@@ -393,7 +405,43 @@ def _is_local_damage(error: Exception) -> bool:
                                       "missing object", "failed to parse", "bad object"))
 
 
-def _fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None) -> None:
+@contextmanager
+def _guarded(url: str, guard: SourcePolicy | None, limits: FetchLimits) -> Iterator["GuardProxy | None"]:
+    """The proxy every connection of a guarded https:// fetch goes through (None when unguarded).
+
+    ssh:// has no redirects, and libssh2 takes no proxy: its host is checked here, once, before
+    the fetch, but libssh2 resolves it again itself (see docs/operations.md).
+    """
+    if guard is None:
+        yield None
+        return
+    from .egress import ConnectRefused, GuardProxy
+    from .sources import check_connect
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "ssh") or not parts.hostname:
+        raise MirrorError(f"{_redacted(url)} was typed in Slack, where only https:// (and ssh:// with GAD_SSH_KEY) "
+                          "sources are allowed; track it again from the command line if it is meant to be fetched.")
+
+    def check(host: str, port: int) -> list[str]:
+        try:
+            return check_connect(host, port, guard)
+        except SourceError as refused:
+            raise ConnectRefused(str(refused)) from None
+
+    if parts.scheme == "ssh":
+        try:
+            check(parts.hostname, parts.port or 22)
+        except ConnectRefused as refused:
+            raise MirrorError(f"Fetching from {_redacted(url)} was stopped: {refused}") from None
+        yield None
+        return
+    connect_timeout = min(limits.timeout_seconds, 60) if limits.timeout_seconds else 60
+    with GuardProxy(check, connect_timeout=connect_timeout) as proxy:
+        yield proxy
+
+
+def _fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None, guard: SourcePolicy | None) -> None:
     """Run Mirror.fetch_here in a child process; kill it when the deadline passes."""
     import json
     import subprocess
@@ -402,7 +450,11 @@ def _fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None) 
 
     request = json.dumps({"path": str(path), "parent": os.getpid(), "https_tokens": limits.https_tokens,
                           "ssh_key": str(limits.ssh_key) if limits.ssh_key else None,
-                          "timeout": limits.timeout_seconds, "max_bytes": limits.max_bytes})
+                          "timeout": limits.timeout_seconds, "max_bytes": limits.max_bytes,
+                          # the policy's lists; the child resolves names with the system resolver
+                          "guard": None if guard is None else {"allowed": list(guard.allowed_hosts),
+                                                               "denied": list(guard.denied_hosts),
+                                                               "ssh": guard.allow_ssh}})
     child = subprocess.Popen([sys.executable, "-m", "bot.mirrors"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
     child.stdin.write(request)  # secrets go through a pipe, never the command line
@@ -461,8 +513,10 @@ def _child_main() -> int:
     def progress(phase: str, done: int, total: int) -> None:
         print(f"P {phase} {done} {total}", flush=True)
 
+    guard = request.get("guard")
+    policy = None if guard is None else SourcePolicy(tuple(guard["allowed"]), tuple(guard["denied"]), guard["ssh"])
     try:
-        Mirror(Path(request["path"])).fetch_here(limits, progress)
+        Mirror(Path(request["path"])).fetch_here(limits, progress, policy)
     except MirrorError as error:
         print(f"E {str(error).splitlines()[0] if str(error) else 'the fetch failed'}", flush=True)
         return 3
@@ -470,8 +524,6 @@ def _child_main() -> int:
 
 
 def _redacted(url: str) -> str:
-    from .sources import redact  # local import: sources is stdlib-only and tiny
-
     return redact(url)
 
 
@@ -482,11 +534,13 @@ class MirrorStore:
         self.root = root
         self.limits = limits  # the fetch child applies them (set_network_timeouts, its deadline)
 
-    def create(self, source: str, name: str, progress: Progress | None = None, *, replace: Path | None = None) -> Path:
+    def create(self, source: str, name: str, progress: Progress | None = None, *, replace: Path | None = None,
+               guard: SourcePolicy | None = None) -> Path:
         """Clone a bare mirror of every ref of `source`; on any failure nothing is left behind.
 
         With `replace`, the fresh clone goes to a new directory and the (damaged) old one is removed
-        once the clone is complete. A new path matters: libgit2 caches pack files by path.
+        once the clone is complete. A new path matters: libgit2 caches pack files by path. With
+        `guard`, every connection is checked against that policy (see `Mirror.fetch`).
         """
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         final = self.root / mirror_dir_name(f"{name}@{time.time_ns()}" if replace else name)
@@ -499,8 +553,9 @@ class MirrorStore:
             repo.remotes.create("origin", source, MIRROR_REFSPEC)
             repo.config["remote.origin.mirror"] = True
             repo.config["remote.origin.tagopt"] = "--no-tags"
-            if not _copy_local(source, repo, staging):
-                Mirror(staging).fetch(self.limits, progress)
+            _make_private(staging)  # libgit2 used the umask; the config holds the source URL
+            if guard is not None or not _copy_local(source, repo, staging):
+                Mirror(staging).fetch(self.limits, progress, guard)
             staging.rename(final)
             if replace is not None:
                 self.remove(replace)
@@ -562,11 +617,12 @@ def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bo
         target = mirror_path / "objects" / path.relative_to(objects)
         if target.exists():
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            os.link(path, target)
+            os.link(path, target)  # the same file as the source's: its mode is the source's
         except OSError:
             shutil.copy2(path, target)
+            os.chmod(target, 0o400)
     wanted = {name for name in origin.references if name.startswith("refs/")}
     targets = {name: origin.references[name].target for name in wanted}  # a symbolic ref (str) stays symbolic
     if not any(n.startswith("refs/") for n in mirror.references):
@@ -611,6 +667,16 @@ def _share_alternates(source_objects: Path, mirror_objects: Path) -> bool:
     else:
         target.unlink()
     return True
+
+
+def _make_private(root: Path) -> None:
+    """Directories 0700, files 0600 under `root` (a new mirror: nothing in it is shared yet)."""
+    os.chmod(root, 0o700)
+    for where, dirs, files in os.walk(root):
+        for name in dirs:
+            os.chmod(os.path.join(where, name), 0o700)
+        for name in files:
+            os.chmod(os.path.join(where, name), 0o600)
 
 
 def open_local(path: str) -> Path:

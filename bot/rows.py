@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # the index imports sqlite-utils; the renderers need only the
     from .index import RepoRow
 
 
+LOCAL_SOURCE = "a directory on the gad-bot server"  # what people who are not admins see of a local source
+
+
 @dataclass(frozen=True)
 class RepoSummary:
     """What `repos` shows of a tracked repository, the same in the CLI and in Slack."""
@@ -32,15 +35,25 @@ class RepoSummary:
     last_success: datetime | None = None
     last_error: str | None = None
     next_attempt: datetime | None = None
+    guarded: bool = False  # typed in Slack: every connection of its fetches is checked (bot/egress.py)
 
     @classmethod
-    def of(cls, repo: "RepoRow") -> "RepoSummary":
-        from .sources import redact
+    def of(cls, repo: "RepoRow", *, paths: bool = True) -> "RepoSummary":
+        """paths=False (Slack, for people who are not admins): no file path of the server, neither a
+        local source's nor a mirror's, not even inside the last error."""
+        from .sources import is_local_path, redact
 
-        return cls(name=repo.name, source=redact(repo.source), in_place=repo.in_place,
+        source, error = redact(repo.source), repo.last_error
+        if not paths:
+            local = repo.in_place or is_local_path(repo.source)
+            hidden = [str(repo.mirror_path), str(repo.mirror_path.parent)] + ([repo.source] if local else [])
+            for path in sorted(hidden, key=len, reverse=True):
+                error = error.replace(path, "…") if error else error
+            source = LOCAL_SOURCE if local else source
+        return cls(name=repo.name, source=source, in_place=repo.in_place,
                    commits=repo.commits if repo.generation > 0 else None, skipped=repo.skipped,
-                   last_sync=repo.last_sync_at, last_success=repo.last_success_at, last_error=repo.last_error,
-                   next_attempt=repo.next_attempt_at)
+                   last_sync=repo.last_sync_at, last_success=repo.last_success_at, last_error=error,
+                   next_attempt=repo.next_attempt_at, guarded=repo.guarded)
 
     def to_dict(self) -> dict:
         return asdict(self)

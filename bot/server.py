@@ -47,16 +47,53 @@ class _Heartbeat(threading.Thread):
         self.path.unlink(missing_ok=True)
 
 
-def wsgi_app(bolt_app):
-    """/slack/events to Bolt, /healthz answered here (no Slack round trip)."""
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+            411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type"}
+
+
+def _plain(start_response, status: int, text: str) -> list[bytes]:
+    body = (text + "\n").encode()
+    start_response(f"{status} {_REASONS[status]}", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def wsgi_app(bolt_app, gate):
+    """/slack/events to Bolt once `gate` (bot.slack.RequestGate) passes it; /healthz answered here.
+
+    The body is read only after its Content-Length passed the gate (waitress refuses larger
+    bodies itself, before buffering them: `max_request_body_size`), and nothing of a refused
+    request is logged but its status and the gate's reason.
+    """
+    import io
+
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     slack = SlackRequestHandler(bolt_app, path="/slack/events")
 
+    def refuse(start_response, status: int, reason: str) -> list[bytes]:
+        log.info("refused a request to /slack/events: %s (%s)", status, reason)
+        return _plain(start_response, status, _REASONS[status].lower())
+
     def application(environ, start_response):
-        if environ.get("PATH_INFO") == "/healthz":
-            start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "3")])
-            return [b"ok\n"]
+        path = environ.get("PATH_INFO")
+        if path == "/healthz":
+            return _plain(start_response, 200, "ok")
+        if path != "/slack/events":
+            return _plain(start_response, 404, "not found")
+        if environ.get("REQUEST_METHOD") != "POST":
+            return _plain(start_response, 405, "POST only")
+        verdict = gate.check_length(environ.get("CONTENT_LENGTH"))
+        if verdict.status != 200:
+            return refuse(start_response, verdict.status, verdict.reason)
+        length = int(environ["CONTENT_LENGTH"])
+        body = environ["wsgi.input"].read(length) if length else b""
+        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items()
+                   if key.startswith("HTTP_")}
+        headers["content-type"] = environ.get("CONTENT_TYPE", "")
+        verdict = gate.check(headers, body)
+        if verdict.status != 200:
+            return refuse(start_response, verdict.status, verdict.reason)
+        environ["wsgi.input"] = io.BytesIO(body)
         return slack(environ, start_response)
 
     return application
@@ -80,14 +117,17 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
 
     from .slack import build_app, web_client
 
-    # Acks and report work share one interpreter: a shorter GIL switch interval (default 5 ms) lets a
-    # waiting ack run sooner while a large report computes.
+    from .workers import ReportPool
+
+    # Syncs, digests and the Home tab still compute in this process: a shorter GIL switch interval
+    # (default 5 ms) lets a waiting ack run sooner meanwhile. Reports run in worker processes.
     sys.setswitchinterval(0.0005)
     engine = Engine.open(settings)
     engine.store.sweep()
     digests, scheduler = _digests(settings, engine)
+    reports = ReportPool(settings, workers=settings.report_workers or None, per_user=settings.reports_per_user)
     try:
-        app, _ = build_app(settings, engine, digests=digests, socket_mode=socket_mode)
+        app, _ = build_app(settings, engine, digests=digests, socket_mode=socket_mode, reports=reports)
     except BoltError as error:
         raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
     stop = threading.Event()
@@ -120,6 +160,8 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
                               "app-level token with connections:write under Basic Information.") from None
         finally:
             quiet.setLevel(level)
+    reports.start()  # once the settings are known to work: a refused token exits without workers to stop
+    log.info("computing reports in %d worker processes", reports.workers)
     heartbeat.start()
     if scheduler is not None:
         scheduler.start()
@@ -132,8 +174,12 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
         else:
             import waitress
 
-            server = waitress.create_server(wsgi_app(app), host=host, port=port, threads=16,
-                                            ident="gad-bot", channel_timeout=30)
+            from .slack import MAX_BODY_BYTES, RequestGate
+
+            # waitress answers 413 to a larger Content-Length (or chunked body) before reading it
+            server = waitress.create_server(wsgi_app(app, RequestGate(settings.slack_signing_secret)), host=host,
+                                            port=port, threads=16, ident="gad-bot", channel_timeout=30,
+                                            max_request_body_size=MAX_BODY_BYTES, max_request_header_size=65536)
             log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz)", host, port)
             print(f"gad-bot: serving HTTP on {host}:{port}", flush=True)
             try:
@@ -145,6 +191,7 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=False)  # a sync in flight rolls back; the next run redoes it
+        reports.shutdown()
         heartbeat.stop()
         engine.index.close()
         log.info("gad-bot stopped")

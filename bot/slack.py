@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import logging
+import re
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 from slack_bolt import App
@@ -30,6 +34,7 @@ from . import periods
 from .render import blocks as kit
 from .rows import HomeRow, RepoSummary
 from .sources import SourcePolicy, check_remote_source, redact
+from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +105,11 @@ class Responder:
         self._last_progress = now
         self._send(text=text, blocks=blocks, replace_original=True)
 
+    def notice(self, text: str) -> None:
+        """A short ephemeral note that replaces nothing (e.g. where a queued report stands)."""
+        if self._url_alive(reserve=1):
+            self._send(text=text, response_type="ephemeral", replace_original=False)
+
     def final(self, text: str, blocks: list[dict], *, public: bool = False, replace: bool = False) -> None:
         if self._url_alive():
             self._send(text=text, blocks=blocks, response_type="in_channel" if public else "ephemeral",
@@ -123,9 +133,11 @@ class Responder:
 class SlackFace:
     """The /gad command, the Share button and the Home tab."""
 
-    def __init__(self, settings: Settings, engine: Engine, digests=None, today: Callable[[], date] = _today):
+    def __init__(self, settings: Settings, engine: Engine, digests=None, today: Callable[[], date] = _today,
+                 reports: ReportPool | None = None):
         self.settings = settings
         self.engine = engine
+        self.reports = reports  # worker processes for reports (serve); None: reports run in Bolt's threads
         self.digests = digests  # bot.subscriptions face, when digests are enabled
         self.today = today
         self.policy = SourcePolicy(allowed_hosts=settings.allowed_hosts, denied_hosts=settings.denied_hosts,
@@ -142,14 +154,14 @@ class SlackFace:
         app.event("app_home_opened")(self.home_opened)
         app.error(self.on_error)
 
-    def ack_command(self, ack, command) -> None:
-        """Parse and reject in the ack; help is answered right here."""
+    def ack_command(self, ack, command, respond, client) -> None:
+        """Parse and reject in the ack; help is answered right here; reports are queued right here."""
         try:
             parsed = q.parse_command(command.get("text") or "", self.today())
             log.info("/gad %s from %s in %s", type(parsed).__name__, command.get("user_id"), command.get("channel_id"),
                      extra={"request_id": request_id(command)})
-        except QueryError as error:
-            log.info("/gad rejected in the ack: %s", error, extra={"request_id": request_id(command)})
+        except QueryError as error:  # the sentence quotes what the user typed: it goes to them, not to the log
+            log.info("/gad rejected in the ack (%s)", type(error).__name__, extra={"request_id": request_id(command)})
             text, blocks = kit.error_blocks(str(error))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
@@ -161,14 +173,49 @@ class SlackFace:
             try:  # refuse in the ack itself: a refusal after "Tracking ..." reads as a change of mind
                 check_remote_source(parsed.source, self._ack_policy)
             except GadError as error:
-                log.info("/gad track refused in the ack: %s", error, extra={"request_id": request_id(command)})
+                log.info("/gad track refused in the ack (%s)", type(error).__name__,
+                         extra={"request_id": request_id(command)})
                 text, blocks = kit.error_blocks(str(error))
                 ack(text=text, blocks=blocks, response_type="ephemeral")
                 return
             ack(text=f"Tracking {kit.code(redact(parsed.source))} — I will update this message as it goes.",
                 response_type="ephemeral")
             return
+        if isinstance(parsed, q.ShowReport) and self.reports is not None:
+            self._queue_report(parsed.query, command, ack, respond, client)
+            return
         ack()
+
+    def _queue_report(self, query: q.Query, command: dict, ack, respond, client: WebClient) -> None:
+        """Queue the report for a worker process and acknowledge at once: where it stands, or why not."""
+        user, channel, text = command.get("user_id", ""), command.get("channel_id", ""), command.get("text") or ""
+        responder = Responder(respond, client, user)
+        job = ReportJob(query, text, user, self.today(), csv=query.format == "csv")
+        try:
+            ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
+                                                                         text))
+        except BusyError as error:
+            log.info("/gad report refused: the queue is full for this user or for everyone",
+                     extra={"request_id": request_id(command)})
+            ack(*kit.error_blocks(str(error)), response_type="ephemeral")
+            return
+        if ahead < self.reports.workers:
+            ack()
+            return
+        waiting = f"{ahead:,} {'report' if ahead == 1 else 'reports'} ahead of yours"
+        ack(text=f"Queued: {waiting}. I will answer here.", response_type="ephemeral",
+            blocks=[kit.context([f":hourglass_flowing_sand: Queued: {waiting}. I will answer here."])])
+
+    def _deliver(self, answer: ReportAnswer, responder: Responder, client: WebClient, channel: str, user: str,
+                 query_text: str) -> None:
+        """Post a worker's answer (and its CSV) the way `_report` would have."""
+        text, blocks = answer.text, answer.blocks
+        if answer.csv is not None and answer.report is not None and not answer.failed:
+            # where the file went (or the CSV itself) is part of the answer: rendered once it is known
+            notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
+                                      content=answer.csv)
+            text, blocks = kit.report_blocks(answer.report, query_text, public=answer.public, notice=notice)
+        responder.final(text, blocks, public=answer.public)
 
     def run_command(self, command, respond, client) -> None:
         user = command.get("user_id", "")
@@ -179,8 +226,8 @@ class SlackFace:
                 parsed = q.parse_command(command.get("text") or "", self.today())
             except QueryError:
                 return  # ack_command already answered it: once is enough
-            if isinstance(parsed, q.Help):
-                return
+            if isinstance(parsed, q.Help) or (isinstance(parsed, q.ShowReport) and self.reports is not None):
+                return  # answered in the ack, or queued there for a worker
             if isinstance(parsed, q.Track):
                 try:
                     check_remote_source(parsed.source, self._ack_policy)
@@ -192,7 +239,7 @@ class SlackFace:
             log.info("/gad %s answered in %.0f ms", type(parsed).__name__, 1000 * (time.perf_counter() - started),
                      extra={"request_id": request_id(command)})
         except GadError as error:
-            log.info("/gad refused: %s", error, extra={"request_id": request_id(command)})
+            log.info("/gad refused (%s)", type(error).__name__, extra={"request_id": request_id(command)})
             mentions = self.settings.admins if isinstance(error, PermissionDeniedError) else ()
             text, blocks = kit.error_blocks(str(error), mentions=mentions)
             responder.final(text, blocks)
@@ -211,7 +258,8 @@ class SlackFace:
         elif isinstance(parsed, q.Compare):
             self._compare(parsed, command.get("text") or "", responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
-            responder.final(*kit.repos_blocks([RepoSummary.of(r) for r in self.engine.repos()]))
+            paths = self._may_administer(client, user)  # where repositories live on the server is the admins' business
+            responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths) for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
         elif isinstance(parsed, q.Untrack):
@@ -242,9 +290,11 @@ class SlackFace:
         elif isinstance(parsed, (q.Subscribe, q.Unsubscribe, q.ListSubscriptions, q.PreviewDigest)):
             if self.digests is None:
                 raise GadError("Digests are not enabled on this gad-bot.")
-            text, blocks = self.digests.handle(parsed, channel_id=channel, team_id=command.get("team_id"),
-                                               user_id=user, user_tz=self._user_tz(client, user))
-            responder.final(text, blocks)
+            if isinstance(parsed, (q.Subscribe, q.Unsubscribe)) and self.settings.subscribers == "admins":
+                self._require_admin(client, user, "change this channel's digest")
+            reply = self.digests.handle(parsed, channel_id=channel, team_id=command.get("team_id"),
+                                        user_id=user, user_tz=self._user_tz(client, user))
+            responder.final(reply.text, reply.blocks, public=reply.public)
 
     # -- reports ---------------------------------------------------------------
     def _report(self, query: q.Query, query_text: str, responder: Responder, client: WebClient,
@@ -338,18 +388,34 @@ class SlackFace:
                 return
             if not isinstance(parsed, q.ShowReport):
                 raise QueryError("That button no longer holds a report; ask again with `/gad`.")
-            report = self.engine.report(parsed.query, self.today())
-            private_text, private_blocks = kit.report_blocks(report, value, public=True,
-                                                             notice="You shared this in the channel.")
-            responder.final(private_text, private_blocks, replace=True)
-            text, blocks = kit.report_blocks(report, value, shared_by=user, public=True)
-            responder.final(text, blocks, public=True)
+            if self.reports is not None:
+                job = ReportJob(parsed.query, value, user, self.today(), shared_by=user)
+
+                def deliver(answer: ReportAnswer) -> None:
+                    if answer.failed or answer.report is None:
+                        responder.final(answer.text, answer.blocks)
+                    else:
+                        self._post_share(answer.report, value, user, responder)
+
+                ahead = self.reports.submit(job, deliver)
+                if ahead >= self.reports.workers:
+                    responder.notice(f"Queued: {ahead:,} reports ahead of this one. I will post it here.")
+                return
+            self._post_share(self.engine.report(parsed.query, self.today()), value, user, responder)
         except GadError as error:
             responder.final(*kit.error_blocks(str(error)))
         except Exception:
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error sharing a report (reference %s)", reference)
             responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
+
+    def _post_share(self, report, value: str, user: str, responder: Responder) -> None:
+        """Replace the private answer (without its button), then post the shared one."""
+        private_text, private_blocks = kit.report_blocks(report, value, public=True,
+                                                         notice="You shared this in the channel.")
+        responder.final(private_text, private_blocks, replace=True)
+        text, blocks = kit.report_blocks(report, value, shared_by=user, public=True)
+        responder.final(text, blocks, public=True)
 
     def _first_share(self, key: tuple) -> bool:
         """Whether this is the first click on this Share button (per process, for SHARE_DEDUP_SECONDS)."""
@@ -373,7 +439,7 @@ class SlackFace:
             responder.progress(*kit.progress_blocks(f"Tracking {shown}", done, total or None, PHASES.get(phase, phase),
                                                     clock.seconds_left(phase, done, total)))
 
-        result = self.engine.track(url, parsed.name, progress=progress, paths=False)
+        result = self.engine.track(url, parsed.name, progress=progress, paths=False, guarded=True)
         name = kit.code(result.name)
         text = f"Tracked {result.name}: {result.commits:,} commits indexed."
         responder.final(text, [kit.section(f"Tracked {name}: {result.commits:,} commits indexed. "
@@ -393,13 +459,14 @@ class SlackFace:
             return user in self.settings.admins
         return self._is_workspace_admin(client, user)
 
-    def _require_admin(self, client: WebClient, user: str) -> None:
+    def _require_admin(self, client: WebClient, user: str, what: str = "do that") -> None:
         if self._may_administer(client, user):
             return
         if self.settings.admins:
             who = ", ".join(f"<@{a}>" for a in self.settings.admins[:5])
-            raise PermissionDeniedError(f"Only the people gad-bot's operator listed can do that ({who}); ask one of them.")
-        raise PermissionDeniedError("Only workspace admins can do that here; ask an admin, or ask the operator to "
+            raise PermissionDeniedError(f"Only the people gad-bot's operator listed can {what} ({who}); "
+                                        "ask one of them.")
+        raise PermissionDeniedError(f"Only workspace admins can {what} here; ask an admin, or ask the operator to "
                                     "add you to GAD_ADMINS.")
 
     def _is_workspace_admin(self, client: WebClient, user: str) -> bool:
@@ -445,6 +512,124 @@ class SlackFace:
         log.error("unhandled Bolt error (reference %s): %s", reference, error)
 
 
+# -- the door in front of Bolt (HTTP mode) -------------------------------------------------------
+
+# Slack's largest requests echo a message or view back (a Share click carries the report's
+# blocks, at most 50): tens of kB. One MiB leaves room for that many times over and bounds what a
+# stranger can make gad-bot read: 16 waitress threads x 1 MiB.
+MAX_BODY_BYTES = 1 << 20
+SIGNATURE_WINDOW_SECONDS = 300  # Slack's own rule: refuse timestamps further than five minutes away
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the gate decided about one request: status 200 passes it on to Bolt."""
+
+    status: int
+    reason: str  # for the one log line; never contains anything taken from the request
+
+
+PASS = Verdict(200, "ok")
+
+
+class RequestGate:
+    """Checks an HTTP request before Bolt reads it: size, signature and freshness, replay, shape.
+
+    Bolt would decode and log the whole body of a request with a bad signature, and answer a
+    malformed signed one with a 500 and a traceback; here each is one status and one reason.
+    A replay of bytes already accepted (same timestamp, same signature) within the window is
+    refused: the signature covers the timestamp and the body, so it names the request.
+    """
+
+    def __init__(self, signing_secret: str, clock: Callable[[], float] = time.time, max_remembered: int = 100_000):
+        from slack_sdk.signature import SignatureVerifier
+
+        self._verifier = SignatureVerifier(signing_secret, clock=_Clock(clock))
+        self._clock = clock
+        self._seen: dict[str, float] = {}  # signature -> when it may be forgotten; insertion order = time order
+        self._max = max_remembered
+        self._lock = threading.Lock()
+
+    def check_length(self, content_length: str | None) -> Verdict:
+        """Before anything is read: Slack always sends Content-Length, and never more than MAX_BODY_BYTES."""
+        if content_length is None or not content_length.isdigit():
+            return Verdict(411, "no Content-Length")
+        if int(content_length) > MAX_BODY_BYTES:
+            return Verdict(413, f"body larger than {MAX_BODY_BYTES} bytes")
+        return PASS
+
+    def check(self, headers: dict[str, str], body: bytes) -> Verdict:
+        """The verdict on a request whose body has been read (`headers` keys lower-case)."""
+        timestamp = headers.get("x-slack-request-timestamp", "")
+        signature = headers.get("x-slack-signature", "")
+        if not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
+            return Verdict(401, "missing or malformed signature headers")
+        now = self._clock()
+        if abs(now - int(timestamp)) > SIGNATURE_WINDOW_SECONDS:
+            return Verdict(401, "timestamp outside the five-minute window")
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return Verdict(400, "body is not UTF-8")
+        if not self._verifier.is_valid(text, timestamp, signature):
+            return Verdict(401, "signature does not match")
+        shape = _shape(headers.get("content-type", ""), text)
+        if shape is not PASS:
+            return shape
+        with self._lock:
+            if signature in self._seen:
+                return Verdict(401, "replay of a request already accepted")
+            self._forget(now)
+            # kept while a copy could still pass the window check, clock skew included
+            self._seen[signature] = int(timestamp) + SIGNATURE_WINDOW_SECONDS + 1
+        return PASS
+
+    def _forget(self, now: float) -> None:
+        for key, until in list(self._seen.items()):
+            if until >= now and len(self._seen) < self._max:
+                break
+            del self._seen[key]
+
+
+class _Clock:
+    """slack_sdk's clock protocol over a function (its default Clock instance is shared by every verifier)."""
+
+    def __init__(self, now: Callable[[], float]):
+        self._now = now
+
+    def now(self) -> float:
+        return self._now()
+
+
+def _shape(content_type: str, text: str) -> Verdict:
+    """Whether a signed body has the shape Bolt assumes (it answers 500 to anything else)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind == "application/json":
+        try:
+            envelope = json.loads(text)
+        except ValueError:
+            return Verdict(400, "JSON body does not parse")
+        return PASS if isinstance(envelope, dict) else Verdict(400, "JSON body is not an object")
+    if kind != "application/x-www-form-urlencoded":
+        return Verdict(415, "neither form-encoded nor JSON")
+    fields = urllib.parse.parse_qs(text, keep_blank_values=True)
+    if "payload" not in fields:
+        return PASS  # a slash command or ssl_check: flat fields
+    try:
+        payload = json.loads(fields["payload"][0])
+    except ValueError:
+        return Verdict(400, "payload does not parse")
+    if not isinstance(payload, dict):
+        return Verdict(400, "payload is not an object")
+    if payload.get("type") == "block_actions":
+        actions = payload.get("actions")
+        if not isinstance(actions, list) or not actions or not all(isinstance(a, dict) for a in actions):
+            return Verdict(400, "block_actions without actions")
+    return PASS
+
+
 class _DropTokenNotice(logging.Filter):
     """Bolt reads SLACK_BOT_TOKEN from the environment itself and then warns that the client we pass wins."""
 
@@ -453,6 +638,7 @@ class _DropTokenNotice(logging.Filter):
 
 
 def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebClient | None = None,
+              reports: ReportPool | None = None,
               socket_mode: bool | None = None, today: Callable[[], date] = _today) -> tuple[App, SlackFace]:
     """The Bolt app with gad-bot's listeners registered; request verification stays on in HTTP mode."""
     socket_mode = bool(settings.slack_app_token) if socket_mode is None else socket_mode
@@ -462,6 +648,6 @@ def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebCl
     app = App(client=client or web_client(settings), signing_secret=settings.slack_signing_secret or "unused",
               request_verification_enabled=not socket_mode, token_verification_enabled=True,
               process_before_response=False, logger=bolt_log)
-    face = SlackFace(settings, engine, digests=digests, today=today)
+    face = SlackFace(settings, engine, digests=digests, today=today, reports=reports)
     face.register(app)
     return app, face

@@ -36,8 +36,9 @@ The returned URL is normalised (lower-case scheme and host, punycode, canonical 
 default port and trailing slashes dropped), so what git is handed is exactly what was checked.
 
 Checking names before cloning cannot stop a DNS answer that changes between this check and
-git's own lookup (DNS rebinding); the mirror layer should check redirects with
-`check_redirect` and may pin the addresses it checked.
+git's own lookup (DNS rebinding), nor a redirect. So every connection a fetch of such a source
+makes goes through `bot.egress.GuardProxy`, which checks its target with `check_connect` (the
+same rules, one lookup) and connects to exactly the addresses it checked.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ from typing import Any
 
 from .errors import SourceError
 
-__all__ = ["SourcePolicy", "check_remote_source", "check_redirect", "default_name", "is_local_path",
-           "redact", "resolve_host"]
+__all__ = ["SourcePolicy", "check_connect", "check_remote_source", "default_name",
+           "is_local_path", "redact", "resolve_host"]
 
 MAX_LENGTH = 2000
 _EXAMPLE = "`https://github.com/owner/name`"
@@ -68,7 +69,8 @@ _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?$")
 _NUMERIC_LABEL = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$")
 _SSH_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,31}$")
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#]*@")  # anywhere: logs hold URLs inside sentences
+# anywhere: logs hold URLs inside sentences; the scheme is optional (`http\n://token@host` must not slip through)
+_USERINFO = re.compile(r"((?:[A-Za-z][A-Za-z0-9+.\-]*)?://)[^/?#]*@")
 _DEFAULT_PORTS = {"https": 443, "ssh": 22}
 
 # Names that never belong to a public host (RFC 6761, RFC 8375, common internal suffixes).
@@ -241,14 +243,12 @@ class _Parsed:
     host: str  # normalised; IPv6 without brackets
     port: int | None
     path: str
-    query: str
 
-    def url(self, with_query: bool = False) -> str:
+    def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         user = f"{self.user}@" if self.user else ""
         port = f":{self.port}" if self.port is not None and self.port != _DEFAULT_PORTS[self.scheme] else ""
-        query = f"?{self.query}" if with_query and self.query else ""
-        return f"{self.scheme}://{user}{host}{port}{self.path}{query}"
+        return f"{self.scheme}://{user}{host}{port}{self.path}"
 
 
 def _split_url(text: str) -> tuple[str, str, str, str | None]:
@@ -322,12 +322,13 @@ def _normal_host(raw: str) -> tuple[str, ipaddress.IPv4Address | ipaddress.IPv6A
     return host, None
 
 
-def _check_addresses(host: str, address: Any, policy: SourcePolicy) -> None:
+def _check_addresses(host: str, address: Any, policy: SourcePolicy) -> list[str]:
+    """The addresses `host` is or resolves to (looked up once), all of them public; or _Refused."""
     local = _Refused(f"`{host}` is not a public host", "gad-bot only mirrors from public servers, e.g. " + _EXAMPLE)
     if address is not None:
         if not _public(address):
             raise local
-        return
+        return [str(address)]
     if "." not in host or any(host == s or host.endswith("." + s) for s in _INTERNAL_SUFFIXES):
         raise local
     try:
@@ -336,6 +337,7 @@ def _check_addresses(host: str, address: Any, policy: SourcePolicy) -> None:
         answers = []
     if not answers:
         raise _Refused(f"`{host}` cannot be resolved", "check the spelling of the host, e.g. " + _EXAMPLE)
+    checked = []
     for answer in answers:
         try:
             resolved = ipaddress.ip_address(str(answer).split("%", 1)[0])
@@ -343,11 +345,22 @@ def _check_addresses(host: str, address: Any, policy: SourcePolicy) -> None:
             raise _Refused(f"`{host}` resolves to an address gad-bot cannot check",
                            "ask the operator to look at the host's DNS") from None
         if "%" in str(answer) or not _public(resolved):
-            raise _Refused(f"`{host}` resolves to an address that is not public",
+            raise _Refused(f"`{host}` resolves to an address that is not public ({resolved})",
                            "gad-bot only mirrors from public servers, e.g. " + _EXAMPLE)
+        checked.append(str(resolved))
+    return checked
 
 
-def _check(text: Any, policy: SourcePolicy, redirect: bool = False) -> _Parsed:
+def _check_lists(host: str, policy: SourcePolicy) -> None:
+    if _host_matches(host, policy.denied_hosts):
+        raise _Refused(f"`{host}` is on this workspace's list of denied hosts", "ask the operator which hosts are allowed")
+    if policy.allowed_hosts and not _host_matches(host, policy.allowed_hosts):
+        allowed = ", ".join(f"`{_show(h, 40)}`" for h in policy.allowed_hosts[:5])
+        raise _Refused(f"`{host}` is not among the hosts this workspace mirrors from ({allowed})",
+                       "track a repository on one of them, or ask the operator to add the host to GAD_ALLOWED_HOSTS")
+
+
+def _check(text: Any, policy: SourcePolicy) -> _Parsed:
     if not isinstance(text, str):
         raise _Refused("the source is not text", f"type a URL such as {_EXAMPLE}")
     _check_characters(text)
@@ -366,7 +379,7 @@ def _check(text: Any, policy: SourcePolicy, redirect: bool = False) -> _Parsed:
             raise _Refused("`user@host:path` (scp-like) sources are not accepted", f"write it as {ssh}")
         raise _Refused(f"`{_show(text)}` is not a URL", "type the whole address starting with `https://`, e.g. " + _EXAMPLE)
     scheme = scheme_match.group(1).lower()
-    authority, path, query, _fragment = _split_url(text)
+    authority, path, _query, _fragment = _split_url(text)
     user, raw_host, port_text = _split_authority(authority, scheme)
     if scheme == "file":
         raise _Refused("local `file://` URLs cannot be tracked from Slack",
@@ -375,26 +388,19 @@ def _check(text: Any, policy: SourcePolicy, redirect: bool = False) -> _Parsed:
         raise _Refused("plain `http://` is not encrypted", "type the same address with `https://`")
     if scheme == "git":
         raise _Refused("the `git://` protocol is neither encrypted nor authenticated", "type the address with `https://`")
-    if scheme == "ssh" and redirect:
-        raise _Refused("a redirect may not switch to `ssh://`", "track the `https://` address the server names")
     if scheme == "ssh" and not policy.allow_ssh:
         raise _Refused("`ssh://` sources are not enabled here",
                        f"type an `https://` URL such as {_EXAMPLE}, or ask the operator to set GAD_SSH_KEY")
     if scheme not in ("https", "ssh"):
         raise _Refused(f"`{_show(scheme)}://` URLs are not accepted", f"type an `https://` URL such as {_EXAMPLE}")
-    if ("?" in text or "#" in text) and not redirect:
+    if "?" in text or "#" in text:
         raise _Refused("a repository URL has no `?...` or `#...` part", f"type it without them, e.g. {_EXAMPLE}")
     if port_text:
         if not re.fullmatch(r"[0-9]{1,5}", port_text) or not 0 < int(port_text) < 65536:
             raise _Refused("the port is not a number from 1 to 65535", f"type a URL such as {_EXAMPLE}")
     port = int(port_text) if port_text else None
     host, address = _normal_host(raw_host)
-    if _host_matches(host, policy.denied_hosts):
-        raise _Refused(f"`{host}` is on this workspace's list of denied hosts", "ask the operator which hosts are allowed")
-    if policy.allowed_hosts and not _host_matches(host, policy.allowed_hosts):
-        allowed = ", ".join(f"`{_show(h, 40)}`" for h in policy.allowed_hosts[:5])
-        raise _Refused(f"`{host}` is not among the hosts this workspace mirrors from ({allowed})",
-                       "track a repository on one of them, or ask the operator to add the host to GAD_ALLOWED_HOSTS")
+    _check_lists(host, policy)
     path = path.rstrip("/")
     segments = urllib.parse.unquote(path).split("/")[1:]
     if not path or not any(segments):
@@ -403,8 +409,7 @@ def _check(text: Any, policy: SourcePolicy, redirect: bool = False) -> _Parsed:
         raise _Refused("the URL path has `.` or `..` segments", f"type the repository's own address, e.g. {_EXAMPLE}")
     _check_addresses(host, address, policy)
     path = urllib.parse.quote(path, safe="/%!$&'()*+,;=:@-._~")
-    query = urllib.parse.quote(query, safe="/%!$&'()*+,;=:@-._~?") if redirect else ""
-    return _Parsed(scheme, user, host, port, path, query)
+    return _Parsed(scheme, user, host, port, path)
 
 
 def check_remote_source(text: str, policy: SourcePolicy) -> str:
@@ -415,29 +420,26 @@ def check_remote_source(text: str, policy: SourcePolicy) -> str:
         raise SourceError(_sentence(refused.reason, refused.hint)) from None
 
 
-def check_redirect(from_url: str, to_url: str, policy: SourcePolicy) -> str:
-    """The normalised target of a redirect from `from_url` to `to_url` (which may be relative), or SourceError.
+def check_connect(host: str, port: int, policy: SourcePolicy) -> list[str]:
+    """The addresses a fetch may connect to for `host:port` (a CONNECT target), or SourceError.
 
-    The target gets every check a typed URL gets, except that a `?query` is allowed (and kept),
-    and it must stay on `https://`.
+    The host gets the checks a typed URL's host gets (denied and allowed hosts, internal names,
+    every address public) and is resolved exactly once: the caller connects to one of the
+    returned addresses and to nothing else, so a DNS answer that changes afterwards (rebinding)
+    cannot lead it anywhere the policy did not see.
     """
-    origin = redact(from_url) if isinstance(from_url, str) else "the source"
     try:
-        base = _check(from_url, policy, redirect=True).url(with_query=True)
-        target = to_url if isinstance(to_url, str) and _SCHEME.match(to_url) else None
-        if target is None:
-            if not isinstance(to_url, str):
-                raise _Refused("the redirect target is not text", "track the final URL directly")
-            _check_characters(to_url)
-            try:
-                target = urllib.parse.urljoin(base, to_url)
-            except ValueError:
-                raise _Refused("the redirect target cannot be parsed", "track the final URL directly") from None
-        target = target.split("#", 1)[0]
-        return _check(target, policy, redirect=True).url(with_query=True)
+        if not isinstance(host, str) or not host or not isinstance(port, int) or not 0 < port < 65536:
+            raise _Refused("the connection has no valid host and port", "track the repository's own address")
+        _check_characters(host)
+        raw = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        name, address = _normal_host(raw)
+        if address is not None:  # "not a public host" says more about 127.0.0.1 than the allow list would
+            _check_addresses(name, address, policy)
+        _check_lists(name, policy)
+        return _check_addresses(name, address, policy)
     except _Refused as refused:
-        raise SourceError(f"`{_show(origin)}` redirects to a URL gad-bot may not mirror ({refused.reason}); "
-                          "track the repository at its final address if that is public.") from None
+        raise SourceError(_sentence(refused.reason, refused.hint)) from None
 
 
 def redact(url: str) -> str:

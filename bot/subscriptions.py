@@ -348,14 +348,26 @@ def forget_repo(index: Index, name: str, now: datetime | None = None) -> list[st
     return channels
 
 
+@dataclass(frozen=True)
+class DigestReply:
+    """An answer to a digest command: `public` ones announce a change to the whole channel."""
+
+    text: str
+    blocks: list[dict]
+    public: bool = False
+
+
 class DigestFace:
     """What the Slack layer calls for `/gad subscribe|unsubscribe|subscriptions|digest` (and after untrack).
 
         face = DigestFace(settings, engine); face.on_change = scheduler.reload
-        text, blocks = face.handle(parsed, channel_id=..., team_id=..., user_id=..., user_tz=...)
+        reply = face.handle(parsed, channel_id=..., team_id=..., user_id=..., user_tz=...)
 
-    Every answer is (fallback text, blocks) for an ephemeral reply. `on_change` is called after any
-    change to the subscriptions (the scheduler rebuilds its jobs); its failure never fails the command.
+    A change (subscribing, a new setting, removing names) is a public reply that opens with who
+    made it ("@ann subscribed this channel to `web`"), as the GitHub app for Slack does: whoever
+    may change a channel's digest, everyone in it sees that it changed. Everything else is an
+    ephemeral reply. `on_change` is called after any change to the subscriptions (the scheduler
+    rebuilds its jobs); its failure never fails the command.
     """
 
     def __init__(self, settings, engine, *, on_change: Callable[[], None] | None = None,
@@ -373,7 +385,7 @@ class DigestFace:
                 log.exception("rebuilding the digest jobs failed")
 
     def handle(self, parsed, *, channel_id: str, team_id: str | None = None, user_id: str | None = None,
-               user_tz: str | None = None) -> tuple[str, list[dict]]:
+               user_tz: str | None = None) -> DigestReply:
         from .digest import preview_digest
         from .query import ListSubscriptions, PreviewDigest
         from .render import digest as render
@@ -383,16 +395,17 @@ class DigestFace:
             result = subscribe(self.engine, channel_id, parsed, user_tz=user_tz, user_id=user_id, team_id=team_id,
                                now=now)
             self._changed()
-            return render.subscribe_blocks(result, next_due=result.subscription.next_due(now)[1])
+            text, blocks = render.subscribe_blocks(result, next_due=result.subscription.next_due(now)[1], by=user_id)
+            return DigestReply(text, blocks, public=render.subscribe_announcement(result, user_id) is not None)
         if isinstance(parsed, Unsubscribe):
             result = unsubscribe(self.engine, channel_id, parsed, now=now)
             if result.removed:
                 self._changed()
-            return render.unsubscribe_blocks(result)
+            return DigestReply(*render.unsubscribe_blocks(result, by=user_id), public=bool(result.removed))
         if isinstance(parsed, ListSubscriptions):
-            return render.subscriptions_blocks(channel_view(self.engine, channel_id, now), parsed.page)
+            return DigestReply(*render.subscriptions_blocks(channel_view(self.engine, channel_id, now), parsed.page))
         if isinstance(parsed, PreviewDigest):
-            return preview_digest(self.engine, channel_id, now)
+            return DigestReply(*preview_digest(self.engine, channel_id, now))
         raise TypeError(f"not a digest command: {parsed!r}")
 
     def forget_repo(self, name: str) -> list[str]:

@@ -201,3 +201,25 @@ def test_untrack_forgets_rows_and_mirror(engine, tmp_path):
     engine.untrack("b")
     for table in ("commit_chunks", "derived", "walks", "repo_authors", "refs"):
         assert engine.index.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+
+
+def test_upgrade_guards_every_network_source_tracked_before(tmp_path, monkeypatch):
+    """Rows written before migration 7 cannot say who typed them: https:// and ssh:// mirrors are guarded."""
+    import bot.index as index_module
+
+    path = tmp_path / "index.sqlite"
+    old = [m for m in index_module.MIGRATIONS if m[1] != "guarded_sources"]
+    monkeypatch.setattr(index_module, "MIGRATIONS", old)
+    monkeypatch.setattr(index_module, "SCHEMA_VERSION", old[-1][0])
+    before = Index(path)
+    for name, source, in_place in (("gh", "https://github.com/o/n", 0), ("key", "ssh://git@host.example/o/n", 0),
+                                   ("daemon", "git://127.0.0.1:9418/x", 0), ("local", "/srv/repo", 0),
+                                   ("here", "https://example.com/x", 1)):
+        before.db.execute("INSERT INTO repos (name, source, mirror_path, in_place, created_at) VALUES (?, ?, ?, ?, ?)",
+                          (name, source, f"/m/{name}", in_place, "2026-01-01T00:00:00+00:00"))
+    before.close()
+    monkeypatch.undo()
+    after = Index(path)
+    assert after.schema_version() == SCHEMA_VERSION
+    assert {r.name: r.guarded for r in after.repos()} == {"gh": True, "key": True, "daemon": False, "local": False,
+                                                         "here": False}

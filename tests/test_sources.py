@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from bot import sources
 from bot.errors import SourceError
-from bot.sources import (SourcePolicy, check_redirect, check_remote_source, default_name, is_local_path, redact,
-                         resolve_host)
+from bot.sources import SourcePolicy, check_remote_source, default_name, is_local_path, redact, resolve_host
 
 # The fake DNS: host -> every address it resolves to. Hosts missing here do not resolve.
 DNS: dict[str, list[str]] = {
@@ -415,46 +414,64 @@ def test_policy_from_settings():
     assert SourcePolicy.from_settings(Settings.from_env({"GAD_DATA_DIR": "/tmp/gad"})).allow_ssh is False
 
 
-# --- redirects -----------------------------------------------------------------------------------
+# --- connections (what bot.egress.GuardProxy asks before each tunnel) ----------------------------
 
-@pytest.mark.parametrize("to_url, expected", [
-    ("https://gitlab.com/o/n.git/info/refs?service=git-upload-pack",
-     "https://gitlab.com/o/n.git/info/refs?service=git-upload-pack"),
-    ("/other/name/info/refs?service=git-upload-pack",
-     "https://github.com/other/name/info/refs?service=git-upload-pack"),  # relative: same host
-    ("//codeberg.org/o/n", "https://codeberg.org/o/n"),  # scheme-relative
-    ("https://GitHub.com/o/n#frag", "https://github.com/o/n"),
+@pytest.mark.parametrize("host, port, expected", [
+    ("github.com", 443, ["140.82.121.4"]),
+    ("GitHub.com.", 443, ["140.82.121.4"]),
+    ("gitlab.com", 8443, ["172.65.251.78", "2606:4700:90:0:f22e:fbec:5bed:a9b9"]),  # every address, once
+    ("140.82.121.4", 443, ["140.82.121.4"]),
+    ("[2606:4700:90:0:f22e:fbec:5bed:a9b9]", 443, ["2606:4700:90:0:f22e:fbec:5bed:a9b9"]),
+    ("2606:4700:90:0:f22e:fbec:5bed:a9b9", 443, ["2606:4700:90:0:f22e:fbec:5bed:a9b9"]),  # CONNECT spells it bare
 ])
-def test_redirect_accepted(to_url, expected):
-    assert check_redirect("https://github.com/owner/name/info/refs?service=git-upload-pack", to_url, POLICY) == expected
+def test_connect_accepted(host, port, expected):
+    assert sources.check_connect(host, port, POLICY) == expected
 
 
-@pytest.mark.parametrize("to_url, fragment", [
-    ("https://127.0.0.1/x", "(`127.0.0.1` is not a public host)"),
-    ("https://169.254.169.254/latest/meta-data/", "(`169.254.169.254` is not a public host)"),
-    ("//localhost/x", "(`localhost` is not a public host)"),
-    ("http://github.com/o/n", "(plain `http://` is not encrypted)"),
-    ("ssh://git@github.com/o/n", "(a redirect may not switch to `ssh://`)"),
-    ("file:///etc/passwd", "`file://` URLs cannot be tracked"),
-    ("https://rebind.example.com/x", "resolves to an address that is not public"),
-    ("https://user:SECRET@github.com/o/n", "(the URL has a user name, password or token in it)"),
-    ("/x%0aHost:%20evil", "percent-encoded"),
-    ("https://github.com/x\r\nX: y", "line breaks"),
-    ("//[localhost/x", "(the redirect target cannot be parsed)"),
+@pytest.mark.parametrize("host, port, fragment", [
+    ("127.0.0.1", 443, "`127.0.0.1` is not a public host"),
+    ("0x7f.1", 443, "`127.0.0.1` is not a public host"),
+    ("2130706433", 443, "`127.0.0.1` is not a public host"),
+    ("::1", 443, "`::1` is not a public host"),
+    ("[::ffff:127.0.0.1]", 443, "is not a public host"),
+    ("169.254.169.254", 80, "`169.254.169.254` is not a public host"),
+    ("localhost", 443, "`localhost` is not a public host"),
+    ("gitlab.internal", 443, "`gitlab.internal` is not a public host"),
+    ("rebind.example.com", 443, "resolves to an address that is not public (127.0.0.1)"),
+    ("private.example.com", 443, "resolves to an address that is not public (10.1.2.3)"),
+    ("nowhere.example.com", 443, "cannot be resolved"),
+    ("github.com\r\nX-Evil: 1", 443, "line breaks"),
+    ("github.com", 0, "no valid host and port"),
+    ("", 443, "no valid host and port"),
 ])
-def test_redirect_refused(to_url, fragment):
+def test_connect_refused(host, port, fragment):
     with pytest.raises(SourceError) as info:
-        check_redirect("https://github.com/owner/name", to_url, SSH_POLICY)
-    message = str(info.value)
-    assert message.startswith("`https://github.com/owner/name` redirects to a URL gad-bot may not mirror")
-    assert fragment in message and "SECRET" not in message and len(message.splitlines()) == 1
+        sources.check_connect(host, port, POLICY)
+    check_refused_message(info.value)
+    assert fragment in str(info.value)
 
 
-def test_redirect_respects_the_allow_list():
-    policy = SourcePolicy(allowed_hosts=("github.com",), resolver=fake_resolver)
-    assert check_redirect("https://github.com/o/n", "https://gist.github.com/o", policy) == "https://gist.github.com/o"
-    with pytest.raises(SourceError, match="not among the hosts"):
-        check_redirect("https://github.com/o/n", "https://gitlab.com/o/n", policy)
+def test_connect_respects_the_allow_and_deny_lists():
+    policy = SourcePolicy(allowed_hosts=("github.com",), denied_hosts=("gist.github.com",), resolver=fake_resolver)
+    assert sources.check_connect("codeload.github.com", 443, SourcePolicy(resolver=lambda h: ["140.82.121.9"])) \
+        == ["140.82.121.9"]
+    with pytest.raises(SourceError, match="not among the hosts this workspace mirrors from.*GAD_ALLOWED_HOSTS"):
+        sources.check_connect("gitlab.com", 443, policy)
+    with pytest.raises(SourceError, match="list of denied hosts"):
+        sources.check_connect("gist.github.com", 443, policy)
+
+
+def test_connect_looks_the_name_up_once():
+    """What is returned is what was checked: one lookup, so a second, different answer never counts."""
+    answers = iter([["93.184.216.34"], ["127.0.0.1"]])
+    calls = []
+
+    def rebinding(host):
+        calls.append(host)
+        return next(answers)
+
+    assert sources.check_connect("git.example.com", 443, SourcePolicy(resolver=rebinding)) == ["93.184.216.34"]
+    assert calls == ["git.example.com"]
 
 
 # --- redact, is_local_path, default_name, resolve_host -------------------------------------------
@@ -722,21 +739,14 @@ def test_property_accept_only_what_is_safe(text, allow_ssh):
 
 
 @PROPERTY_SETTINGS
-@given(from_url=st.sampled_from(["https://github.com/o/n", "https://gitlab.com/g/p.git/info/refs?service=x"]),
-       to_url=st.one_of(hostile_urls(), st.text(max_size=100)))
-def test_property_redirects(from_url, to_url):
+@given(host=st.one_of(HOSTS, st.text(max_size=60)), port=st.integers(-1, 70000))
+def test_property_connections(host, port):
     try:
-        url = check_redirect(from_url, to_url, SSH_POLICY)
+        addresses = sources.check_connect(host, port, SSH_POLICY)
     except SourceError as error:
         check_refused_message(error)
-        assert "SECRET" not in str(error)
     else:
-        parts = urllib.parse.urlsplit(url)
-        assert parts.scheme == "https" and parts.username is None and not parts.fragment
-        host = parts.hostname
-        assert host in DNS or _oracle_public(host)
-        if host in DNS:
-            assert all(_oracle_public(a) for a in DNS[host])
+        assert addresses and all(_oracle_public(a) for a in addresses)
 
 
 @PROPERTY_SETTINGS

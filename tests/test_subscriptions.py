@@ -231,13 +231,35 @@ def test_long_subscription_lists_are_paginated(tmp_path):
 
 def test_confirmation_messages(engine):
     result = subs.subscribe(engine, "C1", command("subscribe web api"), user_tz="Europe/London", now=NOW)
-    text, blocks = subscribe_blocks(result, next_due=result.subscription.next_due(NOW)[1])
+    text, blocks = subscribe_blocks(result, next_due=result.subscription.next_due(NOW)[1], by="U0ANN1")
     body = json.dumps(blocks)
-    assert "Subscribed" in text and "Mondays at 09:00 (Europe/London)" in body and "`web`" in body
-    assert "Mon 2026-11-02 09:00" in body
-    text, blocks = unsubscribe_blocks(subs.unsubscribe(engine, "C1", Unsubscribe(("web", "zzz"))))
+    assert text == "@U0ANN1 subscribed this channel to api, web."
+    assert body.startswith('[{"type": "section", "text": {"type": "mrkdwn", "text": "<@U0ANN1> subscribed this channel '
+                           'to `api`, `web`.\\n:white_check_mark: *Subscribed.*')
+    assert "Mondays at 09:00 (Europe/London)" in body and "Mon 2026-11-02 09:00" in body
+    text, blocks = unsubscribe_blocks(subs.unsubscribe(engine, "C1", Unsubscribe(("web", "zzz"))), by="U0ANN1")
     body = json.dumps(blocks)
+    assert text == "@U0ANN1 removed web from this channel's digest."
+    assert "<@U0ANN1> removed `web` from this channel's digest." in body
     assert "Unsubscribed from" in body and "`zzz`" in body and "Still subscribed (1)" in body
+
+
+@pytest.mark.parametrize("change, announced", [
+    ("subscribe web day:fri", "<@U0ANN1> moved it to Fridays at 09:00 (Europe/London)."),
+    ("subscribe api", "<@U0ANN1> added `api` to this channel's digest."),
+    ("subscribe web people:on", "<@U0ANN1> now shows people's names."),
+    ("subscribe web", None),  # nothing changed: nothing to announce
+])
+def test_every_change_is_announced_by_name(engine, change, announced):
+    subs.subscribe(engine, "C1", command("subscribe web"), user_tz="Europe/London", now=NOW)
+    face = subs.DigestFace(engine.settings, engine, clock=lambda: NOW)
+    reply = face.handle(command(change), channel_id="C1", user_id="U0ANN1")
+    assert reply.public == (announced is not None)
+    if announced:
+        assert json.dumps(reply.blocks).startswith(f'[{{"type": "section", "text": {{"type": "mrkdwn", "text": '
+                                                   f'"{announced}')
+    reply = face.handle(command("unsubscribe all"), channel_id="C1", user_id="U<script>")
+    assert reply.public and "U&lt;script&gt; unsubscribed this channel from its weekly digest" in json.dumps(reply.blocks)
 
 
 def test_names_are_escaped(engine):
@@ -253,16 +275,18 @@ def test_names_are_escaped(engine):
 def test_digest_face_handles_the_four_commands(engine):
     changes: list[int] = []
     face = subs.DigestFace(engine.settings, engine, on_change=lambda: changes.append(1), clock=lambda: NOW)
-    text, blocks = face.handle(command("subscribe web api time:10:00"), channel_id="C1", team_id="T1",
-                               user_id="U1", user_tz="Europe/London")
-    assert "Subscribed" in text and "Mondays at 10:00 (Europe/London)" in json.dumps(blocks) and changes == [1]
-    text, blocks = face.handle(command("subscriptions"), channel_id="C1")
-    assert "Weekly digest" in json.dumps(blocks) and changes == [1]
-    text, blocks = face.handle(command("digest"), channel_id="C1")
-    assert text.startswith("Preview") and len(blocks) <= 50
-    text, blocks = face.handle(command("unsubscribe nosuch"), channel_id="C1")
-    assert changes == [1]  # nothing removed, nothing to rebuild
-    face.handle(command("unsubscribe all"), channel_id="C1")
+    reply = face.handle(command("subscribe web api time:10:00"), channel_id="C1", team_id="T1",
+                        user_id="U0ANN1", user_tz="Europe/London")
+    assert reply.public and "<@U0ANN1> subscribed this channel" in json.dumps(reply.blocks)
+    assert "Mondays at 10:00 (Europe/London)" in json.dumps(reply.blocks) and changes == [1]
+    reply = face.handle(command("subscriptions"), channel_id="C1")
+    assert not reply.public and "Weekly digest" in json.dumps(reply.blocks) and changes == [1]
+    reply = face.handle(command("digest"), channel_id="C1")
+    assert not reply.public and reply.text.startswith("Preview") and len(reply.blocks) <= 50
+    reply = face.handle(command("unsubscribe nosuch"), channel_id="C1")
+    assert not reply.public and changes == [1]  # nothing removed, nothing to rebuild or announce
+    reply = face.handle(command("unsubscribe all"), channel_id="C1", user_id="U0BOB2")
+    assert reply.public and reply.text == "@U0BOB2 unsubscribed this channel from its weekly digest."
     assert changes == [1, 1] and subs.get(engine.index, "C1") is None
     with pytest.raises(Exception):
         face.handle(command("digest"), channel_id="C1")
@@ -273,8 +297,8 @@ def test_a_failing_reload_does_not_fail_the_command(engine):
         raise RuntimeError("scheduler down")
 
     face = subs.DigestFace(engine.settings, engine, on_change=broken, clock=lambda: NOW)
-    text, _ = face.handle(command("subscribe web"), channel_id="C1")
-    assert "Subscribed" in text
+    reply = face.handle(command("subscribe web"), channel_id="C1")
+    assert "Subscribed" in json.dumps(reply.blocks)
 
 
 def test_untracking_a_repository_removes_it_from_subscriptions(engine):

@@ -235,9 +235,14 @@ def _names(repos: Sequence[str], limit: int = 10) -> str:
     return shown + (f" and {len(repos) - limit} more" if len(repos) > limit else "")
 
 
+def mention(user_id: str) -> str:
+    """A real mention of a Slack user id (`<@U123>`); anything that is not one stays escaped text."""
+    # a Slack user id comes from Slack itself (or the operator's GAD_ADMINS), so mentioning it is safe
+    return f"<@{user_id}>" if _USER_ID.match(user_id) else escape_mrkdwn(words.clip(user_id, NAME_LIMIT))
+
+
 def _sharer(shared_by: str) -> str:
-    # a Slack user id comes from Slack itself, so mentioning it is safe; anything else is text
-    return f"<@{shared_by}>" if _USER_ID.match(shared_by) else escape_mrkdwn(words.clip(shared_by, NAME_LIMIT))
+    return mention(shared_by)
 
 
 def share_value(query_text: str) -> str:
@@ -316,14 +321,15 @@ def error_blocks(message: str, reference: str | None = None, *,
     `<@U...>` for the user ids in `mentions` (the operator's GAD_ADMINS, never typed text) stay
     mentions, so the reader sees names; any other `<...>` is escaped.
     """
-    text = _prose(message, SECTION_LIMIT - len(":warning: "))
+    text, fallback = _prose(message, SECTION_LIMIT - len(":warning: ")), _fallback(message)
     for user in mentions:
-        if _USER_ID.match(user):
+        if _USER_ID.match(user):  # in the notification text too: Slack shows it as a name there as well
             text = text.replace(f"&lt;@{user}&gt;", f"<@{user}>")
+            fallback = fallback.replace(f"&lt;@{user}&gt;", f"<@{user}>")
     blocks = [section(f":warning: {text}")]
     if reference:
         blocks.append(context([f"Reference: {code(reference)}"]))
-    return _fallback(message), blocks  # fallback is plain notification text: backticks are harmless
+    return fallback, blocks  # fallback is plain notification text: backticks are harmless
 
 
 def help_blocks() -> tuple[str, list[dict]]:

@@ -25,7 +25,7 @@ from .. import metric
 from ..errors import did_you_mean, nearest
 from ..periods import bucket_label
 from . import words
-from .blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, section
+from .blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, mention, section
 
 if TYPE_CHECKING:  # the types these renderers read; bot.digest imports the renderers lazily
     from ..digest import Digest, Figures
@@ -287,12 +287,58 @@ def _local(moment: datetime, tz: str) -> str:
     return moment.astimezone(ZoneInfo(tz)).strftime("%a %Y-%m-%d %H:%M")
 
 
-def subscribe_blocks(result: SubscribeResult, next_due: datetime | None = None) -> tuple[str, list[dict]]:
-    """The answer to `/gad subscribe ...`."""
+def _who(user: str | None) -> tuple[str, str]:
+    """(mrkdwn, plain text) naming the person who made a change."""
+    return (mention(user), f"@{user}") if user else ("Someone", "Someone")
+
+
+def subscribe_announcement(result: SubscribeResult, by: str | None) -> tuple[str, str] | None:
+    """'@user subscribed this channel to `web`' (mrkdwn, plain), or None when nothing changed."""
+    sub = result.subscription
+    who, plain_who = _who(by)
+    if result.created:
+        names = ", ".join(sub.repos)
+        return (f"{who} subscribed this channel to {', '.join(code(n) for n in sub.repos)}.",
+                f"{plain_who} subscribed this channel to {names}.")
+    parts, plain = [], []
+    if result.added:
+        parts.append(f"added {', '.join(code(n) for n in result.added)} to this channel's digest")
+        plain.append(f"added {', '.join(result.added)} to this channel's digest")
+    if set(result.changed) & {"day", "time", "tz"}:
+        parts.append(f"moved it to {escape_mrkdwn(sub.schedule_words())}")
+        plain.append(f"moved it to {sub.schedule_words()}")
+    if "people" in result.changed:
+        parts.append("now shows people's names" if sub.people else "now hides people's names")
+        plain.append(parts[-1])
+    if result.unpaused:
+        parts.append("resumed its deliveries")
+        plain.append(parts[-1])
+    if not parts:
+        return None
+    return f"{who} " + "; ".join(parts) + ".", f"{plain_who} " + "; ".join(plain) + "."
+
+
+def unsubscribe_announcement(result: UnsubscribeResult, by: str | None) -> tuple[str, str] | None:
+    """'@user removed `web` from this channel's digest' (mrkdwn, plain), or None when nothing was removed."""
+    if not result.removed:
+        return None
+    who, plain_who = _who(by)
+    if result.remaining is None:
+        return (f"{who} unsubscribed this channel from its weekly digest "
+                f"(it covered {', '.join(code(n) for n in result.removed)}).",
+                f"{plain_who} unsubscribed this channel from its weekly digest.")
+    return (f"{who} removed {', '.join(code(n) for n in result.removed)} from this channel's digest.",
+            f"{plain_who} removed {', '.join(result.removed)} from this channel's digest.")
+
+
+def subscribe_blocks(result: SubscribeResult, next_due: datetime | None = None, by: str | None = None) -> tuple[str, list[dict]]:
+    """The answer to `/gad subscribe ...`, opening with who changed what (it is posted in the channel)."""
     sub = result.subscription
     verb = "Subscribed" if result.created else "Subscription updated"
-    lines = [f":white_check_mark: *{verb}.* This channel gets a weekly 2GAD digest {escape_mrkdwn(sub.schedule_words())}, "
-             f"covering {sub.period_words()}."]
+    announcement = subscribe_announcement(result, by)
+    lines = [announcement[0]] if announcement else []
+    lines.append(f":white_check_mark: *{verb}.* This channel gets a weekly 2GAD digest "
+                 f"{escape_mrkdwn(sub.schedule_words())}, covering {sub.period_words()}.")
     if result.added:
         lines.append(_inline_list([code(n) for n in result.added], "*Added:*", "repositories"))
     lines.append(_inline_list([code(n) for n in sub.repos], f"*Repositories ({len(sub.repos)}):*", "repositories"))
@@ -303,12 +349,14 @@ def subscribe_blocks(result: SubscribeResult, next_due: datetime | None = None) 
         lines.append(f"Next digest: {_local(next_due, sub.tz)} ({escape_mrkdwn(sub.tz)}). "
                      "`/gad digest` shows a preview now.")
     text = "\n".join(lines)
-    return words.clip(f"{verb}: weekly 2GAD digest {sub.schedule_words()}", 1000), [section(text)]
+    fallback = announcement[1] if announcement else f"{verb}: weekly 2GAD digest {sub.schedule_words()}"
+    return words.clip(fallback, 1000), [section(text)]
 
 
-def unsubscribe_blocks(result: UnsubscribeResult) -> tuple[str, list[dict]]:
-    """The answer to `/gad unsubscribe ...`."""
-    lines = []
+def unsubscribe_blocks(result: UnsubscribeResult, by: str | None = None) -> tuple[str, list[dict]]:
+    """The answer to `/gad unsubscribe ...`, opening with who removed what (it is posted in the channel)."""
+    announcement = unsubscribe_announcement(result, by)
+    lines = [announcement[0]] if announcement else []
     if result.removed:
         lines.append(_inline_list([code(n) for n in result.removed], ":white_check_mark: *Unsubscribed from:*",
                                   "repositories"))
@@ -325,8 +373,8 @@ def unsubscribe_blocks(result: UnsubscribeResult) -> tuple[str, list[dict]]:
     else:
         lines.append(_inline_list([code(n) for n in result.remaining.repos],
                                   f"Still subscribed ({len(result.remaining.repos)}):", "repositories"))
-    fallback = "Unsubscribed." if result.removed else "Nothing to unsubscribe."
-    return fallback, [section("\n".join(lines))]
+    fallback = announcement[1] if announcement else "Nothing to unsubscribe."
+    return words.clip(fallback, 1000), [section("\n".join(lines))]
 
 
 _STATE_WORDS = {

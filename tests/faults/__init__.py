@@ -25,6 +25,7 @@ import select
 import signal
 import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import threading
@@ -250,13 +251,22 @@ class GitHttpServer:
 
     ``mode``: ``"ok"`` serves; ``"500"`` answers every request with 500; ``"stall"`` reads the
     request and never answers (until ``stop``); ``"auth"`` wants Basic credentials whose
-    password is ``password`` and answers 401 otherwise. ``requests`` records (method, path,
-    authorization header) of every request.
+    password is ``password`` and answers 401 otherwise; ``"redirect"`` answers every request
+    with ``302 Location: redirect_to + the path after its `.git``` (so
+    ``/org/repo.git/info/refs?...`` goes to ``redirect_to/info/refs?...``). ``requests`` records
+    (method, path, authorization header) of every request.
+
+    ``host``/``port`` choose the listening address (a port of 0 picks a free one); with ``tls``
+    the server speaks HTTPS and ``url`` names ``hostname`` (the name its certificate is for).
     """
 
-    def __init__(self, base: Path, mode: str = "ok", password: str | None = None):
+    def __init__(self, base: Path, mode: str = "ok", password: str | None = None, *, host: str = "127.0.0.1",
+                 port: int = 0, tls: ssl.SSLContext | None = None, hostname: str | None = None,
+                 redirect_to: str | None = None):
         require_git_program("http-backend")
-        self.base, self.mode, self.password = base, mode, password
+        self.base, self.mode, self.password, self.redirect_to = base, mode, password, redirect_to
+        self.scheme = "https" if tls else "http"
+        self.hostname = hostname or host
         self.requests: list[tuple[str, str, str]] = []
         self._stop = threading.Event()
         server = self
@@ -277,12 +287,16 @@ class GitHttpServer:
             daemon_threads = True
             allow_reuse_address = True
 
-        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._httpd = Server((host, port), Handler)
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{name}"
+        default = {"http": 80, "https": 443}[self.scheme]
+        port = "" if self.port == default else f":{self.port}"
+        return f"{self.scheme}://{self.hostname}{port}/{name}"
 
     def start(self) -> "GitHttpServer":
         self._thread.start()
@@ -326,6 +340,10 @@ class GitHttpServer:
         body = self._body(h)
         self.requests.append((h.command, h.path, h.headers.get("Authorization", "")))
         mode = self.mode
+        if mode == "redirect":
+            rest = h.path.partition(".git")[2] if ".git" in h.path else h.path
+            return self._reply(h, 302, b"moved\n", {"Location": self.redirect_to.rstrip("/") + rest,
+                                                    "Content-Type": "text/plain"})
         if mode == "500":
             return self._reply(h, 500, b"internal server error\n", {"Content-Type": "text/plain"})
         if mode == "stall":

@@ -133,6 +133,8 @@ def test_hostile_payload_gets_a_clear_reply(slack, name, caplog):
             assert not STACK.search(text), text[:300]
             # no pings, and no mentions but of the admins the operator listed (GAD_ADMINS), named in a refusal
             assert "<!" not in text and "<@" not in text.replace("<@UADMIN>", ""), text[:300]
+            if name == "nonadmin-untrack":  # issue 11: a real mention, not `&lt;@UADMIN&gt;`
+                assert "(<@UADMIN>); ask one of them" in text, text
     assert not [r for r in caplog.records if "internal error" in r.getMessage()], "an unexpected exception"
     assert engine.known_names()[:1] == ["web"]
 

@@ -49,3 +49,34 @@ def test_data_dir_and_database_are_private(small, tmp_path, umask):
     # Nothing anywhere under the data directory is reachable by others (the directory itself is 0700).
     exposed = [p for p in data.rglob("*") if p.is_dir() and p.parent == data and _mode(p) & 0o077]
     assert exposed == []
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_every_mirror_file_and_directory_is_private(small, tmp_path, umask):
+    """Mirrors of a network source (git daemon: libgit2 writes every file) and of a local one (object
+    files hard-linked from the source, whose modes are the source's), then a sync: no file or
+    directory under the data directory is readable or writable by others."""
+    from tests.faults import GitDaemon
+
+    data = tmp_path / "data"
+
+    def gad(*args):
+        result = subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=cli_env(data),
+                                capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.umask(umask))
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result
+
+    with GitDaemon(tmp_path / "srv") as daemon:
+        gad("track", daemon.url("small.git"), "--name", "remote")
+        gad("track", str(small.path), "--name", "local")
+        small.commit(email="late@example.com", date="2024-06-01")
+        gad("sync")
+    linked = {p for p in data.rglob("*") if p.is_file() and os.stat(p).st_nlink > 1}
+    exposed = {str(p.relative_to(data)): oct(_mode(p)) for p in data.rglob("*")
+               if p not in linked and _mode(p) & 0o077}
+    assert exposed == {}
+    configs = sorted(data.glob("mirrors/*/config"))
+    assert len(configs) == 2 and all(_mode(c) == 0o600 for c in configs)
+    assert all(_mode(m) == 0o700 for m in data.glob("mirrors/*"))
+    # hard links share the source's inode: they are only reachable through the 0700 directories
+    assert all(p.parent.is_relative_to(data / "mirrors") for p in linked)

@@ -1,0 +1,95 @@
+"""Issue 11, parts 6 and 7: who may change a channel's digest, and what people who are not admins see.
+
+A real `gad-bot serve` takes signed slash commands from the Slack stand-in; what people read is
+what the stand-in's response_urls received.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.faults import Serve, run_cli
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub
+
+ADMIN, OTHER_ADMIN, MEMBER = "UADMIN01", "UADMIN02", "UMEMBER1"
+
+
+@pytest.fixture
+def stub():
+    with SlackStub() as running:
+        yield running
+
+
+@pytest.fixture
+def source(tmp_path) -> Path:
+    upstream = RepoBuilder(tmp_path / "srv" / "web-source")
+    upstream.commit(email="ann@example.com", date="2024-01-02")
+    return upstream.path
+
+
+@pytest.fixture
+def data(tmp_path, source) -> Path:
+    path = tmp_path / "data"
+    assert run_cli("track", str(source), "--name", "web", data=path).returncode == 0
+    return path
+
+
+def _ask(serve: Serve, stub, text: str, user: str, name: str) -> dict:
+    status, body, took = serve.post(stub.slash_fields(text, response_name=name, user_id=user))
+    assert status == 200 and took < 3
+    return stub.wait_for_response(name, timeout=15)[-1]
+
+
+def test_anyone_may_change_a_digest_and_everyone_is_told(data, stub, tmp_path):
+    """GAD_SUBSCRIBERS=anyone (the default): a member undoes an admin's digest, in plain sight."""
+    with Serve(data, stub, logs=tmp_path / "logs", GAD_ADMINS=ADMIN) as serve:
+        made = _ask(serve, stub, "subscribe web", ADMIN, "sub")
+        removed = _ask(serve, stub, "unsubscribe all", MEMBER, "unsub")
+        nothing = _ask(serve, stub, "unsubscribe all", MEMBER, "again")
+        assert serve.stop() == 0
+    print(made["text"], "|", removed["text"], "|", nothing["text"])
+    assert made["response_type"] == "in_channel"
+    assert made["blocks"][0]["text"]["text"].startswith(f"<@{ADMIN}> subscribed this channel to `web`.")
+    assert removed["response_type"] == "in_channel"
+    assert removed["blocks"][0]["text"]["text"].startswith(
+        f"<@{MEMBER}> unsubscribed this channel from its weekly digest (it covered `web`).")
+    assert nothing["response_type"] == "ephemeral"  # no change, nothing to announce
+
+
+def test_only_admins_may_change_a_digest_when_the_operator_says_so(data, stub, tmp_path):
+    with Serve(data, stub, logs=tmp_path / "logs", GAD_ADMINS=f"{ADMIN},{OTHER_ADMIN}",
+               GAD_SUBSCRIBERS="admins") as serve:
+        made = _ask(serve, stub, "subscribe web", ADMIN, "sub")
+        refused = _ask(serve, stub, "unsubscribe all", MEMBER, "unsub")
+        track = _ask(serve, stub, "track https://github.com/o/n", MEMBER, "track")
+        still = _ask(serve, stub, "subscriptions", MEMBER, "list")
+        assert serve.stop() == 0
+    print(refused["blocks"][0]["text"]["text"])
+    assert made["response_type"] == "in_channel"
+    assert refused["response_type"] == "ephemeral"
+    # gad-bot's own mentions of the admins are real mentions; before: `&lt;@UADMIN01&gt;`
+    assert refused["blocks"][0]["text"]["text"] == (
+        f":warning: Only the people gad-bot's operator listed can change this channel's digest "
+        f"(<@{ADMIN}>, <@{OTHER_ADMIN}>); ask one of them.")
+    assert refused["text"] == (f"Only the people gad-bot's operator listed can change this channel's digest "
+                               f"(<@{ADMIN}>, <@{OTHER_ADMIN}>); ask one of them.")  # the notification too
+    assert f"(<@{ADMIN}>, <@{OTHER_ADMIN}>); ask one of them." in track["blocks"][0]["text"]["text"]
+    assert "`web`" in json.dumps(still)  # the digest is still there
+
+
+def test_repos_shows_server_paths_to_admins_only(data, stub, tmp_path, source):
+    shutil.move(source, tmp_path / "moved-away")  # the next sync fails, and its error names paths
+    assert run_cli("sync", "web", data=data).returncode == 1
+    with Serve(data, stub, logs=tmp_path / "logs", GAD_ADMINS=ADMIN) as serve:
+        member = json.dumps(_ask(serve, stub, "repos", MEMBER, "member"))
+        admin = json.dumps(_ask(serve, stub, "repos", ADMIN, "admin"))
+        assert serve.stop() == 0
+    print(member)
+    assert str(source) in admin and str(tmp_path) in admin
+    assert str(tmp_path) not in member and "/srv/" not in member and "data/mirrors" not in member
+    assert "a directory on the gad-bot server" in member and "`web`" in member

@@ -1,0 +1,299 @@
+"""Issue 11, part 1: a source typed in Slack never leads a fetch to an address the policy refuses.
+
+The attacks run for real inside a private network namespace (tests/faults/netns.py): an
+allow-listed public host `git.forge-attack.net` (1.2.3.4 on the namespace's loopback) serves
+HTTPS and answers `302 Location: https://127.0.0.1:PORT/small.git/...`, where a real
+`git http-backend` serves an "internal" repository; and a name server answers
+`rebind.forge-attack.net` with a public address once and with 127.0.0.1 afterwards. A real
+`gad-bot serve` takes signed `/gad track` commands from the Slack stand-in; syncs and reclones run
+as real CLI processes. The one test that runs outside (`test_egress_attacks_in_a_network_namespace`)
+starts pytest inside the namespace on this file and fails with its output if anything inside fails.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults import GitHttpServer, Serve, figures, index_problems, repos_json, run_cli
+from tests.faults.netns import ADDRESSES, FORGE, OTHER, REBIND, RebindingDns, inside, run_pytest_inside, unavailable
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub
+
+needs_namespace = pytest.mark.skipif(not inside(), reason="runs inside test_egress_attacks_in_a_network_namespace")
+
+
+def test_egress_attacks_in_a_network_namespace(tmp_path):
+    if inside():
+        pytest.skip("already inside the namespace")
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+    result = run_pytest_inside([__file__, "-q", "-rs", "-s", "-k", "not in_a_network_namespace"], tmp_path)
+    print(result.stdout[-3000:])
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout and "skipped" not in result.stdout.splitlines()[-1], result.stdout[-2000:]
+
+
+# ----------------------------------------------------------------------------- inside the namespace
+
+@pytest.fixture(scope="module")
+def ca():
+    import trustme
+
+    return trustme.CA()
+
+
+def _tls(ca, *names: str) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(*names).configure_cert(context)
+    return context
+
+
+@pytest.fixture
+def ca_file(ca, tmp_path) -> Path:
+    path = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return path
+
+
+def _repo(path: Path, people: int, days: int) -> RepoBuilder:
+    repo = RepoBuilder(path, bare=True)
+    for i in range(days):
+        repo.commit(name=f"P{i % people}", email=f"p{i % people}@{path.stem}.example", date=f"2024-03-{i + 1:02d}")
+    return repo
+
+
+@pytest.fixture
+def internal(tmp_path, ca):
+    """The repository an attacker wants: HTTPS on 127.0.0.1, its certificate valid for every name used here."""
+    _repo(tmp_path / "internal" / "small.git", people=5, days=9)
+    server = GitHttpServer(tmp_path / "internal", tls=_tls(ca, "127.0.0.1", REBIND, FORGE), hostname="127.0.0.1")
+    with server:
+        yield server
+
+
+@pytest.fixture
+def stub():
+    with SlackStub() as running:
+        yield running
+
+
+def _serve(tmp_path: Path, stub, ca_file: Path, **env: str) -> Serve:
+    env = {"GAD_ADMINS": "U123", "GAD_ALLOWED_HOSTS": "forge-attack.net", "GAD_FETCH_TIMEOUT_SECONDS": "30",
+           "SSL_CERT_FILE": str(ca_file), **env}
+    return Serve(tmp_path / "data", stub, logs=tmp_path / "logs", **env)
+
+
+def _track(serve: Serve, stub, url: str, name: str) -> str:
+    status, _, took = serve.post(stub.slash_fields(f"track {url} as:{name}", response_name=name))
+    assert status == 200 and took < 3
+    stub.wait_for_response(name, timeout=40)
+    deadline = time.monotonic() + 40
+    done = ("fully indexed", "rror", "may not", "stopped", "failed")  # the last message of a track, either way
+    while not any(word in json.dumps(stub.responses(name)) for word in done) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return json.dumps(stub.responses(name))  # every message the admin saw, in order
+
+
+def _no_mirror(data: Path) -> None:
+    mirrors = data / "mirrors"
+    assert not mirrors.exists() or list(mirrors.iterdir()) == [], list(mirrors.iterdir())
+    assert repos_json(data) == []
+
+
+@needs_namespace
+def test_track_redirected_to_loopback_is_refused(tmp_path, ca, ca_file, internal, stub):
+    forge = GitHttpServer(tmp_path / "empty", mode="redirect", host=ADDRESSES[FORGE], port=443, tls=_tls(ca, FORGE),
+                          hostname=FORGE, redirect_to=internal.url("small.git"))
+    with forge, _serve(tmp_path, stub, ca_file) as serve:
+        answer = _track(serve, stub, f"https://{FORGE}/org/repo.git", "repo")
+        assert serve.stop() == 0
+    print("redirect answer:", answer)
+    assert "Tracked" not in answer
+    assert "127.0.0.1" in answer and "not a public host" in answer
+    assert forge.requests, "the first hop was never asked: the test did not exercise the redirect"
+    assert internal.requests == []  # not one request reached the internal server
+    _no_mirror(tmp_path / "data")
+    assert "Traceback" not in serve.stderr
+
+
+@needs_namespace
+def test_dns_rebinding_to_loopback_is_refused(tmp_path, ca_file, internal, stub):
+    url = f"https://{REBIND}:{internal.port}/small.git"
+    with RebindingDns({REBIND: [ADDRESSES[FORGE], "127.0.0.1"]}) as dns, _serve(tmp_path, stub, ca_file) as serve:
+        answer = _track(serve, stub, url, "rebound")
+        assert serve.stop() == 0
+    print("rebinding answer:", answer, "A lookups:", dns.queries)
+    assert "Tracked" not in answer
+    assert "127.0.0.1" in answer
+    assert dns.queries.get(REBIND, 0) >= 2  # checked once as public, asked again at connect time
+    assert internal.requests == []
+    _no_mirror(tmp_path / "data")
+
+
+@needs_namespace
+def test_sync_and_reclone_redirected_to_loopback_are_refused(tmp_path, ca, ca_file, internal, stub):
+    """Tracked while honest, the forge later redirects: the CLI's sync and reclone (and so serve's hourly
+    sync, the same Engine.sync) must not follow it."""
+    _repo(tmp_path / "public" / "org" / "repo.git", people=2, days=3)
+    forge = GitHttpServer(tmp_path / "public", host=ADDRESSES[FORGE], port=443, tls=_tls(ca, FORGE), hostname=FORGE,
+                          redirect_to=internal.url("small.git"))
+    data = tmp_path / "data"
+    env = {"SSL_CERT_FILE": str(ca_file), "GAD_ALLOWED_HOSTS": "forge-attack.net"}
+    with forge:
+        with _serve(tmp_path, stub, ca_file) as serve:
+            answer = _track(serve, stub, f"https://{FORGE}/org/repo.git", "repo")
+            assert serve.stop() == 0
+        assert "Tracked" in answer, answer
+        assert repos_json(data, **env)[0]["guarded"] is True
+        before = figures(data, "repo")
+        forge.mode = "redirect"
+        forge.requests.clear()
+        synced = run_cli("sync", "repo", data=data, **env)
+        recloned = run_cli("sync", "--reclone", "repo", data=data, **env)
+    print("sync:", synced.stdout, synced.stderr, "reclone:", recloned.stdout, recloned.stderr)
+    assert synced.returncode == 1 and "127.0.0.1" in synced.stdout and "not a public host" in synced.stdout
+    assert recloned.returncode != 0 and "127.0.0.1" in recloned.stdout + recloned.stderr
+    assert "Traceback" not in synced.stderr + recloned.stderr
+    assert len(forge.requests) >= 2 and internal.requests == []
+    assert figures(data, "repo") == before  # the internal repository's 5 authors never showed up
+    assert index_problems(data) == []
+
+
+@needs_namespace
+@pytest.mark.parametrize("allowed", ["forge-attack.net,other-attack.net", "forge-attack.net"])
+def test_redirect_to_another_public_host_follows_the_allow_list(tmp_path, ca, ca_file, stub, allowed):
+    _repo(tmp_path / "other" / "small.git", people=3, days=4)
+    other = GitHttpServer(tmp_path / "other", host=ADDRESSES[OTHER], port=443, tls=_tls(ca, OTHER), hostname=OTHER)
+    forge = GitHttpServer(tmp_path / "empty", mode="redirect", host=ADDRESSES[FORGE], port=443, tls=_tls(ca, FORGE),
+                          hostname=FORGE, redirect_to=f"https://{OTHER}/small.git")
+    with other, forge, _serve(tmp_path, stub, ca_file, GAD_ALLOWED_HOSTS=allowed) as serve:
+        answer = _track(serve, stub, f"https://{FORGE}/org/repo.git", "moved")
+        assert serve.stop() == 0
+    print(allowed, "->", answer)
+    if "other-attack.net" in allowed:
+        assert "Tracked" in answer and "4 commits" in answer
+    else:
+        assert "Tracked" not in answer and OTHER in answer and "GAD_ALLOWED_HOSTS" in answer
+        assert other.requests == []
+        _no_mirror(tmp_path / "data")
+
+
+@needs_namespace
+def test_the_operator_may_still_track_an_internal_host_from_the_cli(tmp_path, ca_file, internal):
+    """The guard is for what strangers type in Slack: the operator's own `gad-bot track` is trusted."""
+    data = tmp_path / "data"
+    env = {"SSL_CERT_FILE": str(ca_file)}
+    tracked = run_cli("track", internal.url("small.git"), "--name", "small", data=data, **env)
+    assert tracked.returncode == 0, tracked.stdout + tracked.stderr
+    assert repos_json(data, **env)[0]["guarded"] is False
+    synced = run_cli("sync", "small", data=data, **env)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert figures(data, "small")["(default)"][2] == 9
+
+
+# ----------------------------------------------------------------------------- the proxy itself, on loopback
+
+def _connect_via(proxy, request: bytes) -> bytes:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
+        try:
+            sock.sendall(request)
+            return sock.recv(4096)
+        except ConnectionResetError:  # closed with the rest of the request unread
+            return b""
+
+
+class _Listener:
+    """A TCP listener that counts connections and echoes what it reads (a stand-in upstream)."""
+
+    def __init__(self):
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            data = conn.recv(4096)
+            conn.sendall(b"echo:" + data)
+            conn.close()
+
+
+def test_guard_proxy_connects_to_exactly_the_checked_address():
+    """The CONNECT names a host that resolves nowhere; the check's answer alone decides where it goes."""
+    from bot.egress import GuardProxy
+
+    upstream = _Listener()
+    asked = []
+
+    def check(host, port):
+        asked.append((host, port))
+        return ["127.0.0.1"]
+
+    with GuardProxy(check) as proxy:
+        import socket
+
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
+            sock.sendall(f"CONNECT nowhere.invalid:{upstream.port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+            sock.sendall(b"\x17\x03\x03\x00\x02hi")  # a TLS-shaped record, as libgit2 would send
+            assert sock.recv(4096) == b"echo:\x17\x03\x03\x00\x02hi"
+    assert asked == [("nowhere.invalid", upstream.port)]
+    assert proxy.tunnels == [("nowhere.invalid", upstream.port, "127.0.0.1")]
+
+
+@pytest.mark.parametrize("request_bytes, status", [
+    (b"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n", b"403"),  # the check refuses
+    (b"GET http://127.0.0.1:{port}/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", b"403"),  # plain http through the proxy
+    (b"CONNECT 127.0.0.1:http HTTP/1.1\r\n\r\n", b"400"),
+])
+def test_guard_proxy_refusals_never_reach_the_target(request_bytes, status):
+    from bot.egress import ConnectRefused, GuardProxy
+
+    upstream = _Listener()
+
+    def check(host, port):
+        raise ConnectRefused(f"`{host}` is not a public host.")
+
+    with GuardProxy(check) as proxy:
+        answer = _connect_via(proxy, request_bytes.replace(b"{port}", str(upstream.port).encode()))
+    assert answer.split(b" ")[1] == status
+    assert upstream.accepted == 0 and proxy.tunnels == [] and len(proxy.refusals) == 1
+
+
+def test_guard_proxy_drops_an_endless_request_head():
+    from bot.egress import GuardProxy
+
+    with GuardProxy(lambda h, p: ["127.0.0.1"]) as proxy:
+        answer = _connect_via(proxy, b"CONNECT " + b"a" * 20_000)
+    assert answer == b"" and proxy.tunnels == []
+
+
+@pytest.mark.parametrize("source", ["https://127.0.0.1:9/x.git", "ssh://git@127.0.0.1:9/x.git", "https://localhost/x.git"])
+def test_a_guarded_engine_refuses_loopback_even_when_nothing_checked_the_url(tmp_path, source):
+    """Engine.track(guarded=True) is enforced at the fetch itself, not only by the face that checked the text."""
+    from bot.config import Settings
+    from bot.engine import Engine
+    from bot.errors import GadError
+
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "GAD_SSH_KEY": "/nonexistent",
+                                            "GAD_FETCH_TIMEOUT_SECONDS": "10"}))
+    with pytest.raises(GadError) as info:
+        engine.track(source, "x", guarded=True)
+    assert "is not a public host" in str(info.value)
+    assert engine.repos() == [] and list((tmp_path / "data" / "mirrors").iterdir()) == []
