@@ -249,12 +249,21 @@ def _report_epilog() -> str:
 
     lines = ["\b", "Tokens (any order, after the repository or project names):", *token_lines(TOKENS, 76)]
     lines += ["", f"PERIOD is {PERIOD_FORMS}.", "", "\b", "Examples:"]
-    lines += [f"  gad-bot report {e}" for e in EXAMPLES if not e.startswith("subscribe")]
+    lines += [f"  gad-bot report {e}" for e in EXAMPLES if not e.startswith(("subscribe", "compare"))]
     lines += ["  gad-bot report . since:2024-01      (the repository you are in, registered in place)"]
     return "\n".join(lines)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True}, epilog=_report_epilog(),
+class _ReportCommand(click.Command):
+    """`report`, whose --help epilog is built when shown: it needs the terminal renderer (rich), which a
+    plain `gad-bot report` would otherwise import at start-up for nothing (~50 ms)."""
+
+    def format_epilog(self, ctx, formatter) -> None:
+        self.epilog = _report_epilog()
+        super().format_epilog(ctx, formatter)
+
+
+@cli.command(cls=_ReportCommand, context_settings={"ignore_unknown_options": True},
              short_help="2GAD for a query, exactly what a Slack user types after /gad.")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
