@@ -149,14 +149,16 @@ def _fail(what: str, code: int, stderr: bytes) -> MirrorError:
 
 
 def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] = (), *,
-                 chunk_size: int = 50_000) -> Iterator[CommitChunk]:
+                 chunk_size: int = 50_000, no_walk: bool = False) -> Iterator[CommitChunk]:
     """Every commit reachable from `include` but not from `exclude` (hex ids), once, in chunks, in
-    git's walk order (bot/indexer.py keeps the walk's frontier from the chunks' parents)."""
+    git's walk order (bot/indexer.py keeps the walk's frontier from the chunks' parents). With
+    `no_walk`, exactly the commits `include` lists, in that order."""
     include = list(dict.fromkeys(include))
     if not include:
         return
     args = [git_binary(), "log", "--stdin", "--no-use-mailmap", "--no-show-signature", "--no-decorate",
-            "--no-color", "-z", "--date=raw", "--format=%H %P%n%an%n%ae%n%ad"]
+            "--no-color", "-z", "--date=raw", "--format=%H %P%n%an%n%ae%n%ad",
+            *(["--no-walk=unsorted"] if no_walk else [])]
     child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=git_env(git_dir), close_fds=True)
     drain = _Drain(child.stderr)

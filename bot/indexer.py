@@ -147,7 +147,17 @@ class Indexer:
         started, first = time.monotonic(), len(stored)
         parts = []
         frontier = np.frombuffer(b"".join(bytes.fromhex(h) for h in pending), np.uint8).reshape(-1, store.OID_BYTES)
-        for chunk in git_history.read_commits(mirror.path, pending, exclude, chunk_size=CHUNK):
+        if exclude:  # an incremental walk: find the new commits by stopping at indexed ones, then read those
+            known = present
+
+            def indexed(oid: bytes) -> bool:
+                return bool(known.contains(np.array([store.key_of(oid)], np.int64))[0])
+
+            listed = [oid.hex() for oid in mirror.commits_not_in([bytes.fromhex(h) for h in pending], indexed)]
+            commits = git_history.read_commits(mirror.path, listed, chunk_size=CHUNK, no_walk=True)
+        else:
+            commits = git_history.read_commits(mirror.path, pending, chunk_size=CHUNK)
+        for chunk in commits:
             keys = store.keys_of(chunk.oids)
             keep = ~present.contains(keys)  # a commit seen before (a revived branch, skewed dates) is stored once
             with self.index.transaction():

@@ -328,6 +328,32 @@ class Mirror:
         estimate = int(total) + loose // 3  # loose objects: a commit with its tree and a blob or so
         return estimate or None
 
+    def commits_not_in(self, tips: list[bytes], indexed: Callable[[bytes], bool]) -> list[bytes]:
+        """The commits `tips` reach without passing through an `indexed` one, tips first (raw ids).
+
+        An incremental walk as `git log NEW --not OLD` pays for git's painting of OLD down to the
+        oldest new commit's base: a pull request opened on a three-year-old commit, hidden behind
+        570 tags, cost 6.8 s for 4 commits on the 1M history. Stopping at commits the index already
+        holds reads only the new commits (their parents' ids, through libgit2), whatever their age.
+        """
+        found: list[bytes] = []
+        seen: set[bytes] = set()
+        stack = [t for t in dict.fromkeys(tips) if not indexed(t)]
+        seen.update(stack)
+        try:
+            while stack:
+                oid = stack.pop()
+                found.append(oid)
+                for parent in self.repo[pygit2.Oid(raw=oid)].parent_ids:
+                    raw = parent.raw
+                    if raw not in seen and not indexed(raw):
+                        seen.add(raw)
+                        stack.append(raw)
+        except (KeyError, pygit2.GitError, ValueError) as error:
+            raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
+                              "`gad-bot sync --reclone NAME`.") from None
+        return found
+
     def has_commit(self, oid: bytes) -> bool:
         try:
             return isinstance(self.repo.get(pygit2.Oid(raw=oid)), pygit2.Commit)

@@ -1527,3 +1527,17 @@ def slack_stub() -> Iterator[SlackStub]:
     """A running SlackStub, stopped (and its connect_socket_mode handlers closed) afterwards."""
     with SlackStub() as stub:
         yield stub
+
+
+def text_objects(node) -> list[dict]:
+    """Every Block Kit text object ({'type': 'plain_text'|'mrkdwn', 'text': ...}) under node."""
+    found = []
+    if isinstance(node, dict):
+        if node.get("type") in ("plain_text", "mrkdwn") and isinstance(node.get("text"), str):
+            found.append(node)
+        for value in node.values():
+            found += text_objects(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += text_objects(item)
+    return found

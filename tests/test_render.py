@@ -19,6 +19,7 @@ from bot.render import (error_blocks, escape_mrkdwn, figure_words, fit_blocks, h
                         report_blocks, report_to_csv, report_to_dict, repos_blocks, sparkline, trend_png)
 from bot.render import blocks as blocks_mod
 from bot.render import words
+from tests.slackstub import text_objects
 
 UTC = timezone.utc
 AS_OF = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
@@ -47,20 +48,6 @@ def person_rows(n: int) -> tuple[Row, ...]:
 
 
 # -- Block Kit checking helpers ----------------------------------------------------------------
-
-
-def text_objects(node) -> list[dict]:
-    """Every Block Kit text object ({'type': 'plain_text'|'mrkdwn', 'text': ...}) under node."""
-    found = []
-    if isinstance(node, dict):
-        if node.get("type") in ("plain_text", "mrkdwn") and isinstance(node.get("text"), str):
-            found.append(node)
-        for value in node.values():
-            found += text_objects(value)
-    elif isinstance(node, list):
-        for item in node:
-            found += text_objects(item)
-    return found
 
 
 def assert_within_limits(blocks: list[dict], max_blocks: int = 50) -> None:

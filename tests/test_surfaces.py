@@ -35,7 +35,7 @@ from bot.engine import Engine
 from bot.slack import build_app
 from bot.subscriptions import DigestFace
 from tests.gitbuild import RepoBuilder
-from tests.slackstub import (SlackStub, app_home_opened_event, block_actions_payload, event_callback,
+from tests.slackstub import (SlackStub, app_home_opened_event, text_objects, block_actions_payload, event_callback,
                              signed_event, signed_interaction, signed_slash_command)
 
 from datetime import date, datetime, timedelta, timezone
@@ -123,20 +123,7 @@ def bot(tmp_path, stub) -> Bot:
 
 def read(message: dict) -> str:
     """What a person reads: every text object of the blocks, in order (mrkdwn as sent)."""
-    texts = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
-                texts.append(node["text"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(message.get("blocks", []))
-    return "\n".join(texts)
+    return "\n".join(obj["text"] for obj in text_objects(message.get("blocks", [])))
 
 
 def figure_and_rows(message: dict) -> str:

@@ -190,7 +190,7 @@ def test_a_first_index_answers_for_branches_and_tags_before_it_walks_pull_reques
     with pytest.raises(GadError, match=r"ask for `branch:refs/pull/1/head` again"):
         ask(engine, "up branch:refs/pull/1/head")
     engine.index_paths("up")  # the rest of a track: the other refs, then the changed paths
-    assert walks[1] == (3, 1)  # the pull requests' tips, hiding what is indexed already
+    assert walks[1] == (6, 0)  # exactly the pull requests' 6 commits: found by stopping at indexed ones
     assert ask(engine, "up refs:all").totals.person_days == oracle_gad(with_pulls.path, scope="all") == 11
     assert ask(engine, "up branch:refs/pull/1/head").totals.person_days == 7
     assert engine.repo("up").commits == 11

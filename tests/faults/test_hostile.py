@@ -18,7 +18,7 @@ from slack_bolt.request import BoltRequest
 
 from tests.faults import run_cli
 from tests.gitbuild import RepoBuilder
-from tests.slackstub import SlackStub, signed_slash_command
+from tests.slackstub import SlackStub, signed_slash_command, text_objects
 
 SECRET = "hostile-signing-secret-0123456789"
 TABLES = {"repos", "refs", "authors", "people", "repo_authors", "commit_chunks", "derived", "walks", "paths", "meta",
@@ -72,20 +72,7 @@ def _seen(response, stub, name: str, wait: float = 5.0) -> list[dict]:
 
 def _texts(message: dict) -> list[str]:
     """The strings Slack renders from a message: the fallback text and every text object in the blocks."""
-    found = [message.get("text", "")]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
-                found.append(node["text"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(message.get("blocks", []))
-    return found
+    return [message.get("text", ""), *(obj["text"] for obj in text_objects(message.get("blocks", [])))]
 
 
 def _refused(stub, name: str) -> list:
