@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import binascii
 import os
-import queue
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,7 +150,8 @@ def _fail(what: str, code: int, stderr: bytes) -> MirrorError:
 
 
 def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] = (), *,
-                 chunk_size: int = 50_000, no_walk: bool = False) -> Iterator[CommitChunk]:
+                 chunk_size: int = 50_000, no_walk: bool = False,
+                 scratch_dir: Path | None = None) -> Iterator[CommitChunk]:
     """Every commit reachable from `include` but not from `exclude` (hex ids), once, in chunks, in
     git's walk order (bot/indexer.py keeps the walk's frontier from the chunks' parents). With
     `no_walk`, exactly the commits `include` lists, in that order."""
@@ -159,21 +161,25 @@ def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] =
     args = [git_binary(), "log", "--stdin", "--no-use-mailmap", "--no-show-signature", "--no-decorate",
             "--no-color", "-z", "--date=raw", "--format=%H %P%n%an%n%ae%n%ad",
             *(["--no-walk=unsorted"] if no_walk else [])]
-    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=git_env(git_dir), close_fds=True)
+    output = _GrowingFile(scratch_dir)
+    try:
+        child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=output.file, stderr=subprocess.PIPE,
+                                 env=git_env(git_dir), close_fds=True)
+    except BaseException:
+        output.close()
+        raise
+    output.child = child
     drain = _Drain(child.stderr)
     drain.start()
     feeder = threading.Thread(target=_feed, args=(child.stdin, include, exclude), daemon=True)
     feeder.start()
     zones: dict[bytes, int | None] = {}
-    reader = _Reader(child.stdout)
-    reader.start()
     try:
-        yield from _parse_log(reader, zones, chunk_size)
+        yield from _parse_log(output, zones, chunk_size)
     finally:
         if child.poll() is None:
             child.kill()
-        reader.stop()
+        output.close()
         code = child.wait()
         drain.join(timeout=5)
         feeder.join(timeout=5)
@@ -181,56 +187,39 @@ def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] =
         raise _fail("Reading the history with git log", code, drain.text)
 
 
-class _Reader(threading.Thread):
-    """Empties git's output pipe as fast as git fills it, so that git never waits while gad-bot stores a
-    chunk: the pipe is widened to 1 MiB where Linux allows, and a thread keeps up to 64 MiB queued."""
+class _GrowingFile:
+    """git's output, read as git writes it into an unnamed temporary file.
 
-    def __init__(self, stream):
-        super().__init__(daemon=True, name="git-log-reader")
-        self.stream = stream
-        self.queue: queue.Queue[bytes] = queue.Queue(maxsize=64)
-        self._stopped = threading.Event()
-        try:
-            import fcntl
+    Not a pipe: at a million commits, git spends 2-2.6 s more writing `git log` into a pipe (even a
+    1 MiB one, emptied by a thread) than into a file, where it runs as fast as into /dev/null; and a
+    file never fills, so git never waits while gad-bot stores a chunk. The file has no name (deleted
+    on creation where the system allows, and in any case when closed), so a crash leaves nothing.
+    It takes ~140 bytes a commit until the walk ends (200 MB for the kernel), so callers put it in
+    `scratch_dir`, the data directory (disk), rather than a /tmp that may be memory (tmpfs).
+    """
 
-            fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-        except (OSError, ImportError, ValueError):
-            pass  # another system, or a lower limit: the thread alone still helps
+    POLL_SECONDS = 0.004
 
-    def run(self) -> None:
-        fd = self.stream.fileno()
-        pending = bytearray()
-        try:
-            while not self._stopped.is_set():
-                # 64 KiB a read: os.read allocates what it is asked for, and a 1 MiB buffer per read
-                # (mmap'd, faulted in, shrunk) cost seconds of CPU over a million commits.
-                data = os.read(fd, 1 << 16)
-                if data:
-                    pending += data
-                    if len(pending) < _READ // 2:
-                        continue  # git writes in small pieces: hand over big ones (fewer, cheaper steps)
-                    self.queue.put(bytes(pending))
-                    pending.clear()
-                else:
-                    if pending:
-                        self.queue.put(bytes(pending))
-                    self.queue.put(b"")
-                    return
-        except OSError:
-            self.queue.put(b"")
+    def __init__(self, scratch_dir: Path | None = None):
+        self.file = tempfile.TemporaryFile(prefix="gad-git-", dir=scratch_dir)
+        self.position = 0
+        self.child: subprocess.Popen | None = None
 
-    def read(self, _size: int = -1) -> bytes:
-        return self.queue.get()
+    def read(self, size: int = _READ) -> bytes:
+        """The next bytes git wrote; b"" once git has exited and everything it wrote was read."""
+        fd = self.file.fileno()
+        while True:
+            exited = self.child is None or self.child.poll() is not None  # before the read: no write after
+            data = os.pread(fd, size, self.position)
+            if data:
+                self.position += len(data)
+                return data
+            if exited:
+                return b""
+            time.sleep(self.POLL_SECONDS)
 
-    def stop(self) -> None:
-        self._stopped.set()
-        while self.is_alive():  # unblock a put() on a full queue, then let the thread end
-            try:
-                self.queue.get_nowait()
-            except queue.Empty:
-                pass
-            self.join(timeout=0.05)
-        self.stream.close()
+    def close(self) -> None:
+        self.file.close()
 
 
 def _feed(stdin, include: list[str], exclude: Iterable[str]) -> None:
@@ -337,26 +326,30 @@ class ChangedPaths:
     paths: list[list[bytes]]  # per commit, in the order asked; raw bytes as git stores them
 
 
-def read_changed_paths(git_dir: Path, hex_oids: list[str]) -> ChangedPaths:
+def read_changed_paths(git_dir: Path, hex_oids: list[str], scratch_dir: Path | None = None) -> ChangedPaths:
     """`git diff-tree -r --name-only --root` of each commit (non-merges only: a merge's own changes
     are not what `git log -- PATH` counts). Both sides of a rename count, as in `git log -- PATH`."""
     if not hex_oids:
         return ChangedPaths([])
     args = [git_binary(), "diff-tree", "--stdin", "-r", "--name-only", "--root", "--always", "-z",
             "--no-renames", "--no-ext-diff", "--no-textconv"]
-    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=git_env(git_dir), close_fds=True)
-    drain = _Drain(child.stderr)
-    drain.start()
-    feeder = threading.Thread(target=_feed, args=(child.stdin, hex_oids, ()), daemon=True)
-    feeder.start()
-    try:
-        out = child.stdout.read()
-    finally:
-        child.stdout.close()
-        code = child.wait()
-        drain.join(timeout=5)
-        feeder.join(timeout=5)
+    with tempfile.TemporaryFile(prefix="gad-git-", dir=scratch_dir) as output:  # a file, not a pipe: see _GrowingFile
+        child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.PIPE,
+                                 env=git_env(git_dir), close_fds=True)
+        drain = _Drain(child.stderr)
+        drain.start()
+        feeder = threading.Thread(target=_feed, args=(child.stdin, hex_oids, ()), daemon=True)
+        feeder.start()
+        try:
+            code = child.wait()
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            drain.join(timeout=5)
+            feeder.join(timeout=5)
+        output.seek(0)
+        out = output.read() if code == 0 else b""
     if code != 0:
         raise _fail("Listing changed paths with git diff-tree", code, drain.text)
     return ChangedPaths(_split_changed(out, hex_oids))

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -61,6 +62,9 @@ class Indexer:
     def __init__(self, index: Index, bot_patterns: tuple[str, ...]):
         self.index = index
         self.bot_patterns = bot_patterns
+        # git's output goes through temporary files (bot/history.py); beside the index they are on the
+        # data volume, which has room, rather than in a /tmp that may be memory.
+        self.scratch_dir = Path(index.path).parent
 
     # -- identities ------------------------------------------------------------------
     def refresh_identities(self, repo_id: int, mailmap_data: bytes) -> None:
@@ -154,9 +158,10 @@ class Indexer:
                 return bool(known.contains(np.array([store.key_of(oid)], np.int64))[0])
 
             listed = [oid.hex() for oid in mirror.commits_not_in([bytes.fromhex(h) for h in pending], indexed)]
-            commits = git_history.read_commits(mirror.path, listed, chunk_size=CHUNK, no_walk=True)
+            commits = git_history.read_commits(mirror.path, listed, chunk_size=CHUNK, no_walk=True,
+                                                 scratch_dir=self.scratch_dir)
         else:
-            commits = git_history.read_commits(mirror.path, pending, chunk_size=CHUNK)
+            commits = git_history.read_commits(mirror.path, pending, chunk_size=CHUNK, scratch_dir=self.scratch_dir)
         for chunk in commits:
             keys = store.keys_of(chunk.oids)
             keep = ~present.contains(keys)  # a commit seen before (a revived branch, skewed dates) is stored once
@@ -233,7 +238,7 @@ class Indexer:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="diff-tree") as pool:
             def job(seq: int):
                 chunk = self.index.chunk(repo.id, seq, columns=("oids", "parent_counts"))
-                return chunk, _changed_paths(mirror, chunk)
+                return chunk, _changed_paths(mirror, chunk, self.scratch_dir)
 
             # `workers` chunks in flight; results stored in order, each chunk its own transaction.
             futures = [pool.submit(job, seq) for seq, _ in todo[:workers]]
@@ -334,13 +339,13 @@ def _merged(lookup: store.Lookup, keys: np.ndarray) -> store.Lookup:
     return store.Lookup(np.insert(lookup.sorted_keys, at, fresh), np.insert(lookup.order, at, -2))
 
 
-def _changed_paths(mirror: Mirror, chunk: ChunkRow) -> list[list[bytes]]:
+def _changed_paths(mirror: Mirror, chunk: ChunkRow, scratch_dir: Path) -> list[list[bytes]]:
     """Per row of the chunk, the paths it changed, as git's bytes (none for a merge)."""
     counts = np.frombuffer(chunk.parent_counts, np.uint8)
     oids = np.frombuffer(chunk.oids, np.uint8).reshape(-1, store.OID_BYTES)
     single = np.flatnonzero(counts <= 1)
     hexes = [bytes(oids[i]).hex() for i in single]
-    listed = git_history.read_changed_paths(mirror.path, hexes).paths
+    listed = git_history.read_changed_paths(mirror.path, hexes, scratch_dir).paths
     per_row: list[list[bytes]] = [[] for _ in range(len(counts))]
     for row, paths in zip(single.tolist(), listed):
         per_row[row] = paths

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import binascii
+import os
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from bot import history
+from bot.errors import MirrorError
+from tests.gitbuild import RepoBuilder
 
 ZONES = st.one_of(st.sampled_from([b"+0000", b"-0000", b"+0100", b"-0500", b"+0530", b"+0545", b"-0930", b"+1400",
                                    b"-1400", b"+1401", b"-1430", b"+9900", b"+0160", b"+0099"]),
@@ -47,3 +52,57 @@ def test_an_octopus_of_more_than_255_parents_keeps_its_first_255():
     assert list(counts) == [255, 1]
     ids = np.frombuffer(parents, np.uint8).reshape(-1, 20)
     assert len(ids) == 256 and bytes(ids[-1]) == binascii.unhexlify(b"%040x" % 1)
+
+
+# -- git's output read through a file as git writes it (history._GrowingFile) ----------------------------
+
+
+def _children_of_this_process() -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            found |= {int(p) for p in (task / "children").read_text().split()}
+        except OSError:
+            pass
+    return found
+
+
+def _open_fds() -> int:
+    return len(os.listdir(f"/proc/{os.getpid()}/fd"))
+
+
+@pytest.fixture
+def long_history(tmp_path):
+    b = RepoBuilder(tmp_path / "up", bare=True)
+    for i in range(300):
+        b.commit(name=f"P{i % 5}", email=f"p{i % 5}@example.com", date=f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}",
+                 offset=(i % 3) * 60)
+    side = b.commit("side", parents=[b.tip("main")], name="Side", email="side@example.com", date="2024-03-03")
+    b.merge("main", side, date="2024-03-04")
+    return b
+
+
+def test_every_commit_once_in_gits_order_across_chunks(long_history):
+    tips = [str(long_history.tip("main")), str(long_history.tip("side"))]
+    chunks = list(history.read_commits(long_history.path, tips, chunk_size=64))
+    got = b"".join(c.oids for c in chunks)
+    expected = long_history.git("log", "--format=%H", "main", "side").split()
+    assert [got[i:i + 20].hex() for i in range(0, len(got), 20)] == expected
+    assert [len(c) for c in chunks] == [64, 64, 64, 64, 46]
+    assert sum(c.parent_counts.count(2) for c in chunks) == 1  # the one merge
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts children through Linux's /proc")
+def test_a_reader_that_stops_early_leaves_no_git_and_no_open_file(long_history):
+    before_children, before_fds = _children_of_this_process(), _open_fds()
+    walk = history.read_commits(long_history.path, [str(long_history.tip("main"))], chunk_size=10)
+    assert len(next(walk)) == 10
+    assert _children_of_this_process() - before_children  # git is running
+    walk.close()  # the consumer stops: git is killed and reaped, its output file closed
+    assert _children_of_this_process() == before_children
+    assert _open_fds() == before_fds
+
+
+def test_git_failing_in_the_middle_is_one_sentence(long_history):
+    with pytest.raises(MirrorError, match=r"git log|damaged"):
+        list(history.read_commits(long_history.path, ["0" * 39 + "1"], chunk_size=10))
