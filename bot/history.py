@@ -174,17 +174,26 @@ def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] =
     feeder = threading.Thread(target=_feed, args=(child.stdin, include, exclude), daemon=True)
     feeder.start()
     zones: dict[bytes, int | None] = {}
+    cut_off: MirrorError | None = None
+    killed = False
     try:
         yield from _parse_log(output, zones, chunk_size)
+    except MirrorError as error:
+        cut_off = error
     finally:
         if child.poll() is None:
+            killed = True
             child.kill()
         output.close()
         code = child.wait()
         drain.join(timeout=5)
         feeder.join(timeout=5)
-    if code != 0:
+    # When git failed by itself (a full disk, a damaged pack), its reason says more than the cut-off
+    # record it left; when gad-bot stopped it over odd output, that output is the reason.
+    if code != 0 and not killed:
         raise _fail("Reading the history with git log", code, drain.text)
+    if cut_off is not None:
+        raise cut_off
 
 
 class _GrowingFile:
