@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import graph
 from . import history as git_history
 from . import store
 from .index import ChunkRow, Index, RepoRow
@@ -147,6 +148,7 @@ class Indexer:
         `exclude`, yields exactly the commits not stored yet (plus, rarely, a few stored ones when
         commit dates are skewed, which are skipped): that is how an interrupted walk resumes.
         """
+        graph.warm_up()
         authors = self.index.author_ids()
         started, first = time.monotonic(), len(stored)
         parts = []
