@@ -143,6 +143,9 @@ class _Drain(threading.Thread):
 def _fail(what: str, code: int, stderr: bytes) -> MirrorError:
     last = (stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit {code}"])[-1][:300]
     lowered = last.lower()
+    if "no space left" in lowered or "disk quota exceeded" in lowered:
+        return MirrorError(f"The disk is full ({last}); free space where gad-bot keeps its data (GAD_DATA_DIR) "
+                           "and run the sync again: indexing goes on from where it stopped.")
     if any(m in lowered for m in ("bad object", "corrupt", "missing", "inflate", "packfile", "unable to read",
                                   "does not point to a valid object")):
         return MirrorError(f"The mirror is damaged ({last}); re-clone it with `gad-bot sync --reclone NAME`.")

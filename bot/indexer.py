@@ -148,7 +148,8 @@ class Indexer:
         `exclude`, yields exactly the commits not stored yet (plus, rarely, a few stored ones when
         commit dates are skewed, which are skipped): that is how an interrupted walk resumes.
         """
-        graph.warm_up()
+        if not exclude:  # a first walk: its derive searches the whole graph (a sync's propagates, no scipy)
+            graph.warm_up()
         authors = self.index.author_ids()
         started, first = time.monotonic(), len(stored)
         parts = []

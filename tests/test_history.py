@@ -128,6 +128,7 @@ def test_a_full_disk_is_reported_in_gits_words_not_as_a_cut_off_record(long_hist
             return b"f" * 30
 
     monkeypatch.setattr(history, "_GrowingFile", FullDisk)
-    with pytest.raises(MirrorError, match="No space left on device") as caught:
+    with pytest.raises(MirrorError, match=r"^The disk is full \(.*No space left on device\); free space .* "
+                                          r"run the sync again") as caught:
         list(history.read_commits(long_history.path, [str(long_history.tip("main"))], chunk_size=10))
     assert "middle of a commit" not in str(caught.value)
