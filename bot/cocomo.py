@@ -22,7 +22,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,8 +29,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .confine import ExportLimitError, ExportLimits, Limits
 from .errors import GadError, QueryError
 from .metric import DAYS_PER_PERSON_MONTH, Cocomo, Report
+from .scratch import scratch_directory
 
 if TYPE_CHECKING:  # the engine imports this module lazily; no import cycle at run time
     from .engine import Engine
@@ -46,6 +47,7 @@ EFFORT_EXPONENT = 1.05
 FORMULA = "person-months = 2.4 x KSLOC^1.05"
 
 DEFAULT_TIMEOUT_SECONDS = 600
+TREE_DIR = "tree"  # where a tree's files are written inside a counter's scratch directory
 
 INSTALL_HINT = ("Counting source lines for `vs:cocomo` needs SLOCCount or cloc on the gad-bot server and neither "
                 "is installed; ask the operator to run `apt-get install sloccount` (Debian/Ubuntu; or install "
@@ -133,9 +135,11 @@ def detect_counter() -> Counter:
 
 
 def _run(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    """Run a counter in its own process group, so a timeout kills its helpers too (SLOCCount forks many)."""
+    """Run a counter confined (bot.confine: memory, CPU, file size, processes), with no shell, in its own
+    process group so that a timeout kills its helpers too (SLOCCount forks many)."""
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(cwd), "TMPDIR": str(cwd), "LC_ALL": "C"}
-    with subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    limits = Limits(cpu_seconds=max(1, math.ceil(timeout)))
+    with subprocess.Popen(limits.command(args), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True) as process:
         try:
             stdout, stderr = process.communicate(timeout=timeout)
@@ -188,25 +192,27 @@ def parse_cloc(output: str) -> int | None:
     return total if isinstance(total, int) and not isinstance(total, bool) else None
 
 
-def run_counter(counter: Counter, directory: Path, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> int:
-    """Physical SLOC of the files under `directory` by `counter`."""
-    with tempfile.TemporaryDirectory(prefix="gad-count-") as scratch:
-        scratch_path = Path(scratch)
-        if counter.kind == "sloccount":
-            data_dir = scratch_path / "slocdata"  # SLOCCount empties its data directory: never the sources
-            data_dir.mkdir()
-            args = [counter.path, "--datadir", str(data_dir), str(directory)]
-        else:
-            args = [counter.path, "--json", "--quiet", str(directory)]
-        started = time.monotonic()
-        try:
-            done = _run(args, scratch_path, timeout)
-        except subprocess.TimeoutExpired:
-            raise GadError(f"Counting source lines with {counter.name} took longer than {timeout:g} seconds, so there "
-                           "is no COCOMO figure; ask again without `vs:cocomo`.") from None
-        except OSError as error:
-            raise GadError(f"{counter.name} could not be run ({error.strerror or error}); ask the operator to "
-                           "check its installation.") from None
+def run_counter(counter: Counter, workdir: Path, tree: str = TREE_DIR, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> int:
+    """Physical SLOC of the files in `workdir/tree` by `counter`, run in `workdir`.
+
+    Only names gad-bot made reach the counter's command line: the directory is named relative to
+    `workdir`, and the files in it were written under made names by `Mirror.export_files`.
+    """
+    if counter.kind == "sloccount":
+        data_dir = workdir / "slocdata"  # SLOCCount empties its data directory: never the sources
+        data_dir.mkdir()
+        args = [counter.path, "--datadir", "slocdata", "--", tree]
+    else:
+        args = [counter.path, "--json", "--quiet", "--", tree]
+    started = time.monotonic()
+    try:
+        done = _run(args, workdir, timeout)
+    except subprocess.TimeoutExpired:
+        raise GadError(f"Counting source lines with {counter.name} took longer than {timeout:g} seconds, so there "
+                       "is no COCOMO figure; ask again without `vs:cocomo`, or with `path:DIR` for a part of the tree.") from None
+    except OSError as error:
+        raise GadError(f"{counter.name} could not be run ({error.strerror or error}); ask the operator to "
+                       "check its installation.") from None
     sloc = parse_sloccount(done.stdout) if counter.kind == "sloccount" else parse_cloc(done.stdout)
     if sloc is None or (done.returncode != 0 and sloc != 0):
         # Its output may name files of the repository: the log gets it, the user only the exit status.
@@ -249,47 +255,24 @@ def tree_key(tree_id: str, paths: Iterable[str] = (), exclude_paths: Iterable[st
     return " ".join([tree_id, *words])
 
 
-def _inside(root: Path, relative: str) -> Path | None:
-    target = (root / relative)
-    try:
-        target.resolve().relative_to(root.resolve())
-    except ValueError:
-        return None
-    return target
-
-
-def _restrict(exported: Path, selected: Path, paths: tuple[str, ...], exclude_paths: tuple[str, ...]) -> Path:
-    """Apply `path:` filters to an exported tree: drop excluded paths, keep only included ones (same layout)."""
-    for relative in exclude_paths:
-        target = _inside(exported, relative)
-        if target is None or not target.exists():
-            continue
-        if target.is_dir():
-            shutil.rmtree(target)
-        else:
-            target.unlink()
-    if not paths:
-        return exported
-    selected.mkdir()
-    kept = sorted(set(paths))
-    kept = [p for p in kept if not any(p.startswith(q + "/") for q in kept)]  # src/net is inside src
-    for relative in kept:
-        source = _inside(exported, relative)
-        if source is None or not source.exists():
-            continue
-        destination = selected / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        source.rename(destination)
-    return selected
+def _limit_sentence(error: ExportLimitError, where: str) -> str:
+    amount = {"files": f"more than {error.limit:,} files",
+              "bytes": f"more than {error.limit / 1024 ** 2:,.0f} MiB of files",
+              "seconds": f"more files than can be read in {error.limit:g} seconds"}[error.what]
+    return (f"The tree at {where} holds {amount}, more than gad-bot counts lines in, so there is no COCOMO figure; "
+            "ask for a part of it with `path:DIR vs:cocomo`, or without `vs:cocomo`.")
 
 
 def count_sloc(mirror, tip: bytes, cache: SlocCache | None, *, counter: Counter | None = None,
                paths: Iterable[str] = (), exclude_paths: Iterable[str] = (),
-               timeout: float = DEFAULT_TIMEOUT_SECONDS, workdir: Path | None = None) -> tuple[str, int]:
+               timeout: float = DEFAULT_TIMEOUT_SECONDS, workdir: Path | None = None,
+               limits: ExportLimits | None = None, where: str = "the head") -> tuple[str, int]:
     """(counter name, physical SLOC) of the tree at commit `tip`, from the cache when that tree was counted before.
 
-    `mirror` needs `tree_of(tip)` and `export_tree(tip, dest)` (bot.mirrors.Mirror). `paths` keep only
-    those paths, `exclude_paths` drop them (the query's `path:` filters); each is a path inside the tree.
+    `mirror` needs `tree_of(tip)` and `export_files(tip, dest, limits, paths=, exclude_paths=)`
+    (bot.mirrors.Mirror). `paths` keep only those paths, `exclude_paths` drop them (the query's
+    `path:` filters): only those files are read out of git. `limits` cap the files, bytes and time
+    of that export (a tree bomb gets one sentence); `timeout` caps the counter.
     """
     counter = counter or detect_counter()
     paths, exclude_paths = tuple(paths), tuple(exclude_paths)
@@ -298,14 +281,15 @@ def count_sloc(mirror, tip: bytes, cache: SlocCache | None, *, counter: Counter 
         cached = cache.get(key, counter.name)
         if cached is not None:
             return counter.name, cached
-    if workdir is not None:
-        workdir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with tempfile.TemporaryDirectory(prefix="gad-tree-", dir=workdir) as scratch:
-        exported = Path(scratch) / "tree"
-        exported.mkdir()
-        mirror.export_tree(tip, exported)
-        target = _restrict(exported, Path(scratch) / "selected", paths, exclude_paths)
-        sloc = run_counter(counter, target, timeout)
+    limits = limits or ExportLimits(seconds=timeout)
+    with scratch_directory(workdir) as scratch:
+        tree = scratch / TREE_DIR
+        tree.mkdir()
+        try:
+            mirror.export_files(tip, tree, limits, paths=paths, exclude_paths=exclude_paths)
+        except ExportLimitError as error:
+            raise GadError(_limit_sentence(error, where)) from None
+        sloc = run_counter(counter, scratch, TREE_DIR, timeout)
     if cache is not None:
         cache.put(key, counter.name, sloc)
     return counter.name, sloc
@@ -359,7 +343,8 @@ def measure(engine: "Engine", repos: Iterable["RepoRow"], query: "Query",
             continue
         seen.add(key)
         _, sloc = count_sloc(mirror, tip, cache, counter=counter, paths=query.paths,
-                             exclude_paths=query.exclude_paths, timeout=timeout, workdir=workdir)
+                             exclude_paths=query.exclude_paths, timeout=timeout, workdir=workdir,
+                             where=f"the head of `{repo.name}`")
         total += sloc
     return counter.name, total
 

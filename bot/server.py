@@ -111,6 +111,13 @@ def _digests(settings: Settings, engine: Engine):
     return face, scheduler
 
 
+def sweep_leftovers(settings: Settings) -> None:
+    """Remove the scratch directories (exported trees for `vs:cocomo`) that a killed process left in the data directory."""
+    from .scratch import sweep
+
+    sweep(settings.data_dir / "tmp")
+
+
 def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT; then stop taking requests, stop the scheduler, exit."""
     from slack_bolt.error import BoltError
@@ -124,6 +131,7 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
     sys.setswitchinterval(0.0005)
     engine = Engine.open(settings)
     engine.store.sweep()
+    sweep_leftovers(settings)
     digests, scheduler = _digests(settings, engine)
     reports = ReportPool(settings, workers=settings.report_workers or None, per_user=settings.reports_per_user)
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot import cocomo
+from bot.confine import ExportLimits
 from bot.errors import GadError, QueryError
 from bot.metric import Cocomo
 from bot.mirrors import Mirror
@@ -52,7 +53,8 @@ def files_of(c_lines: list[int], py_lines: list[int], prefix: str = "") -> dict[
 
 
 def exported(builder: RepoBuilder, oid, dest: Path) -> Path:
-    Mirror(builder.path).export_tree(oid.raw, dest)
+    dest.mkdir()
+    Mirror(builder.path).export_files(oid.raw, dest, ExportLimits())
     return dest
 
 
