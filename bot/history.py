@@ -166,37 +166,53 @@ def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] =
             *(["--no-walk=unsorted"] if no_walk else [])]
     output = _GrowingFile(scratch_dir)
     try:
-        child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=output.file, stderr=subprocess.PIPE,
-                                 env=git_env(git_dir), close_fds=True)
+        git = _GitChild(git_dir, args, output.file, include, exclude)
     except BaseException:
         output.close()
         raise
-    output.child = child
-    drain = _Drain(child.stderr)
-    drain.start()
-    feeder = threading.Thread(target=_feed, args=(child.stdin, include, exclude), daemon=True)
-    feeder.start()
+    output.child = git.process
     zones: dict[bytes, int | None] = {}
     cut_off: MirrorError | None = None
-    killed = False
     try:
         yield from _parse_log(output, zones, chunk_size)
     except MirrorError as error:
         cut_off = error
     finally:
-        if child.poll() is None:
-            killed = True
-            child.kill()
+        code = git.stop()
         output.close()
-        code = child.wait()
-        drain.join(timeout=5)
-        feeder.join(timeout=5)
     # When git failed by itself (a full disk, a damaged pack), its reason says more than the cut-off
     # record it left; when gad-bot stopped it over odd output, that output is the reason.
-    if code != 0 and not killed:
-        raise _fail("Reading the history with git log", code, drain.text)
+    if code != 0 and not git.killed:
+        raise git.failure("Reading the history with git log", code)
     if cut_off is not None:
         raise cut_off
+
+
+class _GitChild:
+    """A git child fed ids on stdin (`^ID` for those to hide), writing into a file, its stderr kept for
+    the sentence if it fails. Both children here (git log, git diff-tree) are run and reaped this way."""
+
+    def __init__(self, git_dir: Path, args: list[str], output, include: Iterable[str], exclude: Iterable[str] = ()):
+        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.PIPE,
+                                        env=git_env(git_dir), close_fds=True)
+        self.killed = False
+        self.drain = _Drain(self.process.stderr)
+        self.drain.start()
+        self.feeder = threading.Thread(target=_feed, args=(self.process.stdin, include, exclude), daemon=True)
+        self.feeder.start()
+
+    def stop(self) -> int:
+        """Kill git if it still runs (the reader stopped early or failed), reap it; its exit status."""
+        if self.process.poll() is None:
+            self.killed = True
+            self.process.kill()
+        code = self.process.wait()
+        self.drain.join(timeout=5)
+        self.feeder.join(timeout=5)
+        return code
+
+    def failure(self, what: str, code: int) -> MirrorError:
+        return _fail(what, code, self.drain.text)
 
 
 class _GrowingFile:
@@ -346,24 +362,15 @@ def read_changed_paths(git_dir: Path, hex_oids: list[str], scratch_dir: Path | N
     args = [git_binary(), "diff-tree", "--stdin", "-r", "--name-only", "--root", "--always", "-z",
             "--no-renames", "--no-ext-diff", "--no-textconv"]
     with tempfile.TemporaryFile(prefix="gad-git-", dir=scratch_dir) as output:  # a file, not a pipe: see _GrowingFile
-        child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=output, stderr=subprocess.PIPE,
-                                 env=git_env(git_dir), close_fds=True)
-        drain = _Drain(child.stderr)
-        drain.start()
-        feeder = threading.Thread(target=_feed, args=(child.stdin, hex_oids, ()), daemon=True)
-        feeder.start()
+        git = _GitChild(git_dir, args, output, hex_oids)
         try:
-            code = child.wait()
+            git.process.wait()
         finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-            drain.join(timeout=5)
-            feeder.join(timeout=5)
+            code = git.stop()
         output.seek(0)
         out = output.read() if code == 0 else b""
     if code != 0:
-        raise _fail("Listing changed paths with git diff-tree", code, drain.text)
+        raise git.failure("Listing changed paths with git diff-tree", code)
     return ChangedPaths(_split_changed(out, hex_oids))
 
 
