@@ -6,8 +6,8 @@
     2GAD person-months   = 2GAD person-days / 19    (METRIC.md "Units": COCOMO's 152-hour month)
     ratio                = 2GAD person-months / COCOMO person-months
 
-stdlib only: git is read through the `Mirror` methods `tree_of` and `export_tree`, the index
-through `Index.db`. See docs/cocomo.md.
+stdlib only, and below the engine: git is read through the `Mirror` methods `tree_of` and
+`export_files` of the heads the engine passes down, the cache through `Index.db`. See docs/cocomo.md.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .confine import ExportLimitError, ExportLimits, Limits
-from .errors import GadError, QueryError
+from .errors import GadError
 from .metric import DAYS_PER_PERSON_MONTH, Cocomo, Report
 from .scratch import scratch_directory
 
-if TYPE_CHECKING:  # the engine imports this module lazily; no import cycle at run time
-    from .engine import Engine
-    from .index import Index, RepoRow
+if TYPE_CHECKING:
+    from .index import Index
     from .query import Query, Scope
 
 log = logging.getLogger(__name__)
@@ -310,62 +309,47 @@ def where_words(scope: "Scope", paths: Iterable[str] = (), exclude_paths: Iterab
     return text
 
 
-def head_tip(engine: "Engine", repo: "RepoRow", mirror, scope: "Scope") -> bytes:
-    """The commit 'at the head of the scope': the named branch's tip for branch:NAME, else the default branch's."""
-    if scope.kind == "branch" and scope.branch != "HEAD":
-        tip = mirror.branch_tip(scope.branch)
-        if tip is None:
-            raise QueryError(f"`{repo.name}` has no branch `{scope.branch}` to count source lines at; "
-                             "name one of its branches with `branch:NAME`.")
-        return tip
-    tip = engine.index.stored_tips(repo.id).get("HEAD")
-    if tip is None:
-        raise QueryError(f"`{repo.name}` has no default branch, so COCOMO has no head to count source lines at; "
-                         "name a branch with `branch:NAME vs:cocomo`.")
-    return tip
+@dataclass(frozen=True)
+class Head:
+    """A tree to count lines in: its repository's name (for messages), the mirror and the commit.
+
+    The engine finds heads (the default branch, `branch:NAME`, a range's end) and passes them down,
+    so this module never reaches back into the engine.
+    """
+
+    name: str
+    mirror: object  # bot.mirrors.Mirror: tree_of(tip), export_files(tip, dest, limits, ...)
+    tip: bytes
 
 
-def measure(engine: "Engine", repos: Iterable["RepoRow"], query: "Query",
+def measure(heads: Iterable[Head], query: "Query", cache: SlocCache | None, workdir: Path | None,
             timeout: float = DEFAULT_TIMEOUT_SECONDS) -> tuple[str, int]:
-    """(counter name, SLOC summed over each repository's head); identical trees (forks) are counted once."""
-    from .mirrors import Mirror  # pygit2 stays out of this module's import
-
+    """(counter name, SLOC summed over the heads); identical trees (forks) are counted once."""
     counter = detect_counter()
-    cache = SlocCache(engine.index)
-    workdir = engine.settings.data_dir / "tmp"
     seen: set[str] = set()
     total = 0
-    for repo in repos:
-        mirror = Mirror(repo.mirror_path)
-        tip = engine.range_end_oid(repo, query.range) if query.range else head_tip(engine, repo, mirror, query.scope)
-        key = tree_key(mirror.tree_of(tip), query.paths, query.exclude_paths)
+    for head in heads:
+        key = tree_key(head.mirror.tree_of(head.tip), query.paths, query.exclude_paths)
         if key in seen:
             continue
         seen.add(key)
-        _, sloc = count_sloc(mirror, tip, cache, counter=counter, paths=query.paths,
+        _, sloc = count_sloc(head.mirror, head.tip, cache, counter=counter, paths=query.paths,
                              exclude_paths=query.exclude_paths, timeout=timeout, workdir=workdir,
-                             where=f"the head of `{repo.name}`")
+                             where=f"the head of `{head.name}`")
         total += sloc
     return counter.name, total
 
 
-def cocomo_for(engine: "Engine", repos: Iterable["RepoRow"], query: "Query", report: Report,
-               timeout: float = DEFAULT_TIMEOUT_SECONDS) -> Cocomo:
-    """Basic COCOMO from the SLOC at the head of the query's scope, beside the report's 2GAD."""
-    counter, sloc = measure(engine, repos, query, timeout)
-    return compare(report.two_gad, counter, sloc)
-
-
-def with_cocomo(engine: "Engine", repos: Iterable["RepoRow"], query: "Query", report: Report,
-                timeout: float = DEFAULT_TIMEOUT_SECONDS) -> Report:
+def with_cocomo(heads: Iterable[Head], query: "Query", report: Report, cache: SlocCache | None,
+                workdir: Path | None, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> Report:
     """The report with `cocomo` set and the COCOMO footnote added (what Engine.report calls for `vs:cocomo`).
 
     With no source lines at all, or no line counter installed, there is nothing to compare with: the
     report keeps its 2GAD figures and says so in one note instead.
     """
-    repos = list(repos)
+    heads = list(heads)
     try:
-        counter, sloc = measure(engine, repos, query, timeout)
+        counter, sloc = measure(heads, query, cache, workdir, timeout)
     except NoCounterError:
         return dataclasses.replace(report, notes=(*report.notes, NO_COUNTER_NOTE))
     where = where_words(query.scope, query.paths, query.exclude_paths)
@@ -376,5 +360,5 @@ def with_cocomo(engine: "Engine", repos: Iterable["RepoRow"], query: "Query", re
                 "to compare 2GAD with.")
         return dataclasses.replace(report, notes=(*report.notes, note))
     cocomo = compare(report.two_gad, counter, sloc)
-    note = footnote(cocomo, where, repos=len(repos), period=query.since is not None or query.until is not None)
+    note = footnote(cocomo, where, repos=len(heads), period=query.since is not None or query.until is not None)
     return dataclasses.replace(report, cocomo=cocomo, notes=(*report.notes, note))

@@ -511,10 +511,37 @@ class Engine:
                       first_day=from_epoch_day(int((keys & 0xFFFFFFFF).min())) if len(keys) else None,
                       last_day=from_epoch_day(int((keys & 0xFFFFFFFF).max())) if len(keys) else None)
         if query.vs_cocomo:
-            from .cocomo import with_cocomo  # runs a line counter only when asked
+            from .cocomo import SlocCache, with_cocomo  # runs a line counter only when asked
 
-            report = with_cocomo(self, repos, query, report)
+            report = with_cocomo(self.cocomo_heads(repos, query), query, report, SlocCache(self.index),
+                                 self.settings.data_dir / "tmp")
         return report
+
+    def cocomo_heads(self, repos: Iterable[RepoRow], query: Query) -> list:
+        """Where `vs:cocomo` counts lines: each repository's range end, named branch, or default branch head."""
+        from .cocomo import Head
+        from .mirrors import Mirror  # pygit2 only when lines are counted
+
+        heads = []
+        for repo in repos:
+            mirror = Mirror(repo.mirror_path)
+            tip = self.range_end_oid(repo, query.range) if query.range else self.head_tip(repo, mirror, query.scope)
+            heads.append(Head(repo.name, mirror, tip))
+        return heads
+
+    def head_tip(self, repo: RepoRow, mirror: "Mirror", scope) -> bytes:
+        """The commit 'at the head of the scope': the named branch's tip for branch:NAME, else the default branch's."""
+        if scope.kind == "branch" and scope.branch != "HEAD":
+            tip = mirror.branch_tip(scope.branch)
+            if tip is None:
+                raise QueryError(f"`{repo.name}` has no branch `{scope.branch}` to count source lines at; "
+                                 "name one of its branches with `branch:NAME`.")
+            return tip
+        tip = self.index.stored_tips(repo.id).get("HEAD")
+        if tip is None:
+            raise QueryError(f"`{repo.name}` has no default branch, so COCOMO has no head to count source lines at; "
+                             "name a branch with `branch:NAME vs:cocomo`.")
+        return tip
 
     def _touches(self, repos: list[RepoRow]) -> Callable[[str], bool]:
         """Whether any commit of `repos` (in any scope, at any time) changed a path under a prefix."""

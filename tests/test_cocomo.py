@@ -393,11 +393,11 @@ def test_missing_branch_and_missing_head(engine, index, upstream, fake_sloccount
     repo = engine.repo("up")
     query = parse_query(["up", "branch:nope", "vs:cocomo"], TODAY)
     with pytest.raises(QueryError, match="no branch `nope`"):
-        cocomo.head_tip(engine, repo, Mirror(repo.mirror_path), query.scope)
+        engine.head_tip(repo, Mirror(repo.mirror_path), query.scope)
     engine.index.execute("DELETE FROM refs WHERE repo_id = ? AND name = 'HEAD'", (repo.id,))
     query = parse_query(["up", "vs:cocomo"], TODAY)
     with pytest.raises(QueryError, match="no default branch"):
-        cocomo.head_tip(engine, repo, Mirror(repo.mirror_path), query.scope)
+        engine.head_tip(repo, Mirror(repo.mirror_path), query.scope)
 
 
 def test_engine_wiring_with_a_fake_counter(engine, index, upstream, fake_sloccount):
