@@ -59,9 +59,10 @@ from datetime import date, datetime, timedelta, timezone
 
 from .errors import DigestError, GadError, UnknownRepoError
 from .index import Index, RepoRow, _iso, parse_time, utcnow
-from .metric import Row, Totals
+from .metric import Row
 from .query import Query
 from . import subscriptions as subs
+from .digest_rows import Digest, Figures
 from .subscriptions import DeliveryRecord, Subscription
 
 log = logging.getLogger(__name__)
@@ -230,40 +231,6 @@ def last_delivery(index: Index, channel_id: str, now: datetime | None = None) ->
 
 
 # -- building -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Figures:
-    """One repository's week (or all of the channel's repositories together, as one union)."""
-
-    name: str
-    week: Totals
-    previous: Totals
-    average_two_gad: float  # mean 2GAD of the TREND_WEEKS weeks before the week
-    trend: tuple[Row, ...]  # TREND_WEEKS weekly rows ending with the week
-    people: tuple[Row, ...] = ()  # by-person rows of the week (keys are people: lower-cased e-mails)
-    new_people: tuple[str, ...] = ()  # active this week, never before in these repositories
-
-    @property
-    def quiet(self) -> bool:
-        return self.week.person_days == 0
-
-
-@dataclass(frozen=True)
-class Digest:
-    channel_id: str
-    period_start: date
-    period_end: date
-    tz: str
-    people: bool  # individual names may be shown
-    total: Figures
-    repos: tuple[Figures, ...]
-    untracked: tuple[str, ...] = ()
-    scope_words: str = ""
-    data_as_of: datetime | None = None
-    stale: tuple[tuple[str, str], ...] = ()  # (repository, why its data may be old)
-    preview: bool = False
-    so_far: date | None = None  # preview of a week still in progress: figures up to this day
 
 
 class ReportCache:

@@ -103,7 +103,7 @@ def _digests(settings: Settings, engine: Engine):
     """The subscriptions face and the scheduler that delivers digests and syncs repositories."""
     from .schedule import DigestScheduler
     from .slack import web_client
-    from .subscriptions import DigestFace
+    from .digest_face import DigestFace
 
     face = DigestFace(settings, engine)
     scheduler = DigestScheduler(settings, engine, client_factory=lambda: web_client(settings))

@@ -14,6 +14,7 @@ import pytest
 from slack_sdk import WebClient
 
 from bot import subscriptions as subs
+from bot.digest_face import channel_view
 from bot.config import Settings
 from bot.digest import (MAX_RETRY_AFTER, RETRY_FAILED_AFTER, STALE_CLAIM, STALE_POSTING, ChannelPacer, Ledger,
                         build_digest, preview_digest, run_due_digests)
@@ -209,7 +210,7 @@ def test_catch_up_within_grace_and_missed_beyond(world, stub):
     results = run(world, stub, DUE + timedelta(days=14))
     assert [(r.period_start, r.state) for r in results] == [(WEEK + timedelta(days=14), "posted")]
     assert len(posts(stub)) == 2
-    view = subs.channel_view(world, "C1", DUE + timedelta(days=14, hours=1))
+    view = channel_view(world, "C1", DUE + timedelta(days=14, hours=1))
     assert view.last.shown_state == "posted" and view.last.period_start == WEEK + timedelta(days=14)
 
 
@@ -354,7 +355,7 @@ def test_channel_not_found_pauses_until_subscribed_again(world, stub):
     assert stub.calls_to("chat.postMessage") == []
     from bot.render.digest import subscriptions_blocks
 
-    text, blocks = subscriptions_blocks(subs.channel_view(world, "C1", DUE + timedelta(hours=1)))
+    text, blocks = subscriptions_blocks(channel_view(world, "C1", DUE + timedelta(hours=1)))
     assert "Paused" in all_text(blocks) and "channel_not_found" in all_text(blocks)
     # subscribing again unpauses; the week, still within the grace period, is delivered
     result = subs.subscribe(world, "C1", Subscribe(("web",)), now=DUE + timedelta(hours=2))
@@ -385,7 +386,7 @@ def test_lost_answer_is_never_reposted(world, stub):
     results = run(world, stub, DUE + timedelta(hours=1), clock=lambda: much_later)
     assert [r.state for r in results] == ["skipped"] and "not reposted" in results[0].detail
     assert len(stub.calls_to("chat.postMessage")) == 1
-    view = subs.channel_view(world, "C1", much_later)
+    view = channel_view(world, "C1", much_later)
     assert view.last.shown_state == "unknown"
 
 
@@ -426,7 +427,7 @@ def test_crash_during_post_is_unknown_and_not_reposted(world, stub):
     results = run(world, stub, DUE)
     assert [r.state for r in results] == ["skipped"] and "not reposted" in results[0].detail
     assert posts(stub) == []
-    assert subs.channel_view(world, "C1", datetime.now(UTC)).last.shown_state == "unknown"
+    assert channel_view(world, "C1", datetime.now(UTC)).last.shown_state == "unknown"
     # an operator who checked the channel may release it
     assert ledger.release("C1", WEEK)
     assert [r.state for r in run(world, stub, DUE + timedelta(minutes=1))] == ["posted"]

@@ -10,6 +10,7 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 
 from bot import subscriptions as subs
+from bot.digest_face import DigestFace, channel_view
 from bot.errors import QueryError, UnknownRepoError
 from bot.query import WEEKDAYS, Unsubscribe, parse_command
 from bot.render.digest import REPOS_PER_PAGE, subscribe_blocks, subscriptions_blocks, unsubscribe_blocks
@@ -198,7 +199,7 @@ def test_due_instants_are_cron_triggers_first_fire_each_week(tz, at):
 def test_subscriptions_view_schedule_next_and_last(engine):
     subs.subscribe(engine, "C1", command("subscribe web api tz:Europe/London time:08:15 day:wed"), now=NOW)
     engine.untrack("api")
-    view = subs.channel_view(engine, "C1", NOW)
+    view = channel_view(engine, "C1", NOW)
     assert view.untracked == ("api",) and view.tracked == ("web",)
     # Wednesday 2026-11-04 08:15 GMT covers Wednesday 10-28 to Tuesday 11-03
     assert view.next_due == datetime(2026, 11, 4, 8, 15, tzinfo=UTC) and view.next_period == date(2026, 10, 28)
@@ -207,7 +208,7 @@ def test_subscriptions_view_schedule_next_and_last(engine):
     body = json.dumps(blocks)
     assert "Wednesdays at 08:15 (Europe/London)" in body and "none yet" in body and "no longer tracked" in body
     assert "*Next digest:* Wed 2026-11-04 08:15, covering 2026-10-28 to 2026-11-03" in body
-    assert subs.channel_view(engine, "C-none", NOW) is None
+    assert channel_view(engine, "C-none", NOW) is None
     assert "no digest subscription" in subscriptions_blocks(None)[0]
 
 
@@ -218,7 +219,7 @@ def test_long_subscription_lists_are_paginated(tmp_path):
         engine.track(str(b.path), name, in_place=True)
     names = " ".join(r.name for r in engine.repos())
     subs.subscribe(engine, "C1", command(f"subscribe {names}"), now=NOW)
-    view = subs.channel_view(engine, "C1", NOW)
+    view = channel_view(engine, "C1", NOW)
     pages = [json.dumps(subscriptions_blocks(view, page)[1]) for page in (1, 2, 3, 9)]
     assert "repo000" in pages[0] and "repo040" not in pages[0] and "subscriptions 2" in pages[0]
     assert "repo040" in pages[1] and "Page 2 of 3" in pages[1]
@@ -252,7 +253,7 @@ def test_confirmation_messages(engine):
 ])
 def test_every_change_is_announced_by_name(engine, change, announced):
     subs.subscribe(engine, "C1", command("subscribe web"), user_tz="Europe/London", now=NOW)
-    face = subs.DigestFace(engine.settings, engine, clock=lambda: NOW)
+    face = DigestFace(engine.settings, engine, clock=lambda: NOW)
     reply = face.handle(command(change), channel_id="C1", user_id="U0ANN1")
     assert reply.public == (announced is not None)
     if announced:
@@ -265,7 +266,7 @@ def test_every_change_is_announced_by_name(engine, change, announced):
 def test_names_are_escaped(engine):
     subs.subscribe(engine, "C1", command("subscribe web"), now=NOW)
     engine.index.execute("INSERT INTO subscription_repos SELECT id, '<!channel>' FROM subscriptions")
-    body = json.dumps(subscriptions_blocks(subs.channel_view(engine, "C1", NOW))[1])
+    body = json.dumps(subscriptions_blocks(channel_view(engine, "C1", NOW))[1])
     assert "<!channel>" not in body and "&lt;!channel&gt;" in body
 
 
@@ -274,7 +275,7 @@ def test_names_are_escaped(engine):
 
 def test_digest_face_handles_the_four_commands(engine):
     changes: list[int] = []
-    face = subs.DigestFace(engine.settings, engine, on_change=lambda: changes.append(1), clock=lambda: NOW)
+    face = DigestFace(engine.settings, engine, on_change=lambda: changes.append(1), clock=lambda: NOW)
     reply = face.handle(command("subscribe web api time:10:00"), channel_id="C1", team_id="T1",
                         user_id="U0ANN1", user_tz="Europe/London")
     assert reply.public and "<@U0ANN1> subscribed this channel" in json.dumps(reply.blocks)
@@ -296,14 +297,14 @@ def test_a_failing_reload_does_not_fail_the_command(engine):
     def broken():
         raise RuntimeError("scheduler down")
 
-    face = subs.DigestFace(engine.settings, engine, on_change=broken, clock=lambda: NOW)
+    face = DigestFace(engine.settings, engine, on_change=broken, clock=lambda: NOW)
     reply = face.handle(command("subscribe web"), channel_id="C1")
     assert "Subscribed" in json.dumps(reply.blocks)
 
 
 def test_untracking_a_repository_removes_it_from_subscriptions(engine):
     changes: list[int] = []
-    face = subs.DigestFace(engine.settings, engine, on_change=lambda: changes.append(1), clock=lambda: NOW)
+    face = DigestFace(engine.settings, engine, on_change=lambda: changes.append(1), clock=lambda: NOW)
     face.handle(command("subscribe web api"), channel_id="C1")
     face.handle(command("subscribe web"), channel_id="C2")
     changes.clear()

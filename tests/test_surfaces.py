@@ -33,7 +33,7 @@ from bot import subscriptions as subs
 from bot.config import Settings
 from bot.engine import Engine
 from bot.slack import build_app
-from bot.subscriptions import DigestFace
+from bot.digest_face import DigestFace
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import (SlackStub, app_home_opened_event, text_objects, block_actions_payload, event_callback,
                              signed_event, signed_interaction, signed_slash_command)

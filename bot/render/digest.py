@@ -27,8 +27,8 @@ from ..periods import bucket_label
 from . import words
 from .blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, mention, section
 
-if TYPE_CHECKING:  # the types these renderers read; bot.digest imports the renderers lazily
-    from ..digest import Digest, Figures
+if TYPE_CHECKING:  # the types these renderers read (below them: rows and subscriptions)
+    from ..digest_rows import Digest, Figures
     from ..subscriptions import ChannelView, SubscribeResult, UnsubscribeResult
 
 REPO_SECTIONS = 30  # at most this many blocks of per-repository lines
