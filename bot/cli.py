@@ -135,10 +135,10 @@ def track(source, name, in_place):
     if name:
         _check_repo_word(name)
     source = _normalise_source(source)
-    from .sources import is_local_path
+    from .store.sources import is_local_path
 
     if is_local_path(source):
-        from .mirrors import open_local
+        from .store.mirrors import open_local
 
         open_local(source)  # refuse a non-repository before the data directory is touched
     engine = _engine()
@@ -157,7 +157,7 @@ def track(source, name, in_place):
 
 def _normalise_source(source: str) -> str:
     """Local paths are stored absolute, so a later `sync` from another directory finds them."""
-    from .sources import is_local_path
+    from .store.sources import is_local_path
 
     if is_local_path(source):
         return os.path.abspath(os.path.expanduser(source))
@@ -222,7 +222,7 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
         if not is_source(word):
             resolved.append(word)
             continue
-        from .sources import is_local_path
+        from .store.sources import is_local_path
 
         source = _normalise_source(word)
         existing = engine.find_by_source(source)

@@ -35,7 +35,7 @@ from .metric import DAYS_PER_PERSON_MONTH, Cocomo, Report
 from .scratch import scratch_directory
 
 if TYPE_CHECKING:
-    from .index import Index
+    from .store.index import Index
     from .query import Query, Scope
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ NO_COUNTER_NOTE = ("vs:cocomo: no COCOMO figure, because the gad-bot server has 
 class NoCounterError(GadError):
     """Neither SLOCCount nor cloc is installed."""
 
-# The cache of line counts: one row per (tree, counter). Migration 4 ("cocomo_cache") in bot/index.py.
+# The cache of line counts: one row per (tree, counter). Migration 4 ("cocomo_cache") in bot/store/index.py.
 # tree_id is the tree's hex id, followed by the path filters when the count was restricted to some
 # paths (see `tree_key`); counter is the counter's name and version, so an upgrade recounts.
 MIGRATION_SQL = """CREATE TABLE cocomo_cache (
@@ -269,7 +269,7 @@ def count_sloc(mirror, tip: bytes, cache: SlocCache | None, *, counter: Counter 
     """(counter name, physical SLOC) of the tree at commit `tip`, from the cache when that tree was counted before.
 
     `mirror` needs `tree_of(tip)` and `export_files(tip, dest, limits, paths=, exclude_paths=)`
-    (bot.mirrors.Mirror). `paths` keep only those paths, `exclude_paths` drop them (the query's
+    (bot.store.mirrors.Mirror). `paths` keep only those paths, `exclude_paths` drop them (the query's
     `path:` filters): only those files are read out of git. `limits` cap the files, bytes and time
     of that export (a tree bomb gets one sentence); `timeout` caps the counter.
     """
@@ -318,7 +318,7 @@ class Head:
     """
 
     name: str
-    mirror: object  # bot.mirrors.Mirror: tree_of(tip), export_files(tip, dest, limits, ...)
+    mirror: object  # bot.store.mirrors.Mirror: tree_of(tip), export_files(tip, dest, limits, ...)
     tip: bytes
 
 

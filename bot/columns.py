@@ -37,7 +37,7 @@ class RepoColumns:
     bot_mm: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))
     bot_raw: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # the store's row of each entry
-    store: object = None  # the bot.store.Snapshot these columns were taken from (graph, paths: loaded lazily)
+    store: object = None  # the bot.store.store.Snapshot these columns were taken from (graph, paths: loaded lazily)
 
     @classmethod
     def from_store(cls, repo_id: int, name: str, generation: int, keys: np.ndarray, author_ids: np.ndarray,

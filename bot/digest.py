@@ -58,7 +58,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
 
 from .errors import DigestError, GadError, UnknownRepoError
-from .index import Index, RepoRow, _iso, parse_time, utcnow
+from .store.index import Index, RepoRow, _iso, parse_time, utcnow
 from .metric import Row
 from .query import Query
 from . import subscriptions as subs

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 from .config import Settings
 from .errors import GadError
-from .sources import redact
+from .store.sources import redact
 
 # What the features use; manifest.yml asks for exactly these (tests/test_manifest.py checks both).
 NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read")
@@ -43,7 +43,7 @@ def check_data_dir(settings: Settings) -> Check:
 
 
 def check_git() -> Check:
-    from .history import MIN_GIT, git_version
+    from .store.history import MIN_GIT, git_version
 
     version = git_version()
     needed = ".".join(map(str, MIN_GIT))
@@ -145,7 +145,7 @@ def check_slack(settings: Settings, client_factory) -> list[Check]:
 
 
 def check_mirrors(engine, now: datetime) -> list[Check]:
-    from .mirrors import Mirror
+    from .store.mirrors import Mirror
 
     repos = engine.repos()
     if not repos:

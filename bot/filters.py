@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .errors import QueryError, command, did_you_mean, nearest
 
 if TYPE_CHECKING:
-    from .index import Index, RepoRow
+    from .store.index import Index, RepoRow
     from .query import Query
 
 SHOWN = 5  # paths or authors named in a refusal

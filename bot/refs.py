@@ -17,7 +17,7 @@ import numpy as np
 from .errors import QueryError
 
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
-KEY_HEX = 16  # a commit key is the first 8 bytes of its id (bot/store.py)
+KEY_HEX = 16  # a commit key is the first 8 bytes of its id (bot/store/store.py)
 
 
 def candidates(name: str) -> tuple[str, ...]:

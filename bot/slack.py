@@ -33,7 +33,7 @@ from .errors import GadError, PermissionDeniedError, QueryError, UnknownRepoErro
 from . import periods
 from .render import blocks as kit
 from .rows import HomeRow, RepoSummary
-from .sources import SourcePolicy, check_remote_source, redact
+from .store.sources import SourcePolicy, check_remote_source, redact
 from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 
 log = logging.getLogger(__name__)

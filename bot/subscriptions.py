@@ -33,7 +33,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from .errors import QueryError
-from .index import Index, _iso, parse_time, utcnow
+from .store.index import Index, _iso, parse_time, utcnow
 from .query import WEEKDAYS, Subscribe, Unsubscribe
 
 DEFAULT_WEEKDAY = 0  # Monday

@@ -14,7 +14,7 @@ from bot import cocomo
 from bot.confine import ExportLimits
 from bot.errors import GadError, QueryError
 from bot.metric import Cocomo
-from bot.mirrors import Mirror
+from bot.store.mirrors import Mirror
 from bot.query import parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
@@ -278,7 +278,7 @@ def test_cache_is_per_counter_version(index):
 
 
 def test_migration_sql_matches_the_brief(tmp_path):
-    from bot.index import Index
+    from bot.store.index import Index
 
     fresh = Index(tmp_path / "fresh.db")
     cocomo.ensure_table(fresh)

@@ -1,4 +1,4 @@
-"""Parsing git's output in bulk gives what one commit at a time gives (bot/history.py)."""
+"""Parsing git's output in bulk gives what one commit at a time gives (bot/store/history.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bot import history
+from bot.store import history
 from bot.errors import MirrorError
 from tests.gitbuild import RepoBuilder
 

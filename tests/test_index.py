@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from bot.config import Settings
 from bot.engine import Engine
-from bot.index import SCHEMA_VERSION, Index
+from bot.store.index import SCHEMA_VERSION, Index
 from bot.query import parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, oracle_gad
@@ -205,7 +205,7 @@ def test_untrack_forgets_rows_and_mirror(engine, tmp_path):
 
 def test_upgrade_guards_every_network_source_tracked_before(tmp_path, monkeypatch):
     """Rows written before migration 7 cannot say who typed them: https:// and ssh:// mirrors are guarded."""
-    import bot.index as index_module
+    import bot.store.index as index_module
 
     path = tmp_path / "index.sqlite"
     old = [m for m in index_module.MIGRATIONS if m[1] != "guarded_sources"]

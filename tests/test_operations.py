@@ -10,7 +10,7 @@ import pytest
 from bot.config import Settings
 from bot.doctor import NEEDED_SCOPES, run_checks
 from bot.engine import Engine
-from bot.index import MIGRATIONS, SCHEMA_VERSION, Index
+from bot.store.index import MIGRATIONS, SCHEMA_VERSION, Index
 from bot.query import parse_query
 from bot.slack import web_client
 from tests.conftest import TODAY
@@ -44,7 +44,7 @@ def test_doctor_all_good(tmp_path, stub):
 def test_doctor_checks_the_git_command(tmp_path, stub, monkeypatch):
     import subprocess
 
-    from bot import history
+    from bot.store import history
 
     version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[2]
     checks = doctor(tmp_path, stub, stub.good_token)

@@ -59,7 +59,7 @@ def error(text: str) -> str:
     ("track https://github.com/o/n AS:owner/name", Track("https://github.com/o/n", "owner/name")),
     ("track git@github.com:o/n.git", Track("git@github.com:o/n.git")),
     ("track /srv/git/x.git as:x", Track("/srv/git/x.git", "x")),
-    ("track anything-at-all", Track("anything-at-all")),  # the source is checked by bot/sources.py, not here
+    ("track anything-at-all", Track("anything-at-all")),  # the source is checked by bot/store/sources.py, not here
     ("untrack gst", Untrack("gst")),
     ("untrack owner/name", Untrack("owner/name")),
     ("sync", Sync(())),

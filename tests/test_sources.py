@@ -1,4 +1,4 @@
-"""bot/sources.py: may a URL typed by a stranger in Slack be mirrored? Never touches DNS or the network."""
+"""bot/store/sources.py: may a URL typed by a stranger in Slack be mirrored? Never touches DNS or the network."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot import sources
+from bot.store import sources
 from bot.errors import SourceError
-from bot.sources import SourcePolicy, check_remote_source, default_name, is_local_path, redact, resolve_host
+from bot.store.sources import SourcePolicy, check_remote_source, default_name, is_local_path, redact, resolve_host
 
 # The fake DNS: host -> every address it resolves to. Hosts missing here do not resolve.
 DNS: dict[str, list[str]] = {
@@ -414,7 +414,7 @@ def test_policy_from_settings():
     assert SourcePolicy.from_settings(Settings.from_env({"GAD_DATA_DIR": "/tmp/gad"})).allow_ssh is False
 
 
-# --- connections (what bot.egress.GuardProxy asks before each tunnel) ----------------------------
+# --- connections (what bot.store.egress.GuardProxy asks before each tunnel) ----------------------------
 
 @pytest.mark.parametrize("host, port, expected", [
     ("github.com", 443, ["140.82.121.4"]),

@@ -8,7 +8,7 @@ import subprocess
 import pygit2
 import pytest
 
-from bot import indexer as indexer_module
+from bot.store import indexer as indexer_module
 from bot.errors import GadError, MirrorError
 from bot.query import parse_query
 from tests.conftest import TODAY

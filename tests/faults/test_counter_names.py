@@ -20,7 +20,7 @@ import pytest
 from bot import cocomo, scratch
 from bot.confine import ExportLimits, Limits
 from bot.errors import GadError, MirrorError
-from bot.mirrors import Mirror
+from bot.store.mirrors import Mirror
 from bot.query import parse_command, parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, git_env

@@ -236,7 +236,7 @@ class _Listener:
 
 def test_guard_proxy_connects_to_exactly_the_checked_address():
     """The CONNECT names a host that resolves nowhere; the check's answer alone decides where it goes."""
-    from bot.egress import GuardProxy
+    from bot.store.egress import GuardProxy
 
     upstream = _Listener()
     asked = []
@@ -263,7 +263,7 @@ def test_guard_proxy_connects_to_exactly_the_checked_address():
     (b"CONNECT 127.0.0.1:http HTTP/1.1\r\n\r\n", b"400"),
 ])
 def test_guard_proxy_refusals_never_reach_the_target(request_bytes, status):
-    from bot.egress import ConnectRefused, GuardProxy
+    from bot.store.egress import ConnectRefused, GuardProxy
 
     upstream = _Listener()
 
@@ -277,7 +277,7 @@ def test_guard_proxy_refusals_never_reach_the_target(request_bytes, status):
 
 
 def test_guard_proxy_drops_an_endless_request_head():
-    from bot.egress import GuardProxy
+    from bot.store.egress import GuardProxy
 
     with GuardProxy(lambda h, p: ["127.0.0.1"]) as proxy:
         answer = _connect_via(proxy, b"CONNECT " + b"a" * 20_000)

@@ -1,6 +1,6 @@
 """A repository's indexed history as arrays: chunks of commits in, scope bits and sort orders out.
 
-The index (bot/index.py) keeps each repository's commits in append-only chunks, in the order git
+The index (bot/store/index.py) keeps each repository's commits in append-only chunks, in the order git
 walked them; a commit's place in that order is its *row*. This module turns chunks into numpy
 arrays and derives, at the end of each walk, what reports need:
 
@@ -8,7 +8,7 @@ arrays and derives, at the end of each walk, what reports need:
   repositories (a fork's commits are the same commits); two different commits share a key with
   probability below 1e-7 even in a pair of million-commit repositories (git's abbreviated ids rely
   on far fewer bits), and a collision inside one repository is detected and reported;
-- parents as rows (CSR, with the chunks' parent counts), for reachability (bot/graph.py);
+- parents as rows (CSR, with the chunks' parent counts), for reachability (bot/store/graph.py);
 - scope bits per row (every ref / branches and tags / the default branch); 0 means no ref reaches
   the commit any more (a force-push, a deleted branch): it no longer counts anywhere;
 - `key_order` (rows by key, for lookups) and `report_order` (rows by mailmapped person, then day:

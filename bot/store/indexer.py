@@ -2,8 +2,8 @@
 
 The physical limit of a first index is reading each commit once, as `git log` does, and each
 commit's changed paths once, as `git log --name-only` does; this module streams exactly that
-(bot/history.py) into append-only chunks (bot/index.py) and derives the rest with arrays
-(bot/store.py). Everything is resumable:
+(bot/store/history.py) into append-only chunks (bot/store/index.py) and derives the rest with arrays
+(bot/store/store.py). Everything is resumable:
 
 - commits go in chunk by chunk, each chunk in its own transaction together with the walk's frontier
   (the commits still to visit). A process killed mid-walk leaves whole chunks and the frontier; the
@@ -35,7 +35,7 @@ from . import graph
 from . import history as git_history
 from . import store
 from .index import ChunkRow, Index, RepoRow
-from .metric import is_bot, person_key
+from ..metric import is_bot, person_key
 from .mirrors import DEFAULT_SCOPE_PREFIXES, Mailmap, Mirror
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class Indexer:
     def __init__(self, index: Index, bot_patterns: tuple[str, ...]):
         self.index = index
         self.bot_patterns = bot_patterns
-        # git's output goes through temporary files (bot/history.py); beside the index they are on the
+        # git's output goes through temporary files (bot/store/history.py); beside the index they are on the
         # data volume, which has room, rather than in a /tmp that may be memory.
         self.scratch_dir = Path(index.path).parent
 

@@ -37,7 +37,7 @@ default port and trailing slashes dropped), so what git is handed is exactly wha
 
 Checking names before cloning cannot stop a DNS answer that changes between this check and
 git's own lookup (DNS rebinding), nor a redirect. So every connection a fetch of such a source
-makes goes through `bot.egress.GuardProxy`, which checks its target with `check_connect` (the
+makes goes through `bot.store.egress.GuardProxy`, which checks its target with `check_connect` (the
 same rules, one lookup) and connects to exactly the addresses it checked.
 """
 
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SourceError
+from ..errors import SourceError
 
 __all__ = ["SourcePolicy", "check_connect", "check_remote_source", "default_name",
            "is_local_path", "redact", "resolve_host"]

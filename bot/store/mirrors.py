@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 import pygit2
 from pygit2.enums import FetchPrune
 
-from .confine import ExportLimitError, ExportLimits
-from .errors import MirrorError, SourceError
-from .metric import ascii_lower
+from ..confine import ExportLimitError, ExportLimits
+from ..errors import MirrorError, SourceError
+from ..metric import ascii_lower
 from .sources import SourcePolicy, redact
 
 if TYPE_CHECKING:
@@ -541,7 +541,7 @@ def _fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None, 
                           "guard": None if guard is None else {"allowed": list(guard.allowed_hosts),
                                                                "denied": list(guard.denied_hosts),
                                                                "ssh": guard.allow_ssh}})
-    child = subprocess.Popen([sys.executable, "-m", "bot.mirrors"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-m", "bot.store.mirrors"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
     child.stdin.write(request)  # secrets go through a pipe, never the command line
     child.stdin.close()
@@ -585,7 +585,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _child_main() -> int:
-    """`python -m bot.mirrors`: fetch the mirror named on stdin; report progress and errors on stdout."""
+    """`python -m bot.store.mirrors`: fetch the mirror named on stdin; report progress and errors on stdout."""
     import json
     import sys
 

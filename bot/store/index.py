@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -226,7 +226,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ]),
     (7, "guarded_sources", [
         # 1: the source was typed in Slack, so every fetch's connections are checked against the
-        # source policy (bot/egress.py). Rows from before this migration cannot say who typed them:
+        # source policy (bot/store/egress.py). Rows from before this migration cannot say who typed them:
         # every network URL is guarded (an operator's internal host is tracked again from the CLI).
         "ALTER TABLE repos ADD COLUMN guarded INTEGER NOT NULL DEFAULT 0",
         "UPDATE repos SET guarded = 1 WHERE in_place = 0 AND (source LIKE 'https://%' OR source LIKE 'ssh://%')",
@@ -272,7 +272,7 @@ DERIVED_COLUMNS = ("bits", "parent_rows", "key_order", "report_order")
 
 @dataclass(frozen=True)
 class ChunkRow:
-    """One stored chunk of commits (arrays as bytes: bot/store.py gives them their numpy types)."""
+    """One stored chunk of commits (arrays as bytes: bot/store/store.py gives them their numpy types)."""
 
     seq: int
     rows: int

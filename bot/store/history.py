@@ -1,11 +1,11 @@
 """Bulk reading of history through the git binary: every commit once (`git log`), and the paths each
 non-merge commit changed (`git diff-tree --stdin`).
 
-pygit2 keeps the mirrors, refs, fetch and mailmap (bot/mirrors.py); reading a whole history is the one
+pygit2 keeps the mirrors, refs, fetch and mailmap (bot/store/mirrors.py); reading a whole history is the one
 job where git itself is the physical limit, and streaming its output beats driving libgit2 from Python
 by a wide margin (measured at 1,000,000 commits: `git log` 7.3 s against 63 s for a pygit2 revwalk, and
 `git diff-tree` ~30 us a commit against 120-340 us for libgit2's tree diff). This module owns the
-`git` subprocesses and nothing else: it parses their output into typed chunks; bot/index.py stores them.
+`git` subprocesses and nothing else: it parses their output into typed chunks; bot/store/index.py stores them.
 
 git runs with a blank environment of its own: no system or global config, no replacement objects
 (libgit2 never applied them either; a figure is about the commits as written), ASCII locale.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import MirrorError
+from ..errors import MirrorError
 
 # Author dates gad-bot will not believe: git writes 0 for an unparseable date, and no time zone is
 # further than 14 hours from UTC. Such commits count in `skipped`, never on a made-up day.
@@ -156,7 +156,7 @@ def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] =
                  chunk_size: int = 50_000, no_walk: bool = False,
                  scratch_dir: Path | None = None) -> Iterator[CommitChunk]:
     """Every commit reachable from `include` but not from `exclude` (hex ids), once, in chunks, in
-    git's walk order (bot/indexer.py keeps the walk's frontier from the chunks' parents). With
+    git's walk order (bot/store/indexer.py keeps the walk's frontier from the chunks' parents). With
     `no_walk`, exactly the commits `include` lists, in that order."""
     include = list(dict.fromkeys(include))
     if not include:

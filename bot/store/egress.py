@@ -1,13 +1,13 @@
 """Where a fetch may connect: a CONNECT proxy on loopback that checks every tunnel it opens.
 
-A source typed in Slack is checked once, as text (bot.sources). libgit2 then makes its own
+A source typed in Slack is checked once, as text (bot.store.sources). libgit2 then makes its own
 connections: it follows redirects to other hosts and resolves names itself, so a server that
 answers `302 Location: https://127.0.0.1/...`, or a name whose DNS answer changes after the
 check (rebinding), would lead it inside the operator's network. libgit2 cannot be told which
 address to use, but it can be told to use a proxy for every HTTPS connection.
 
 `GuardProxy` is that proxy, started for one fetch (in the fetch child process, so it dies with
-it). For each `CONNECT host:port` it asks a `check` function (bot.sources.check_connect: the
+it). For each `CONNECT host:port` it asks a `check` function (bot.store.sources.check_connect: the
 same policy as the typed URL, one lookup) for the addresses it may use and connects to exactly
 one of those, so what was checked is what is connected to, redirect hops included. A refusal is
 a `403` to libgit2 and a sentence kept in `refusals` for the user. Anything but CONNECT (plain

@@ -1,0 +1,1 @@
+"""store: see docs/design.md for what lives here."""
