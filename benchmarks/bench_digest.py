@@ -35,8 +35,8 @@ from slack_sdk import WebClient  # noqa: E402
 from bot import subscriptions as subs  # noqa: E402
 from bot.config import Settings  # noqa: E402
 from bot.digest import ChannelPacer, Ledger, run_due_digests  # noqa: E402
-from bot.engine import Engine  # noqa: E402
-from bot.query import Subscribe  # noqa: E402
+from bot.engine.engine import Engine  # noqa: E402
+from bot.engine.query import Subscribe  # noqa: E402
 from tests.slackstub import SlackStub  # noqa: E402
 
 UTC = timezone.utc

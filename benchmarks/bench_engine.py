@@ -677,7 +677,7 @@ def in_process_section(res: Results, args, data: Path) -> None:
             res.misses.append(f"in-process `{tokens or '(no tokens)'}`: p95 {p95:.1f} ms (target <= {target:.0f} ms)")
         res.inproc.append([f"`{(NAME + ' ' + tokens).strip()}`", f"{entry['first'] * 1000:.1f} ms", f"{p50:.1f} ms",
                            f"{p95:.1f} ms", f"{max(times) * 1000:.1f} ms", f"<= {target:.0f} ms: {verdict(ok)}"])
-    res.notes.append(f"In-process: the benchmark process imports the engine (`import bot.engine`: "
+    res.notes.append(f"In-process: the benchmark process imports the engine (`import bot.engine.engine`: "
                      f"{timings[0]['import'] * 1000:.0f} ms), opens it once (`Engine.open`: {timings[0]['open'] * 1000:.0f} ms) "
                      f"and times {args.inproc_runs} runs of `engine.report(parse_command(text).query)` per query; "
                      "`first run` of the first query includes loading the columns from SQLite; every run counts in p50/p95.")
@@ -712,8 +712,8 @@ def in_process(data: Path, repeat: int) -> list[dict]:
     """Time Engine.report in this process: `repeat` runs of each query."""
     t0 = time.perf_counter()
     from bot.config import Settings
-    from bot.engine import Engine
-    from bot.query import ShowReport, parse_command
+    from bot.engine.engine import Engine
+    from bot.engine.query import ShowReport, parse_command
     t1 = time.perf_counter()
     engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
     t2 = time.perf_counter()

@@ -143,7 +143,7 @@ class Load:
 
 def build(work: Path, big_commits: int) -> Path:
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     web = RepoBuilder(work / "web")
     for i in range(200):
@@ -176,7 +176,7 @@ def build_heavy(data: Path, commits: int) -> int:
     import subprocess
 
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     cached = WORK / f"synth-{commits}.git"
     if not cached.exists():

@@ -31,7 +31,7 @@ def _settings() -> Settings:
 
 
 def _engine():
-    from .engine import Engine
+    from .engine.engine import Engine
 
     return Engine.open(_settings())
 
@@ -130,7 +130,7 @@ def _summary(result, paths: bool = True) -> str:
 @friendly
 def track(source, name, in_place):
     """Mirror SOURCE (URL, user@host:path, or local path) and index it."""
-    from .query import _check_repo_word
+    from .engine.query import _check_repo_word
 
     if name:
         _check_repo_word(name)
@@ -201,7 +201,7 @@ def untrack(name):
 @friendly
 def repos(as_json):
     """List tracked repositories: source, commits, last sync, last error."""
-    from .rows import RepoSummary
+    from .engine.rows import RepoSummary
 
     rows = [RepoSummary.of(r) for r in _engine().repos()]
     if as_json:
@@ -215,7 +215,7 @@ def repos(as_json):
 
 def _track_on_the_fly(engine, words: list[str]) -> list[str]:
     """The operator may name a path or URL instead of a tracked repository: track it first."""
-    from .query import is_source
+    from .engine.query import is_source
 
     resolved = []
     for word in words:
@@ -243,8 +243,8 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
 
 def _report_epilog() -> str:
     """Every token with an example, for `gad-bot report --help` (click keeps lines after \\b as they are)."""
-    from .periods import PERIOD_FORMS
-    from .query import EXAMPLES, TOKENS
+    from .engine.periods import PERIOD_FORMS
+    from .engine.query import EXAMPLES, TOKENS
     from .render.text import token_lines
 
     lines = ["\b", "Tokens (any order, after the repository or project names):", *token_lines(TOKENS, 76)]
@@ -276,7 +276,7 @@ def report(query, as_json, as_csv):
     """
     import dataclasses
 
-    from .query import explain_unknown, parse_query
+    from .engine.query import explain_unknown, parse_query
 
     if query[0].lower() in ("help", "?"):
         return help_command.callback(None)
@@ -323,7 +323,7 @@ def help_command(topic):
 @friendly
 def compare(words, as_json, as_csv):
     """Side by side: ITEM ITEM... [tokens], an ITEM being a repository, a project or NAME:PATH (up to 10)."""
-    from .query import parse_compare
+    from .engine.query import parse_compare
 
     parsed = parse_compare(list(words), _today())
     result = _engine().compare(parsed, _today())
@@ -344,7 +344,7 @@ def compare(words, as_json, as_csv):
 @friendly
 def orgs(query, as_json, as_csv):
     """The e-mail domains in REPO... [tokens], with organization and 2GAD, unmatched first (to write GAD_ORG_FILE)."""
-    from .query import parse_query
+    from .engine.query import parse_query
     from .render import orgs as view
 
     parsed = parse_query(list(query), _today())

@@ -59,8 +59,8 @@ from datetime import date, datetime, timedelta, timezone
 
 from .errors import DigestError, GadError, UnknownRepoError
 from .store.index import Index, RepoRow, _iso, parse_time, utcnow
-from .metric import Row
-from .query import Query
+from .engine.metric import Row
+from .engine.query import Query
 from . import subscriptions as subs
 from .digest_rows import Digest, Figures
 from .subscriptions import DeliveryRecord, Subscription

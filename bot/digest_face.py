@@ -14,7 +14,7 @@ from datetime import datetime
 from .digest import last_delivery, preview_digest
 from .errors import UnknownRepoError
 from .store.index import utcnow
-from .query import ListSubscriptions, PreviewDigest, Subscribe, Unsubscribe
+from .engine.query import ListSubscriptions, PreviewDigest, Subscribe, Unsubscribe
 from .render import digest as render
 from .subscriptions import ChannelView, get, subscribe, unsubscribe, forget_repo
 

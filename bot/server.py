@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from .config import Settings
-from .engine import Engine
+from .engine.engine import Engine
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)

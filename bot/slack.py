@@ -1,6 +1,6 @@
 """The Bolt app: ack fast, hand the work off, respond. Nothing else.
 
-Every `/gad` text goes through bot.query.parse_command (the same parser as the CLI).
+Every `/gad` text goes through bot.engine.query.parse_command (the same parser as the CLI).
 Bad input is rejected in the ack itself (an ephemeral sentence, within milliseconds);
 everything that touches the index runs in Bolt's lazy-listener pool and answers with
 respond(). Unexpected errors are logged with a reference id; the user sees only the id.
@@ -26,13 +26,13 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, ServerErrorRetryHandler
 
-from . import query as q
+from .engine import query as q
 from .config import Settings
-from .engine import Engine
+from .engine.engine import Engine
 from .errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
-from . import periods
+from .engine import periods
 from .render import blocks as kit
-from .rows import HomeRow, RepoSummary
+from .engine.rows import HomeRow, RepoSummary
 from .store.sources import SourcePolicy, check_remote_source, redact
 from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 

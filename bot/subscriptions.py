@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 
 from .errors import QueryError
 from .store.index import Index, _iso, parse_time, utcnow
-from .query import WEEKDAYS, Subscribe, Unsubscribe
+from .engine.query import WEEKDAYS, Subscribe, Unsubscribe
 
 DEFAULT_WEEKDAY = 0  # Monday
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")

@@ -32,8 +32,8 @@ from datetime import date
 
 from .config import Settings
 from .errors import GadError
-from .metric import Report
-from .query import Query
+from .engine.metric import Report
+from .engine.query import Query
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ def _init_worker(settings: Settings, server: int) -> None:
     import ctypes
     import signal
 
-    from .engine import Engine
+    from .engine.engine import Engine
     from .logs import setup_logging
 
     try:
@@ -250,7 +250,7 @@ def _ready() -> int:
 def run_report(job: ReportJob) -> ReportAnswer:
     """Compute and render one report (in a worker process; in tests, anywhere an Engine is open)."""
     from .errors import UnknownRepoError
-    from .query import explain_unknown
+    from .engine.query import explain_unknown
     from .render import blocks as kit
 
     try:

@@ -27,7 +27,7 @@ def settings(tmp_path):
 
 @pytest.fixture
 def engine(settings):
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     return Engine.open(settings)
 

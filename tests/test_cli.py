@@ -109,7 +109,7 @@ def test_every_cli_command_is_documented():
 
 
 def test_every_token_is_documented():
-    from bot.query import TOKENS
+    from bot.engine.query import TOKENS
 
     readme = (ROOT / "README.md").read_text()
     for token in TOKENS:
@@ -126,7 +126,7 @@ def test_no_leftover_todo_in_the_docs():
 
 
 def test_help_and_report_help_list_every_token_with_an_example(tmp_path):
-    from bot.query import TOKENS
+    from bot.engine.query import TOKENS
 
     for args in (("help",), ("report", "help"), ("report", "--help")):
         result = run(*args, data=tmp_path / "data")

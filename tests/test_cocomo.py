@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bot import cocomo
+from bot.engine import cocomo
 from bot.confine import ExportLimits
 from bot.errors import GadError, QueryError
-from bot.metric import Cocomo
+from bot.engine.metric import Cocomo
 from bot.store.mirrors import Mirror
-from bot.query import parse_query
+from bot.engine.query import parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
 

@@ -18,9 +18,9 @@ from bot.digest_face import channel_view
 from bot.config import Settings
 from bot.digest import (MAX_RETRY_AFTER, RETRY_FAILED_AFTER, STALE_CLAIM, STALE_POSTING, ChannelPacer, Ledger,
                         build_digest, preview_digest, run_due_digests)
-from bot.engine import Engine
+from bot.engine.engine import Engine
 from bot.errors import DigestError
-from bot.query import Subscribe, Unsubscribe, parse_query
+from bot.engine.query import Subscribe, Unsubscribe, parse_query
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub
 
@@ -284,7 +284,7 @@ def test_two_processes_post_once(world, stub, tmp_path):
     script = (
         "import sys, datetime\n"
         "from slack_sdk import WebClient\n"
-        "from bot.config import Settings\nfrom bot.engine import Engine\nfrom bot.digest import run_due_digests\n"
+        "from bot.config import Settings\nfrom bot.engine.engine import Engine\nfrom bot.digest import run_due_digests\n"
         "e = Engine(Settings.from_env({'GAD_DATA_DIR': sys.argv[1]}))\n"
         "f = lambda: WebClient(base_url=sys.argv[2], token=sys.argv[3])\n"
         "r = run_due_digests(e, f, at=datetime.datetime.fromisoformat(sys.argv[4]))\n"

@@ -15,11 +15,11 @@ from datetime import date
 
 import pytest
 
-from bot import orgs
+from bot.engine import orgs
 from bot.config import Settings
-from bot.engine import Engine
+from bot.engine.engine import Engine
 from bot.errors import ConfigError, QueryError
-from bot.query import Compare, parse_command
+from bot.engine.query import Compare, parse_command
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, git_env
 
@@ -208,7 +208,7 @@ def test_with_several_repositories_the_answer_names_the_one_lacking_a_ref(tracke
 
 
 def test_version_sort():
-    from bot.refs import version_key
+    from bot.engine.refs import version_key
 
     tags = ["v2.0", "v1.10", "v1.9", "v2.0-rc1", "v2.0.1", "v1.0"]
     assert sorted(tags, key=version_key) == ["v1.0", "v1.9", "v1.10", "v2.0-rc1", "v2.0", "v2.0.1"]
@@ -462,7 +462,7 @@ def test_compare_vs_cocomo_gives_sloc_effort_and_ratio(two, tmp_path, monkeypatc
 
 def test_compare_renderers_take_the_producers_rows():
     """The renderer's input built with the producer's constructors (metric.CompareRow.from_report)."""
-    from bot.metric import CompareReport, CompareRow, Report, Row, Totals
+    from bot.engine.metric import CompareReport, CompareRow, Report, Row, Totals
     from bot.render.compare import compare_blocks
 
     by_month = Report(repos=("mesa",), since=None, until=None, scope_words="all branches and tags",
@@ -496,8 +496,8 @@ def test_by_org_counts_a_person_who_comes_back_once_per_organization():
     """Hand-worked: bob is Collabora, then Igalia, then Collabora again; ann is Intel throughout."""
     import numpy as np
 
-    from bot import columns as col
-    from bot.periods import to_epoch_day
+    from bot.engine import columns as col
+    from bot.engine.periods import to_epoch_day
 
     rules = orgs.parse_rules("bob@x.org Collabora until 2022-01-31\nbob@x.org Igalia until 2022-02-28\n"
                              "bob@x.org Collabora\nintel.com Intel\n")

@@ -9,7 +9,7 @@ import pytest
 from slack_bolt.request import BoltRequest
 
 from bot.config import Settings
-from bot.engine import Engine
+from bot.engine.engine import Engine
 from bot.slack import build_app
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
@@ -164,7 +164,7 @@ def test_help_samples_are_real_answers_on_the_readme_demo_history(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import synth
 
-    from bot.query import parse_command
+    from bot.engine.query import parse_command
     from bot.render import blocks as kit
     from bot.render.compare import compare_blocks
     from bot.render.words import SAMPLE_ANSWERS

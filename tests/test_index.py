@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from bot.config import Settings
-from bot.engine import Engine
+from bot.engine.engine import Engine
 from bot.store.index import SCHEMA_VERSION, Index
-from bot.query import parse_query
+from bot.engine.query import parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, oracle_gad
 

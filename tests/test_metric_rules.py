@@ -7,8 +7,8 @@ from datetime import date
 import pytest
 
 from bot.config import Settings
-from bot.engine import Engine
-from bot.query import parse_query
+from bot.engine.engine import Engine
+from bot.engine.query import parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, oracle_gad
 
@@ -165,8 +165,8 @@ def test_by_period_rows_include_quiet_periods(engine, upstream):
 
 
 def test_reference_metric_agrees_with_engine(engine, history):
-    """bot/metric.py, applied to git's own records, equals the engine's figure."""
-    from bot import metric
+    """bot/engine/metric.py, applied to git's own records, equals the engine's figure."""
+    from bot.engine import metric
 
     engine.track(str(history.path), "up")
     out = history.git("log", "--use-mailmap", "--branches", "--tags", "--format=%H%x00%aN%x00%aE%x00%ad", "--date=short")

@@ -9,9 +9,9 @@ import pytest
 
 from bot.config import Settings
 from bot.doctor import NEEDED_SCOPES, run_checks
-from bot.engine import Engine
+from bot.engine.engine import Engine
 from bot.store.index import MIGRATIONS, SCHEMA_VERSION, Index
-from bot.query import parse_query
+from bot.engine.query import parse_query
 from bot.slack import web_client
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder

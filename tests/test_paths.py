@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.errors import QueryError, UnknownRepoError
-from bot.query import parse_query
+from bot.engine.query import parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
 

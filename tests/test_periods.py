@@ -1,4 +1,4 @@
-"""bot/periods.py: the periods people type, epoch days, and report buckets."""
+"""bot/engine/periods.py: the periods people type, epoch days, and report buckets."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.errors import QueryError
-from bot.periods import (BUCKETS, PERIOD_FORMS, bucket_label, bucket_start, from_epoch_day, next_bucket,
+from bot.engine.periods import (BUCKETS, PERIOD_FORMS, bucket_label, bucket_start, from_epoch_day, next_bucket,
                          period_bounds, since_date, to_epoch_day, until_date)
 
 TODAY = date(2024, 6, 15)  # a Saturday in a leap year

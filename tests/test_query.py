@@ -1,4 +1,4 @@
-"""bot/query.py: every command form, every token, every mistake a person can make."""
+"""bot/engine/query.py: every command form, every token, every mistake a person can make."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.errors import GadError, QueryError
-from bot.periods import PERIOD_FORMS
-from bot.query import (BREAKDOWNS, EXAMPLES, Compare, GRAMMAR, WEEKDAYS, Help, ListProjects, ListRepos, ListSubscriptions,
+from bot.engine.periods import PERIOD_FORMS
+from bot.engine.query import (BREAKDOWNS, EXAMPLES, Compare, GRAMMAR, WEEKDAYS, Help, ListProjects, ListRepos, ListSubscriptions,
                        PreviewDigest, ProjectAdd, ProjectRemove, Query, Scope, ShowReport, Subscribe, Sync, Track,
                        Unsubscribe, Untrack, is_source, parse_command, parse_query, straighten)
 

@@ -11,9 +11,9 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from bot.metric import UNITS_NOTE, Cocomo, Report, Row, Totals
-from bot.query import EXAMPLES
-from bot.rows import HomeRow, RepoSummary
+from bot.engine.metric import UNITS_NOTE, Cocomo, Report, Row, Totals
+from bot.engine.query import EXAMPLES
+from bot.engine.rows import HomeRow, RepoSummary
 from bot.render import (error_blocks, escape_mrkdwn, figure_words, fit_blocks, help_blocks, home_view,
                         period_words, progress_blocks, render_help_text, render_repos_text, render_text,
                         report_blocks, report_to_csv, report_to_dict, repos_blocks, sparkline, trend_png)
@@ -451,7 +451,7 @@ COMMANDS = ("help", "repos", "track URL", "untrack NAME", "sync NAME", "subscrib
 
 
 def test_help_blocks_and_text_contain_every_command_and_example():
-    from bot.query import TOKENS
+    from bot.engine.query import TOKENS
 
     fallback, blocks = help_blocks()
     assert_within_limits(blocks)

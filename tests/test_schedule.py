@@ -9,7 +9,7 @@ import pytest
 
 from bot import subscriptions as subs
 from bot.digest import Ledger, run_due_digests
-from bot.query import Subscribe, Unsubscribe
+from bot.engine.query import Subscribe, Unsubscribe
 from bot.schedule import DigestScheduler, job_id, sync_due_repos
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub

@@ -9,7 +9,7 @@ import pytest
 from slack_bolt.request import BoltRequest
 
 from bot.config import Settings
-from bot.engine import Engine
+from bot.engine.engine import Engine
 from bot.slack import build_app
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder

@@ -12,7 +12,7 @@ from apscheduler.triggers.cron import CronTrigger
 from bot import subscriptions as subs
 from bot.digest_face import DigestFace, channel_view
 from bot.errors import QueryError, UnknownRepoError
-from bot.query import WEEKDAYS, Unsubscribe, parse_command
+from bot.engine.query import WEEKDAYS, Unsubscribe, parse_command
 from bot.render.digest import REPOS_PER_PAGE, subscribe_blocks, subscriptions_blocks, unsubscribe_blocks
 from tests.test_digest import build_repos, make_engine, tracking_engine
 

@@ -10,7 +10,7 @@ import pytest
 
 from bot.store import indexer as indexer_module
 from bot.errors import GadError, MirrorError
-from bot.query import parse_query
+from bot.engine.query import parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, git_env, oracle_gad
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from bot.query import parse_query
+from bot.engine.query import parse_query
 from bot.workers import BusyError, ReportAnswer, ReportJob, ReportPool
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
@@ -115,7 +115,7 @@ def test_a_worker_that_dies_fails_its_report_and_the_pool_recovers(settings):
 
 
 def test_real_reports_are_computed_and_rendered_in_a_worker(settings, tmp_path):
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     upstream = RepoBuilder(tmp_path / "web")
     upstream.commit(email="ann@example.com", date="2024-01-02")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..metric import Report, Row
-from ..query import EXAMPLES, GRAMMAR
-from ..rows import HomeRow, RepoSummary
+from ..engine.metric import Report, Row
+from ..engine.query import EXAMPLES, GRAMMAR
+from ..engine.rows import HomeRow, RepoSummary
 from . import words
 
 MAX_BLOCKS = 50

@@ -21,9 +21,9 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from .. import metric
+from ..engine import metric
 from ..errors import did_you_mean, nearest
-from ..periods import bucket_label
+from ..engine.periods import bucket_label
 from . import words
 from .blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, mention, section
 

@@ -11,9 +11,9 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..metric import Report
-from ..rows import RepoSummary
-from ..query import EXAMPLES, GRAMMAR
+from ..engine.metric import Report
+from ..engine.rows import RepoSummary
+from ..engine.query import EXAMPLES, GRAMMAR
 from . import words
 
 _BY_LABEL = {"person": "person", "repo": "repository", "org": "organization"}
@@ -150,8 +150,8 @@ def token_lines(tokens, width: int = 88) -> list[str]:
 def render_help_text(commands: Sequence[tuple[str, str]] = ()) -> str:
     """The query grammar for a terminal: every token with its meaning and an example, periods, examples,
     Slack's own commands, then `commands` ((usage, what it does) of the CLI's commands)."""
-    from ..periods import PERIOD_FORMS
-    from ..query import TOKENS
+    from ..engine.periods import PERIOD_FORMS
+    from ..engine.query import TOKENS
 
     lines = ["2GAD (Git Active Days x 2) measures software effort in person-days.", "",
              "Usage: gad-bot report REPO... [TOKENS]   (in Slack: /gad REPO... [TOKENS])", "",

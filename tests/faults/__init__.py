@@ -428,8 +428,8 @@ def figures(data: Path, name: str, queries: tuple[str, ...] = QUERIES) -> dict[s
     from datetime import date
 
     from bot.config import Settings
-    from bot.engine import Engine
-    from bot.query import parse_query
+    from bot.engine.engine import Engine
+    from bot.engine.query import parse_query
 
     engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
     try:
@@ -660,7 +660,7 @@ class Serve:
 def clean_figures(path: Path, name: str, scratch: Path) -> dict:
     """The figures of a fresh index of the repository at `path` (registered in place under `scratch`)."""
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     data = scratch / f"clean-{time.monotonic_ns()}"
     engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))

@@ -21,7 +21,7 @@ OLD_AT = 16_000  # the "previous state" a sync starts from: main at its 16,000th
 
 def _track_in_process(source: str, name: str, data: Path, in_place: bool = False) -> None:
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
     try:

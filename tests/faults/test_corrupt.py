@@ -18,7 +18,7 @@ from tests.gitbuild import git_env
 
 def _engine(data):
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     return Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
 

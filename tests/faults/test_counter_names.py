@@ -17,11 +17,12 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from bot import cocomo, scratch
+from bot import scratch
+from bot.engine import cocomo
 from bot.confine import ExportLimits, Limits
 from bot.errors import GadError, MirrorError
 from bot.store.mirrors import Mirror
-from bot.query import parse_command, parse_query
+from bot.engine.query import parse_command, parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, git_env
 

@@ -288,7 +288,7 @@ def test_guard_proxy_drops_an_endless_request_head():
 def test_a_guarded_engine_refuses_loopback_even_when_nothing_checked_the_url(tmp_path, source):
     """Engine.track(guarded=True) is enforced at the fetch itself, not only by the face that checked the text."""
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
     from bot.errors import GadError
 
     engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "GAD_SSH_KEY": "/nonexistent",

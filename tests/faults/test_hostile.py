@@ -29,7 +29,7 @@ STACK = re.compile(r"Traceback|File \"|\w+Error\b(?!s)|\w+Exception\b")
 @pytest.fixture(scope="module")
 def slack(tmp_path_factory):
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
     from bot.slack import build_app
 
     root = tmp_path_factory.mktemp("hostile")

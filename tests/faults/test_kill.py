@@ -236,7 +236,7 @@ def test_kill9_serve_during_a_sync_from_slack(big, big_clean, sync_case, tmp_pat
 def test_stale_ref_lock_left_by_a_killed_fetch_is_cleared(small, tmp_path):
     """A kill -9 between libgit2's lock and rename leaves refs/heads/main.lock: the next sync must not trip on it."""
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     data = tmp_path / "data"
     engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))

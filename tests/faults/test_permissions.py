@@ -31,7 +31,7 @@ def test_data_dir_and_database_are_private(small, tmp_path, umask):
 
     # While a process has the index open, SQLite's -wal and -shm files exist: they must be private too.
     from bot.config import Settings
-    from bot.engine import Engine
+    from bot.engine.engine import Engine
 
     old = os.umask(umask)
     try:

@@ -16,8 +16,8 @@ QUERIES = (["big"], ["big", "by:person"], ["big", "refs:all", "by:month"], ["big
 
 def test_reports_in_threads_never_fail_while_a_sync_process_writes(big, big_clean, sync_case):
     from bot.config import Settings
-    from bot.engine import Engine
-    from bot.query import parse_query
+    from bot.engine.engine import Engine
+    from bot.engine.query import parse_query
 
     data = sync_case.restore()
     engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))  # one engine, shared, as serve does

@@ -107,7 +107,7 @@ def test_no_secret_appears_anywhere(tmp_path, caplog):
             from slack_bolt.request import BoltRequest
 
             from bot.config import Settings
-            from bot.engine import Engine
+            from bot.engine.engine import Engine
             from bot.slack import build_app
             from tests.slackstub import signed_slash_command
 

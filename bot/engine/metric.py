@@ -1,7 +1,7 @@
 """2GAD arithmetic, exactly as ../shared/METRIC.md defines it, and the Report every face renders.
 
 This module is the reference: plain Python over activity records. The index answers
-the same questions faster (bot/columns.py); tests check that the two always agree.
+the same questions faster (bot/engine/columns.py); tests check that the two always agree.
 """
 
 from __future__ import annotations

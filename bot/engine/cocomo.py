@@ -29,13 +29,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .confine import ExportLimitError, ExportLimits, Limits
-from .errors import GadError
+from ..confine import ExportLimitError, ExportLimits, Limits
+from ..errors import GadError
 from .metric import DAYS_PER_PERSON_MONTH, Cocomo, Report
-from .scratch import scratch_directory
+from ..scratch import scratch_directory
 
 if TYPE_CHECKING:
-    from .store.index import Index
+    from ..store.index import Index
     from .query import Query, Scope
 
 log = logging.getLogger(__name__)

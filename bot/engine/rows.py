@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the index imports sqlite-utils; the renderers need only the type
-    from .store.index import RepoRow
+    from ..store.index import RepoRow
 
 
 LOCAL_SOURCE = "a directory on the gad-bot server"  # what people who are not admins see of a local source
@@ -41,7 +41,7 @@ class RepoSummary:
     def of(cls, repo: "RepoRow", *, paths: bool = True) -> "RepoSummary":
         """paths=False (Slack, for people who are not admins): no file path of the server, neither a
         local source's nor a mirror's, not even inside the last error."""
-        from .store.sources import is_local_path, redact
+        from ..store.sources import is_local_path, redact
 
         source, error = redact(repo.source), repo.last_error
         if not paths:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 INDEPENDENT = "independent"
 UNKNOWN = "unknown"

@@ -17,10 +17,10 @@ import fnmatch
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .errors import QueryError, command, did_you_mean, nearest
+from ..errors import QueryError, command, did_you_mean, nearest
 
 if TYPE_CHECKING:
-    from .store.index import Index, RepoRow
+    from ..store.index import Index, RepoRow
     from .query import Query
 
 SHOWN = 5  # paths or authors named in a refusal

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Literal, Union
 
-from .errors import QueryError, command, did_you_mean, nearest
+from ..errors import QueryError, command, did_you_mean, nearest
 from .metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
@@ -286,7 +286,7 @@ def explain_unknown(error, text: str):
     `/gad subscibe web` parses as a report on `subscibe` and `web`; the engine then finds no
     repository `subscibe`. The faces pass that error here, with what was typed, to say so.
     """
-    from .errors import UnknownRepoError
+    from ..errors import UnknownRepoError
 
     try:
         first = _split(text)[0]

@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import columns as col
-from .store import store
-from .config import Settings
-from .errors import GadError, MirrorError, QueryError, UnknownRepoError, command, nearest
+from ..store import store
+from ..config import Settings
+from ..errors import GadError, MirrorError, QueryError, UnknownRepoError, command, nearest
 from .filters import check_filters
-from .store.index import Index, RepoRow, utcnow
+from ..store.index import Index, RepoRow, utcnow
 from .metric import Report
-from .store.store import IN_ALL, IN_DEFAULT, IN_HEAD
+from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
 
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
-    from .store.indexer import Indexer
-    from .store.mirrors import Mirror, MirrorStore
-    from .store.sources import SourcePolicy
+    from ..store.indexer import Indexer
+    from ..store.mirrors import Mirror, MirrorStore
+    from ..store.sources import SourcePolicy
 from .periods import from_epoch_day, to_epoch_day
 from .query import Compare, Query, RefRange
 
@@ -71,7 +71,7 @@ class Engine:
     def store(self) -> "MirrorStore":
         """The mirror store (pygit2), created on first use: reports never need it."""
         if self._store is None:
-            from .store.mirrors import FetchLimits, MirrorStore
+            from ..store.mirrors import FetchLimits, MirrorStore
 
             limits = FetchLimits(dict(self.settings.https_tokens), self.settings.ssh_key,
                                  self.settings.fetch_timeout_seconds, self.settings.max_mirror_mb * 1024 * 1024)
@@ -81,7 +81,7 @@ class Engine:
     @property
     def indexer(self) -> "Indexer":
         if self._indexer is None:
-            from .store.indexer import Indexer
+            from ..store.indexer import Indexer
 
             self._indexer = Indexer(self.index, tuple(self.settings.bot_patterns))
         return self._indexer
@@ -104,7 +104,7 @@ class Engine:
         key = self._patterns_key()
         if self.index.get_meta("bot_patterns") == key:
             return
-        from .store.mirrors import Mirror
+        from ..store.mirrors import Mirror
 
         for repo in self.index.repos():
             try:
@@ -158,8 +158,8 @@ class Engine:
         guarded=True (a source typed in Slack): this and every later fetch connects only where the
         source policy allows, whatever the server redirects to or its name resolves to later.
         """
-        from .store.mirrors import Mirror, open_local
-        from .store.sources import default_name, is_local_path
+        from ..store.mirrors import Mirror, open_local
+        from ..store.sources import default_name, is_local_path
 
         name = name or default_name(source)
         if self.index.repo(name):
@@ -234,7 +234,7 @@ class Engine:
     @property
     def policy(self) -> "SourcePolicy":
         """What a source typed in Slack may reach: checked again on every connection its fetches make."""
-        from .store.sources import SourcePolicy
+        from ..store.sources import SourcePolicy
 
         return SourcePolicy.from_settings(self.settings)
 
@@ -307,7 +307,7 @@ class Engine:
 
     @staticmethod
     def _mirror(repo: RepoRow) -> "Mirror":
-        from .store.mirrors import Mirror
+        from ..store.mirrors import Mirror
 
         return Mirror(repo.mirror_path)
 
@@ -520,7 +520,7 @@ class Engine:
     def cocomo_heads(self, repos: Iterable[RepoRow], query: Query) -> list:
         """Where `vs:cocomo` counts lines: each repository's range end, named branch, or default branch head."""
         from .cocomo import Head
-        from .store.mirrors import Mirror  # pygit2 only when lines are counted
+        from ..store.mirrors import Mirror  # pygit2 only when lines are counted
 
         heads = []
         for repo in repos:
@@ -640,7 +640,7 @@ class Engine:
         return entry
 
     def org_table(self):
-        """Every person's organization as arrays (bot/orgs.py), rebuilt when people or the rules change."""
+        """Every person's organization as arrays (bot/engine/orgs.py), rebuilt when people or the rules change."""
         from . import orgs
 
         signature, rules = self._org_rules_entry()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .errors import QueryError
+from ..errors import QueryError
 
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 KEY_HEX = 16  # a commit key is the first 8 bytes of its id (bot/store/store.py)

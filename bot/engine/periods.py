@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta
 
 from dateutil.relativedelta import relativedelta
 
-from .errors import QueryError
+from ..errors import QueryError
 
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 

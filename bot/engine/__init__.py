@@ -1,0 +1,1 @@
+"""engine: see docs/design.md for what lives here."""
