@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from slack_sdk import WebClient  # noqa: E402
 
-from bot import subscriptions as subs  # noqa: E402
+from bot.digests import subscriptions as subs  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from bot.digest import ChannelPacer, Ledger, run_due_digests  # noqa: E402
+from bot.digests.digest import ChannelPacer, Ledger, run_due_digests  # noqa: E402
 from bot.engine.engine import Engine  # noqa: E402
 from bot.engine.query import Subscribe  # noqa: E402
 from tests.slackstub import SlackStub  # noqa: E402

@@ -420,7 +420,7 @@ def healthcheck():
 @friendly
 def digest(at, dry_run, channels, as_json):
     """Deliver every weekly digest due now (or --at) that has not been delivered yet, then exit."""
-    from .digest import parse_at, run_due_digests, slack_client_factory
+    from .digests.digest import parse_at, run_due_digests, slack_client_factory
     from .render.blocks import blocks_to_text
 
     settings = _settings()

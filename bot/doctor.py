@@ -176,7 +176,7 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
 
 def check_schedule(engine, now: datetime) -> list[Check]:
     try:
-        from .schedule import next_digest_times
+        from .digests.schedule import next_digest_times
     except ImportError:
         return []
     times = next_digest_times(engine, now)

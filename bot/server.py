@@ -101,9 +101,9 @@ def wsgi_app(bolt_app, gate):
 
 def _digests(settings: Settings, engine: Engine):
     """The subscriptions face and the scheduler that delivers digests and syncs repositories."""
-    from .schedule import DigestScheduler
+    from .digests.schedule import DigestScheduler
     from .slack import web_client
-    from .digest_face import DigestFace
+    from .digests.face import DigestFace
 
     face = DigestFace(settings, engine)
     scheduler = DigestScheduler(settings, engine, client_factory=lambda: web_client(settings))

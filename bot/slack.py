@@ -138,7 +138,7 @@ class SlackFace:
         self.settings = settings
         self.engine = engine
         self.reports = reports  # worker processes for reports (serve); None: reports run in Bolt's threads
-        self.digests = digests  # bot.subscriptions face, when digests are enabled
+        self.digests = digests  # bot.digests.subscriptions face, when digests are enabled
         self.today = today
         self.policy = SourcePolicy(allowed_hosts=settings.allowed_hosts, denied_hosts=settings.denied_hosts,
                                    allow_ssh=settings.ssh_key is not None)

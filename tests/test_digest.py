@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-from bot import subscriptions as subs
-from bot.digest_face import channel_view
+from bot.digests import subscriptions as subs
+from bot.digests.face import channel_view
 from bot.config import Settings
-from bot.digest import (MAX_RETRY_AFTER, RETRY_FAILED_AFTER, STALE_CLAIM, STALE_POSTING, ChannelPacer, Ledger,
+from bot.digests.digest import (MAX_RETRY_AFTER, RETRY_FAILED_AFTER, STALE_CLAIM, STALE_POSTING, ChannelPacer, Ledger,
                         build_digest, preview_digest, run_due_digests)
 from bot.engine.engine import Engine
 from bot.errors import DigestError
@@ -284,7 +284,7 @@ def test_two_processes_post_once(world, stub, tmp_path):
     script = (
         "import sys, datetime\n"
         "from slack_sdk import WebClient\n"
-        "from bot.config import Settings\nfrom bot.engine.engine import Engine\nfrom bot.digest import run_due_digests\n"
+        "from bot.config import Settings\nfrom bot.engine.engine import Engine\nfrom bot.digests.digest import run_due_digests\n"
         "e = Engine(Settings.from_env({'GAD_DATA_DIR': sys.argv[1]}))\n"
         "f = lambda: WebClient(base_url=sys.argv[2], token=sys.argv[3])\n"
         "r = run_due_digests(e, f, at=datetime.datetime.fromisoformat(sys.argv[4]))\n"
@@ -353,7 +353,7 @@ def test_channel_not_found_pauses_until_subscribed_again(world, stub):
     later = datetime.now(UTC) + RETRY_FAILED_AFTER + timedelta(seconds=1)
     assert [r.state for r in run(world, stub, DUE + timedelta(hours=1), clock=lambda: later)] == ["paused"]
     assert stub.calls_to("chat.postMessage") == []
-    from bot.render.digest import subscriptions_blocks
+    from bot.digests.blocks import subscriptions_blocks
 
     text, blocks = subscriptions_blocks(channel_view(world, "C1", DUE + timedelta(hours=1)))
     assert "Paused" in all_text(blocks) and "channel_not_found" in all_text(blocks)
@@ -628,7 +628,7 @@ def test_nothing_left_to_report_is_recorded_not_retried_every_sweep(world, stub)
 
 
 def test_parse_at():
-    from bot.digest import parse_at
+    from bot.digests.digest import parse_at
 
     assert parse_at("2026-11-30T09:00Z") == datetime(2026, 11, 30, 9, tzinfo=UTC)
     assert parse_at("2026-11-30T10:00+01:00") == datetime(2026, 11, 30, 9, tzinfo=UTC)

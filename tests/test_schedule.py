@@ -7,10 +7,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot import subscriptions as subs
-from bot.digest import Ledger, run_due_digests
+from bot.digests import subscriptions as subs
+from bot.digests.digest import Ledger, run_due_digests
 from bot.engine.query import Subscribe, Unsubscribe
-from bot.schedule import DigestScheduler, job_id, sync_due_repos
+from bot.digests.schedule import DigestScheduler, job_id, sync_due_repos
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub
 from tests.test_digest import CREATED, DUE, WEEK, factory, make_engine, posts, tracking_engine

@@ -9,11 +9,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from apscheduler.triggers.cron import CronTrigger
 
-from bot import subscriptions as subs
-from bot.digest_face import DigestFace, channel_view
+from bot.digests import subscriptions as subs
+from bot.digests.face import DigestFace, channel_view
 from bot.errors import QueryError, UnknownRepoError
 from bot.engine.query import WEEKDAYS, Unsubscribe, parse_command
-from bot.render.digest import REPOS_PER_PAGE, subscribe_blocks, subscriptions_blocks, unsubscribe_blocks
+from bot.digests.blocks import REPOS_PER_PAGE, subscribe_blocks, subscriptions_blocks, unsubscribe_blocks
 from tests.test_digest import build_repos, make_engine, tracking_engine
 
 UTC = timezone.utc

@@ -29,11 +29,11 @@ import uuid
 import pytest
 from slack_bolt.request import BoltRequest
 
-from bot import subscriptions as subs
+from bot.digests import subscriptions as subs
 from bot.config import Settings
 from bot.engine.engine import Engine
 from bot.slack import build_app
-from bot.digest_face import DigestFace
+from bot.digests.face import DigestFace
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import (SlackStub, app_home_opened_event, text_objects, block_actions_payload, event_callback,
                              signed_event, signed_interaction, signed_slash_command)
@@ -336,7 +336,7 @@ def test_untrack_from_slack_leaves_every_subscription(bot):
 
 def test_digest_post_is_what_the_channel_reads(bot, stub):
     """The scheduler's path: Monday 2026-11-30 09:00 UTC posts the week of 23 November."""
-    from bot.digest import ChannelPacer, run_due_digests
+    from bot.digests.digest import ChannelPacer, run_due_digests
     from bot.slack import web_client
 
     subs.subscribe(bot.engine.engine, "C123", subs.Subscribe(("web", "api"), tz="UTC"), now=NOW - timedelta(days=10))

@@ -1,11 +1,11 @@
-"""What a weekly digest shows, as typed rows: built by bot/digest.py, drawn by bot/render/digest.py."""
+"""What a weekly digest shows, as typed rows: built by bot/digests/digest.py, drawn by bot/digests/blocks.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from .engine.metric import Row, Totals
+from ..engine.metric import Row, Totals
 
 
 @dataclass(frozen=True)

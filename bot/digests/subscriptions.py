@@ -7,7 +7,7 @@ repository or project names (`subscription_repos`). The Slack layer calls:
     unsubscribe(engine, channel_id, Unsubscribe(...), now=...)
 
 usually through `DigestFace(settings, engine).handle(parsed, channel_id=..., user_tz=...)` (in
-bot/digest_face.py, above the deliverer and the renderer, so this module imports neither), which
+bot/digests/face.py, above the deliverer and the renderer, so this module imports neither), which
 also renders the answer and calls `on_change` (the scheduler's `reload()`) so the cron job follows
 the change; the scheduler also notices changes made by other processes within a minute (`fingerprint`).
 
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from .errors import QueryError
-from .store.index import Index, _iso, parse_time, utcnow
-from .engine.query import WEEKDAYS, Subscribe, Unsubscribe
+from ..errors import QueryError
+from ..store.index import Index, _iso, parse_time, utcnow
+from ..engine.query import WEEKDAYS, Subscribe, Unsubscribe
 
 DEFAULT_WEEKDAY = 0  # Monday
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")

@@ -24,12 +24,12 @@ from zoneinfo import ZoneInfo
 from ..engine import metric
 from ..errors import did_you_mean, nearest
 from ..engine.periods import bucket_label
-from . import words
-from .blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, mention, section
+from ..render import words
+from ..render.blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, mention, section
 
 if TYPE_CHECKING:  # the types these renderers read (below them: rows and subscriptions)
-    from ..digest_rows import Digest, Figures
-    from ..subscriptions import ChannelView, SubscribeResult, UnsubscribeResult
+    from .rows import Digest, Figures
+    from .subscriptions import ChannelView, SubscribeResult, UnsubscribeResult
 
 REPO_SECTIONS = 30  # at most this many blocks of per-repository lines
 TOP_PEOPLE = 5

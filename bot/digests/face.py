@@ -1,7 +1,7 @@
 """What the Slack layer calls for the digest commands: `/gad subscribe|unsubscribe|subscriptions|digest`.
 
-Above the subscriptions (storage), the deliverer (bot/digest.py) and their blocks
-(bot/render/digest.py): it ties them together, so none of them imports another upward.
+Above the subscriptions (storage), the deliverer (bot/digests/digest.py) and their blocks
+(bot/digests/blocks.py): it ties them together, so none of them imports another upward.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .digest import last_delivery, preview_digest
-from .errors import UnknownRepoError
-from .store.index import utcnow
-from .engine.query import ListSubscriptions, PreviewDigest, Subscribe, Unsubscribe
-from .render import digest as render
+from ..errors import UnknownRepoError
+from ..store.index import utcnow
+from ..engine.query import ListSubscriptions, PreviewDigest, Subscribe, Unsubscribe
+from . import blocks as render
 from .subscriptions import ChannelView, get, subscribe, unsubscribe, forget_repo
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from . import subscriptions as subs
 from .digest import ClientFactory, DeliveryResult, run_due_digests
-from .store.index import utcnow
+from ..store.index import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -57,12 +57,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
 
-from .errors import DigestError, GadError, UnknownRepoError
-from .store.index import Index, RepoRow, _iso, parse_time, utcnow
-from .engine.metric import Row
-from .engine.query import Query
+from ..errors import DigestError, GadError, UnknownRepoError
+from ..store.index import Index, RepoRow, _iso, parse_time, utcnow
+from ..engine.metric import Row
+from ..engine.query import Query
 from . import subscriptions as subs
-from .digest_rows import Digest, Figures
+from .rows import Digest, Figures
 from .subscriptions import DeliveryRecord, Subscription
 
 log = logging.getLogger(__name__)
@@ -472,7 +472,7 @@ class Deliverer:
             return None
         from slack_sdk.errors import SlackApiError
 
-        from .render.digest import chart_alt_text, digest_chart_png
+        from .blocks import chart_alt_text, digest_chart_png
 
         try:
             png = digest_chart_png(digest)
@@ -497,7 +497,7 @@ class Deliverer:
     def deliver(self, sub: Subscription, digest: Digest, due_at: datetime | None) -> DeliveryResult:
         from slack_sdk.errors import SlackApiError
 
-        from .render.digest import digest_blocks
+        from .blocks import digest_blocks
 
         base = DeliveryResult(sub.channel_id, digest.period_start, due_at, "skipped", data_as_of=digest.data_as_of,
                               stale=tuple(n for n, _ in digest.stale))
@@ -692,7 +692,7 @@ def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None 
     digest to come, with today's data), whatever the ledger says and whenever the subscription was
     made; nothing is synced, claimed, uploaded or posted. What the ledger says is in `detail`.
     """
-    from .render.digest import digest_blocks
+    from .blocks import digest_blocks
 
     wanted = set(channels) if channels is not None else None
     ledger = Ledger(engine.index)
@@ -729,7 +729,7 @@ def preview_digest(engine, channel_id: str, now: datetime | None = None) -> tupl
     The week shown is the one the next scheduled delivery will cover; while that week is still in
     progress the figures are "so far". Nothing is synced, uploaded or written to the ledger.
     """
-    from .render.digest import digest_blocks
+    from .blocks import digest_blocks
 
     now = now or utcnow()
     sub = subs.get(engine.index, channel_id)

@@ -1,0 +1,1 @@
+"""digests: see docs/design.md for what lives here."""
