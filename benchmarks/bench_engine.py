@@ -92,7 +92,7 @@ KILL_POINTS = (("commits", 0.3), ("commits", 0.7), ("paths", 0.5))
 # `gad-bot` run through this wrapper prints its own peak RSS last on stderr (wait4 reports the largest
 # process of the tree, which may be a git child).
 SELF_RSS = ("import resource, sys\n"
-            "from bot.cli import main\n"
+            "from bot.faces.cli import main\n"
             "try:\n    main()\n"
             "finally:\n    print(f'SELF_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n")
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(*args: str, data: Path, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {**git_env(), "GAD_DATA_DIR": str(data), "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=cwd or ROOT, env=full_env,
+    return subprocess.run([sys.executable, "-m", "bot.faces.cli", *args], cwd=cwd or ROOT, env=full_env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -101,7 +101,7 @@ def test_empty_period_reports_zeros(repo, tmp_path):
 
 
 def test_every_cli_command_is_documented():
-    from bot.cli import cli
+    from bot.faces.cli import cli
 
     docs = (ROOT / "README.md").read_text() + (ROOT / "docs" / "operations.md").read_text()
     for name in cli.commands:

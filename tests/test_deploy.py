@@ -324,7 +324,7 @@ PENDING_COMMANDS: set[str] = set()
 
 
 def test_cli_has_the_commands_deploy_and_docs_use():
-    from bot.cli import cli
+    from bot.faces.cli import cli
 
     missing = [name for name in NEEDED_COMMANDS if name not in cli.commands]
     unexpected = [name for name in missing if name not in PENDING_COMMANDS]

@@ -10,7 +10,7 @@ from slack_bolt.request import BoltRequest
 
 from bot.config import Settings
 from bot.engine.engine import Engine
-from bot.slack import build_app
+from bot.faces.slack import build_app
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub, block_actions_payload, signed_interaction

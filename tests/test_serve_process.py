@@ -124,7 +124,7 @@ def test_bad_settings_exit_non_zero_with_one_clear_line(tmp_path, stub, case):
     env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
     env.update(overrides)
     env = {k: v for k, v in env.items() if v}
-    result = subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--port", "0", "--host", "127.0.0.1"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "bot.faces.cli", "serve", "--port", "0", "--host", "127.0.0.1"], cwd=ROOT,
                             env=cli_env(data, **env), capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr

@@ -10,7 +10,7 @@ from slack_bolt.request import BoltRequest
 
 from bot.config import Settings
 from bot.engine.engine import Engine
-from bot.slack import build_app
+from bot.faces.slack import build_app
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub, block_actions_payload, signed_interaction, signed_slash_command
@@ -204,7 +204,7 @@ def test_long_work_answers_in_dm_after_the_response_url_expires(stub):
 
     from slack_sdk.webhook import WebhookClient
 
-    from bot.slack import RESPONSE_URL_LIFETIME, Responder, web_client
+    from bot.faces.slack import RESPONSE_URL_LIFETIME, Responder, web_client
 
     settings = Settings.from_env({"GAD_DATA_DIR": "/tmp/unused", "SLACK_BOT_TOKEN": stub.good_token,
                                   "SLACK_API_URL": stub.api_url})
@@ -220,7 +220,7 @@ def test_long_work_answers_in_dm_after_the_response_url_expires(stub):
 def test_progress_updates_keep_the_last_use_for_the_answer(stub):
     from slack_sdk.webhook import WebhookClient
 
-    from bot import slack as face
+    from bot.faces import slack as face
 
     url = stub.response_url("progress")
     respond = lambda **kw: WebhookClient(url).send_dict(kw)
@@ -248,7 +248,7 @@ def test_format_csv_attaches_a_file(bot, stub):
 
 
 def test_phase_clock_estimates_the_time_left_from_the_rate_so_far():
-    from bot.slack import PhaseClock
+    from bot.faces.slack import PhaseClock
 
     now = [100.0]
     clock = PhaseClock(lambda: now[0])

@@ -32,7 +32,7 @@ from slack_bolt.request import BoltRequest
 from bot.digests import subscriptions as subs
 from bot.config import Settings
 from bot.engine.engine import Engine
-from bot.slack import build_app
+from bot.faces.slack import build_app
 from bot.digests.face import DigestFace
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import (SlackStub, app_home_opened_event, text_objects, block_actions_payload, event_callback,
@@ -249,7 +249,7 @@ def test_csv_that_cannot_be_uploaded_is_shown_in_the_answer(bot, stub):
 def test_successful_track_from_slack(bot, stub, tmp_path, monkeypatch):
     """A real clone over HTTP from a loopback git server; the source policy (tested in test_sources) is
     told to vouch for the loopback URL, since no public host may be reached from a test."""
-    from bot import slack as face_module
+    from bot.faces import slack as face_module
     from tests.faults import GitHttpServer
 
     served = tmp_path / "served"
@@ -337,7 +337,7 @@ def test_untrack_from_slack_leaves_every_subscription(bot):
 def test_digest_post_is_what_the_channel_reads(bot, stub):
     """The scheduler's path: Monday 2026-11-30 09:00 UTC posts the week of 23 November."""
     from bot.digests.digest import ChannelPacer, run_due_digests
-    from bot.slack import web_client
+    from bot.faces.slack import web_client
 
     subs.subscribe(bot.engine.engine, "C123", subs.Subscribe(("web", "api"), tz="UTC"), now=NOW - timedelta(days=10))
     due = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)

@@ -9,7 +9,7 @@ Helpers shared by tests/faults/test_*.py live here (fixtures are in conftest.py)
   ``mode`` can be switched to answer 500s, stall (accept and never answer) or ask for
   Basic credentials;
 * ``StallServer``: a TCP listener that accepts connections and never says a word;
-* ``run_cli`` / ``start_cli``: ``python -m bot.cli ...`` as a real process with a private
+* ``run_cli`` / ``start_cli``: ``python -m bot.faces.cli ...`` as a real process with a private
   data directory and the host's git configuration blanked;
 * ``figures`` / ``index_problems``: what a report says, read through a fresh Engine, and
   every invariant of the index that a half-written update would break.
@@ -51,13 +51,13 @@ def cli_env(data: Path, **extra: str) -> dict[str, str]:
 
 
 def run_cli(*args: str, data: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=cli_env(data, **env),
+    return subprocess.run([sys.executable, "-m", "bot.faces.cli", *args], cwd=ROOT, env=cli_env(data, **env),
                           capture_output=True, text=True, timeout=timeout)
 
 
 def start_cli(*args: str, data: Path, **env: str) -> subprocess.Popen:
     """A gad-bot command in its own process group (it and any fetch child it starts)."""
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=cli_env(data, **env),
+    return subprocess.Popen([sys.executable, "-m", "bot.faces.cli", *args], cwd=ROOT, env=cli_env(data, **env),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -554,7 +554,7 @@ class Serve:
         self._out = open(self.logs / "stdout", "w")
         self._err = open(self.logs / "stderr", "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "serve", "--port", str(self.port), "--host", "127.0.0.1"],
+            [sys.executable, "-m", "bot.faces.cli", "serve", "--port", str(self.port), "--host", "127.0.0.1"],
             cwd=ROOT, env=cli_env(self.data, **self.env), stdout=self._out, stderr=self._err, start_new_session=True)
         if wait:
             self.wait_ready(timeout)

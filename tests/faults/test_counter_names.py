@@ -221,7 +221,7 @@ def test_serve_start_sweeps_the_scratch_directory(tmp_path, settings):
     stale.mkdir(parents=True)
     old = time.time() - 2 * scratch.UNLOCKED_GRACE_SECONDS
     os.utime(stale, (old, old))
-    from bot.server import sweep_leftovers
+    from bot.faces.server import sweep_leftovers
 
     sweep_leftovers(settings)
     assert not stale.exists()

@@ -30,7 +30,7 @@ STACK = re.compile(r"Traceback|File \"|\w+Error\b(?!s)|\w+Exception\b")
 def slack(tmp_path_factory):
     from bot.config import Settings
     from bot.engine.engine import Engine
-    from bot.slack import build_app
+    from bot.faces.slack import build_app
 
     root = tmp_path_factory.mktemp("hostile")
     upstream = RepoBuilder(root / "web")

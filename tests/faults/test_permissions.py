@@ -19,7 +19,7 @@ def _mode(path) -> int:
 @pytest.mark.parametrize("umask", [0o022, 0o000])
 def test_data_dir_and_database_are_private(small, tmp_path, umask):
     data = tmp_path / "data"
-    result = subprocess.run([sys.executable, "-m", "bot.cli", "track", str(small.path), "--name", "small"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "bot.faces.cli", "track", str(small.path), "--name", "small"], cwd=ROOT,
                             env=cli_env(data), capture_output=True, text=True, timeout=60,
                             preexec_fn=lambda: os.umask(umask))
     assert result.returncode == 0, result.stderr
@@ -61,7 +61,7 @@ def test_every_mirror_file_and_directory_is_private(small, tmp_path, umask):
     data = tmp_path / "data"
 
     def gad(*args):
-        result = subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=cli_env(data),
+        result = subprocess.run([sys.executable, "-m", "bot.faces.cli", *args], cwd=ROOT, env=cli_env(data),
                                 capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.umask(umask))
         assert result.returncode == 0, result.stdout + result.stderr
         return result

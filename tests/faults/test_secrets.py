@@ -108,7 +108,7 @@ def test_no_secret_appears_anywhere(tmp_path, caplog):
 
             from bot.config import Settings
             from bot.engine.engine import Engine
-            from bot.slack import build_app
+            from bot.faces.slack import build_app
             from tests.slackstub import signed_slash_command
 
             caplog.set_level(logging.DEBUG)

@@ -26,14 +26,14 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, ServerErrorRetryHandler
 
-from .engine import query as q
-from .config import Settings
-from .engine.engine import Engine
-from .errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
-from .engine import periods
-from .render import blocks as kit
-from .engine.rows import HomeRow, RepoSummary
-from .store.sources import SourcePolicy, check_remote_source, redact
+from ..engine import query as q
+from ..config import Settings
+from ..engine.engine import Engine
+from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
+from ..engine import periods
+from ..render import blocks as kit
+from ..engine.rows import HomeRow, RepoSummary
+from ..store.sources import SourcePolicy, check_remote_source, redact
 from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 
 log = logging.getLogger(__name__)
@@ -311,7 +311,7 @@ class SlackFace:
 
     def _compare(self, parsed: q.Compare, query_text: str, responder: Responder, client: WebClient,
                  channel: str, user: str) -> None:
-        from .render.compare import compare_blocks, compare_to_csv
+        from ..render.compare import compare_blocks, compare_to_csv
 
         report = self.engine.compare(parsed, self.today())
         text, blocks = compare_blocks(report, query_text, public=parsed.query.public)
@@ -328,7 +328,7 @@ class SlackFace:
         Returns the sentence the answer carries about it; when no file could be delivered, that is
         the CSV itself, so the figures always reach the person who asked.
         """
-        from .render.csvout import report_to_csv
+        from ..render.csvout import report_to_csv
 
         content = content if content is not None else report_to_csv(report)
         title = f"2GAD: {query_text}"[:200]
@@ -380,7 +380,7 @@ class SlackFace:
                 return
             parsed = q.parse_command(value, self.today())
             if isinstance(parsed, q.Compare):
-                from .render.compare import compare_blocks
+                from ..render.compare import compare_blocks
 
                 text, blocks = compare_blocks(self.engine.compare(parsed, self.today()), value, shared_by=user,
                                               public=True)

@@ -10,9 +10,9 @@ import threading
 import time
 from pathlib import Path
 
-from .config import Settings
-from .engine.engine import Engine
-from .errors import ConfigError
+from ..config import Settings
+from ..engine.engine import Engine
+from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _plain(start_response, status: int, text: str) -> list[bytes]:
 
 
 def wsgi_app(bolt_app, gate):
-    """/slack/events to Bolt once `gate` (bot.slack.RequestGate) passes it; /healthz answered here.
+    """/slack/events to Bolt once `gate` (bot.faces.slack.RequestGate) passes it; /healthz answered here.
 
     The body is read only after its Content-Length passed the gate (waitress refuses larger
     bodies itself, before buffering them: `max_request_body_size`), and nothing of a refused
@@ -101,9 +101,9 @@ def wsgi_app(bolt_app, gate):
 
 def _digests(settings: Settings, engine: Engine):
     """The subscriptions face and the scheduler that delivers digests and syncs repositories."""
-    from .digests.schedule import DigestScheduler
+    from ..digests.schedule import DigestScheduler
     from .slack import web_client
-    from .digests.face import DigestFace
+    from ..digests.face import DigestFace
 
     face = DigestFace(settings, engine)
     scheduler = DigestScheduler(settings, engine, client_factory=lambda: web_client(settings))
@@ -113,7 +113,7 @@ def _digests(settings: Settings, engine: Engine):
 
 def sweep_leftovers(settings: Settings) -> None:
     """Remove the scratch directories (exported trees for `vs:cocomo`) that a killed process left in the data directory."""
-    from .scratch import sweep
+    from ..scratch import sweep
 
     sweep(settings.data_dir / "tmp")
 

@@ -7,9 +7,9 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from .config import Settings
-from .errors import GadError
-from .store.sources import redact
+from ..config import Settings
+from ..errors import GadError
+from ..store.sources import redact
 
 # What the features use; manifest.yml asks for exactly these (tests/test_manifest.py checks both).
 NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read")
@@ -43,7 +43,7 @@ def check_data_dir(settings: Settings) -> Check:
 
 
 def check_git() -> Check:
-    from .store.history import MIN_GIT, git_version
+    from ..store.history import MIN_GIT, git_version
 
     version = git_version()
     needed = ".".join(map(str, MIN_GIT))
@@ -145,7 +145,7 @@ def check_slack(settings: Settings, client_factory) -> list[Check]:
 
 
 def check_mirrors(engine, now: datetime) -> list[Check]:
-    from .store.mirrors import Mirror
+    from ..store.mirrors import Mirror
 
     repos = engine.repos()
     if not repos:
@@ -176,7 +176,7 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
 
 def check_schedule(engine, now: datetime) -> list[Check]:
     try:
-        from .digests.schedule import next_digest_times
+        from ..digests.schedule import next_digest_times
     except ImportError:
         return []
     times = next_digest_times(engine, now)

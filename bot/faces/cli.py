@@ -16,8 +16,8 @@ from functools import wraps
 
 import click
 
-from .config import Settings
-from .errors import ConfigError, GadError, QueryError, SourceError, set_face
+from ..config import Settings
+from ..errors import ConfigError, GadError, QueryError, SourceError, set_face
 
 log = logging.getLogger("gad-bot")
 
@@ -31,7 +31,7 @@ def _settings() -> Settings:
 
 
 def _engine():
-    from .engine.engine import Engine
+    from ..engine.engine import Engine
 
     return Engine.open(_settings())
 
@@ -108,7 +108,7 @@ def cli():
         json_logs = settings.log_format == "json"
     except ConfigError:
         level, json_logs = "WARNING", False
-    from .logs import setup_logging
+    from ..logs import setup_logging
 
     setup_logging(level, json_logs, secrets=())
 
@@ -130,15 +130,15 @@ def _summary(result, paths: bool = True) -> str:
 @friendly
 def track(source, name, in_place):
     """Mirror SOURCE (URL, user@host:path, or local path) and index it."""
-    from .engine.query import _check_repo_word
+    from ..engine.query import _check_repo_word
 
     if name:
         _check_repo_word(name)
     source = _normalise_source(source)
-    from .store.sources import is_local_path
+    from ..store.sources import is_local_path
 
     if is_local_path(source):
-        from .store.mirrors import open_local
+        from ..store.mirrors import open_local
 
         open_local(source)  # refuse a non-repository before the data directory is touched
     engine = _engine()
@@ -157,7 +157,7 @@ def track(source, name, in_place):
 
 def _normalise_source(source: str) -> str:
     """Local paths are stored absolute, so a later `sync` from another directory finds them."""
-    from .store.sources import is_local_path
+    from ..store.sources import is_local_path
 
     if is_local_path(source):
         return os.path.abspath(os.path.expanduser(source))
@@ -201,28 +201,28 @@ def untrack(name):
 @friendly
 def repos(as_json):
     """List tracked repositories: source, commits, last sync, last error."""
-    from .engine.rows import RepoSummary
+    from ..engine.rows import RepoSummary
 
     rows = [RepoSummary.of(r) for r in _engine().repos()]
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows], default=lambda v: v.isoformat() if hasattr(v, "isoformat")
                               else str(v), indent=2))
         return
-    from .render.text import render_repos_text
+    from ..render.text import render_repos_text
 
     click.echo(render_repos_text(rows))
 
 
 def _track_on_the_fly(engine, words: list[str]) -> list[str]:
     """The operator may name a path or URL instead of a tracked repository: track it first."""
-    from .engine.query import is_source
+    from ..engine.query import is_source
 
     resolved = []
     for word in words:
         if not is_source(word):
             resolved.append(word)
             continue
-        from .store.sources import is_local_path
+        from ..store.sources import is_local_path
 
         source = _normalise_source(word)
         existing = engine.find_by_source(source)
@@ -243,9 +243,9 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
 
 def _report_epilog() -> str:
     """Every token with an example, for `gad-bot report --help` (click keeps lines after \\b as they are)."""
-    from .engine.periods import PERIOD_FORMS
-    from .engine.query import EXAMPLES, TOKENS
-    from .render.text import token_lines
+    from ..engine.periods import PERIOD_FORMS
+    from ..engine.query import EXAMPLES, TOKENS
+    from ..render.text import token_lines
 
     lines = ["\b", "Tokens (any order, after the repository or project names):", *token_lines(TOKENS, 76)]
     lines += ["", f"PERIOD is {PERIOD_FORMS}.", "", "\b", "Examples:"]
@@ -276,7 +276,7 @@ def report(query, as_json, as_csv):
     """
     import dataclasses
 
-    from .engine.query import explain_unknown, parse_query
+    from ..engine.query import explain_unknown, parse_query
 
     if query[0].lower() in ("help", "?"):
         return help_command.callback(None)
@@ -286,21 +286,21 @@ def report(query, as_json, as_csv):
     try:
         result = engine.report(parsed, _today())
     except GadError as error:
-        from .errors import UnknownRepoError
+        from ..errors import UnknownRepoError
 
         if isinstance(error, UnknownRepoError):
             raise explain_unknown(error, " ".join(query)) from None
         raise
     if as_json:
-        from .render.jsonout import report_to_dict
+        from ..render.jsonout import report_to_dict
 
         click.echo(json.dumps(report_to_dict(result), indent=2))
     elif as_csv or parsed.format == "csv":
-        from .render.csvout import report_to_csv
+        from ..render.csvout import report_to_csv
 
         click.echo(report_to_csv(result), nl=False)
     else:
-        from .render.text import render_text
+        from ..render.text import render_text
 
         click.echo(render_text(result))
 
@@ -309,7 +309,7 @@ def report(query, as_json, as_csv):
 @click.argument("topic", required=False)
 def help_command(topic):
     """What a query can say (every token, with examples), and the commands."""
-    from .render.text import render_help_text
+    from ..render.text import render_help_text
 
     commands = [(f"gad-bot {name}", (command.get_short_help_str(limit=66)))
                 for name, command in sorted(cli.commands.items())]
@@ -323,11 +323,11 @@ def help_command(topic):
 @friendly
 def compare(words, as_json, as_csv):
     """Side by side: ITEM ITEM... [tokens], an ITEM being a repository, a project or NAME:PATH (up to 10)."""
-    from .engine.query import parse_compare
+    from ..engine.query import parse_compare
 
     parsed = parse_compare(list(words), _today())
     result = _engine().compare(parsed, _today())
-    from .render import compare as view
+    from ..render import compare as view
 
     if as_json:
         click.echo(json.dumps(view.compare_to_dict(result), indent=2))
@@ -344,8 +344,8 @@ def compare(words, as_json, as_csv):
 @friendly
 def orgs(query, as_json, as_csv):
     """The e-mail domains in REPO... [tokens], with organization and 2GAD, unmatched first (to write GAD_ORG_FILE)."""
-    from .engine.query import parse_query
-    from .render import orgs as view
+    from ..engine.query import parse_query
+    from ..render import orgs as view
 
     parsed = parse_query(list(query), _today())
     if parsed.by is not None:
@@ -390,7 +390,7 @@ def serve(port, host):
     settings = _settings()
     socket_mode = bool(settings.slack_app_token)
     _check_slack_settings(settings, socket_mode)
-    from .logs import setup_logging
+    from ..logs import setup_logging
 
     setup_logging(settings.log_level, settings.log_format == "json", secrets=settings.secrets())
     run_server(settings, socket_mode=socket_mode, host=host, port=port)
@@ -420,8 +420,8 @@ def healthcheck():
 @friendly
 def digest(at, dry_run, channels, as_json):
     """Deliver every weekly digest due now (or --at) that has not been delivered yet, then exit."""
-    from .digests.digest import parse_at, run_due_digests, slack_client_factory
-    from .render.blocks import blocks_to_text
+    from ..digests.digest import parse_at, run_due_digests, slack_client_factory
+    from ..render.blocks import blocks_to_text
 
     settings = _settings()
     engine = _engine()

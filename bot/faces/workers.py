@@ -30,10 +30,10 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import date
 
-from .config import Settings
-from .errors import GadError
-from .engine.metric import Report
-from .engine.query import Query
+from ..config import Settings
+from ..errors import GadError
+from ..engine.metric import Report
+from ..engine.query import Query
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def _deliver(deliver: Callable[[ReportAnswer], None], answer: ReportAnswer) -> N
 
 
 def _failure(sentence: str, reference: str | None = None) -> ReportAnswer:
-    from .render import blocks as kit
+    from ..render import blocks as kit
 
     text, blocks = kit.error_blocks(sentence, reference)
     return ReportAnswer(text, blocks, failed=True)
@@ -226,8 +226,8 @@ def _init_worker(settings: Settings, server: int) -> None:
     import ctypes
     import signal
 
-    from .engine.engine import Engine
-    from .logs import setup_logging
+    from ..engine.engine import Engine
+    from ..logs import setup_logging
 
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
@@ -249,9 +249,9 @@ def _ready() -> int:
 
 def run_report(job: ReportJob) -> ReportAnswer:
     """Compute and render one report (in a worker process; in tests, anywhere an Engine is open)."""
-    from .errors import UnknownRepoError
-    from .engine.query import explain_unknown
-    from .render import blocks as kit
+    from ..errors import UnknownRepoError
+    from ..engine.query import explain_unknown
+    from ..render import blocks as kit
 
     try:
         try:
@@ -261,7 +261,7 @@ def run_report(job: ReportJob) -> ReportAnswer:
         public = job.shared_by is not None or job.query.public
         text, blocks = kit.report_blocks(report, job.query_text, shared_by=job.shared_by, public=public)
         if job.csv:
-            from .render.csvout import report_to_csv
+            from ..render.csvout import report_to_csv
 
             return ReportAnswer(text, blocks, public=public, csv=report_to_csv(report), report=report)
         if job.shared_by is not None:  # the face also replaces the private answer it was shared from

@@ -1,0 +1,1 @@
+"""faces: see docs/design.md for what lives here."""
