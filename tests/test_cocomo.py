@@ -13,7 +13,7 @@ import pytest
 from bot.engine import cocomo
 from bot.confine import ExportLimits
 from bot.errors import GadError, QueryError
-from bot.engine.metric import Cocomo
+from bot.metric import Cocomo
 from bot.store.mirrors import Mirror
 from bot.engine.query import parse_query
 from tests.conftest import TODAY

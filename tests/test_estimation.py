@@ -462,7 +462,7 @@ def test_compare_vs_cocomo_gives_sloc_effort_and_ratio(two, tmp_path, monkeypatc
 
 def test_compare_renderers_take_the_producers_rows():
     """The renderer's input built with the producer's constructors (metric.CompareRow.from_report)."""
-    from bot.engine.metric import CompareReport, CompareRow, Report, Row, Totals
+    from bot.metric import CompareReport, CompareRow, Report, Row, Totals
     from bot.render.compare import compare_blocks
 
     by_month = Report(repos=("mesa",), since=None, until=None, scope_words="all branches and tags",

@@ -165,8 +165,8 @@ def test_by_period_rows_include_quiet_periods(engine, upstream):
 
 
 def test_reference_metric_agrees_with_engine(engine, history):
-    """bot/engine/metric.py, applied to git's own records, equals the engine's figure."""
-    from bot.engine import metric
+    """bot/metric.py, applied to git's own records, equals the engine's figure."""
+    from bot import metric
 
     engine.track(str(history.path), "up")
     out = history.git("log", "--use-mailmap", "--branches", "--tags", "--format=%H%x00%aN%x00%aE%x00%ad", "--date=short")

@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from bot.engine.metric import UNITS_NOTE, Cocomo, Report, Row, Totals
+from bot.metric import UNITS_NOTE, Cocomo, Report, Row, Totals
 from bot.engine.query import EXAMPLES
 from bot.engine.rows import HomeRow, RepoSummary
 from bot.render import (error_blocks, escape_mrkdwn, figure_words, fit_blocks, help_blocks, home_view,

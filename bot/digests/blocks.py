@@ -21,7 +21,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from ..engine import metric
+from .. import metric
 from ..errors import did_you_mean, nearest
 from ..engine.periods import bucket_label
 from ..render import words

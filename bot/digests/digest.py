@@ -59,7 +59,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from ..errors import DigestError, GadError, UnknownRepoError
 from ..store.index import Index, RepoRow, _iso, parse_time, utcnow
-from ..engine.metric import Row
+from ..metric import Row
 from ..engine.query import Query
 from . import subscriptions as subs
 from .rows import Digest, Figures

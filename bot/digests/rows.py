@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from ..engine.metric import Row, Totals
+from ..metric import Row, Totals
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ..confine import ExportLimitError, ExportLimits, Limits
 from ..errors import GadError
-from .metric import DAYS_PER_PERSON_MONTH, Cocomo, Report
+from ..metric import DAYS_PER_PERSON_MONTH, Cocomo, Report
 from ..scratch import scratch_directory
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The fast path: 2GAD over per-repository numpy columns, in milliseconds for a million commits.
 
-numpy lives here. The arithmetic is the same as bot/engine/metric.py's (tests compare them on
+numpy lives here. The arithmetic is the same as bot/metric.py's (tests compare them on
 random histories): a record is (person, day, commit); GAD counts distinct (person, day).
 A repository's rows are stored sorted by (mailmapped person, day), so that for one
 repository the selected keys stay sorted and distinct pairs are counted in one pass.
@@ -13,7 +13,7 @@ from datetime import date
 
 import numpy as np
 
-from .metric import Row, Totals
+from ..metric import Row, Totals
 from .periods import bucket_label, from_epoch_day
 
 BAD_DAY = np.int32(-(2**31))

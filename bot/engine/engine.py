@@ -27,7 +27,7 @@ from ..config import Settings
 from ..errors import GadError, MirrorError, QueryError, UnknownRepoError, command, nearest
 from .filters import check_filters
 from ..store.index import Index, RepoRow, utcnow
-from .metric import Report
+from ..metric import Report
 from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
 
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
@@ -659,7 +659,7 @@ class Engine:
     def domains(self, query: Query, today: date | None = None) -> list:
         """`gad-bot orgs`: every e-mail domain among the query's counted people, with its organization and 2GAD."""
         from . import orgs
-        from .metric import DomainRow
+        from ..metric import DomainRow
 
         report = self.report(dataclasses.replace(query, by="person"), today)
         rules = self.org_rules()
@@ -686,7 +686,7 @@ class Engine:
     # -- side by side: `compare` ------------------------------------------------
     def compare(self, command: Compare, today: date | None = None):
         """One row per item over the same tokens (each item's report, by month, boiled down)."""
-        from .metric import CompareReport, CompareRow
+        from ..metric import CompareReport, CompareRow
 
         rows = []
         reports = []

@@ -16,7 +16,7 @@ from datetime import date, datetime, time
 from typing import Literal, Union
 
 from ..errors import QueryError, command, did_you_mean, nearest
-from .metric import person_key
+from ..metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
 BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo", "org")

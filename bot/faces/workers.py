@@ -32,7 +32,7 @@ from datetime import date
 
 from ..config import Settings
 from ..errors import GadError
-from ..engine.metric import Report
+from ..metric import Report
 from ..engine.query import Query
 
 log = logging.getLogger(__name__)

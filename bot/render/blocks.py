@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..engine.metric import Report, Row
+from ..metric import Report, Row
 from ..engine.query import EXAMPLES, GRAMMAR
 from ..engine.rows import HomeRow, RepoSummary
 from . import words

@@ -6,7 +6,7 @@ import csv
 import io
 import math
 
-from ..engine.metric import CompareReport, CompareRow
+from ..metric import CompareReport, CompareRow
 from . import words
 
 # Every column of the CSV, in order (the JSON uses the same names).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from ..engine.metric import Report, Totals
+from ..metric import Report, Totals
 
 COLUMNS = ("key", "person_days", "two_gad", "developers", "commits")
 TOTAL_KEY = "TOTAL"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
-from ..engine.metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, Report, Row
+from ..metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, Report, Row
 from . import words
 
 

@@ -6,7 +6,7 @@ import csv
 import io
 from collections.abc import Sequence
 
-from ..engine.metric import DomainRow
+from ..metric import DomainRow
 from . import words
 
 COLUMNS = ("domain", "registrable_domain", "organization", "decided_by", "matched", "person_days", "two_gad",

@@ -11,7 +11,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..engine.metric import Report
+from ..metric import Report
 from ..engine.rows import RepoSummary
 from ..engine.query import EXAMPLES, GRAMMAR
 from . import words

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 
-from ..engine.metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, UNITS_NOTE, Report, Totals
+from ..metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, UNITS_NOTE, Report, Totals
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 
@@ -98,7 +98,7 @@ def span_words(first: date | None, last: date | None) -> str:
 
 def span_length(first: date | None, last: date | None) -> str:
     """How long from the first to the last day, both included: '1 day', '45 days', '14.2 months'."""
-    from ..engine.metric import span_months
+    from ..metric import span_months
 
     if first is None or last is None:
         return "-"

@@ -35,7 +35,7 @@ from . import graph
 from . import history as git_history
 from . import store
 from .index import ChunkRow, Index, RepoRow
-from ..engine.metric import is_bot, person_key
+from ..metric import is_bot, person_key
 from .mirrors import DEFAULT_SCOPE_PREFIXES, Mailmap, Mirror
 
 log = logging.getLogger(__name__)

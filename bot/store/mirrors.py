@@ -24,7 +24,7 @@ from pygit2.enums import FetchPrune
 
 from ..confine import ExportLimitError, ExportLimits
 from ..errors import MirrorError, SourceError
-from ..engine.metric import ascii_lower
+from ..metric import ascii_lower
 from .sources import SourcePolicy, redact
 
 if TYPE_CHECKING:
