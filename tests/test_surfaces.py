@@ -289,7 +289,7 @@ def test_sync_untrack_and_projects_are_for_admins(bot):
     for text in ("sync web", "untrack web", "project add suite web api", "project remove suite"):
         refused = bot.ask(text, user="U999")
         assert "Only the people gad-bot's operator listed can do that (<@UADMIN>)" in read(refused), text
-    assert bot.engine.engine.projects() == {} and bot.engine.engine.known_names() == ["api", "web"]
+    assert bot.engine.projects() == {} and bot.engine.known_names() == ["api", "web"]
     assert "`web`: 9 commits (+0)" in read(bot.ask("sync web", user=ADMIN))
     added = bot.ask("project add suite web api", user=ADMIN)
     assert "Project `suite` now counts `api`, `web` as one." in read(added)
@@ -329,8 +329,8 @@ def test_untrack_from_slack_leaves_every_subscription(bot):
     bot.ask("subscribe web api")
     bot.ask("subscribe web", channel="C999")
     assert "Untracked `web`." in read(bot.ask("untrack web", user=ADMIN))
-    assert subs.get(bot.engine.engine.index, "C123").repos == ("api",)
-    assert subs.get(bot.engine.engine.index, "C999") is None  # nothing left there
+    assert subs.get(bot.engine.index, "C123").repos == ("api",)
+    assert subs.get(bot.engine.index, "C999") is None  # nothing left there
     assert "`web`" not in read(bot.ask("subscriptions"))
 
 
@@ -339,9 +339,9 @@ def test_digest_post_is_what_the_channel_reads(bot, stub):
     from bot.digests.digest import ChannelPacer, run_due_digests
     from bot.faces.slack import web_client
 
-    subs.subscribe(bot.engine.engine, "C123", subs.Subscribe(("web", "api"), tz="UTC"), now=NOW - timedelta(days=10))
+    subs.subscribe(bot.engine, "C123", subs.Subscribe(("web", "api"), tz="UTC"), now=NOW - timedelta(days=10))
     due = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
-    results = run_due_digests(bot.engine.engine, lambda: web_client(bot.settings), at=due, clock=lambda: due,
+    results = run_due_digests(bot.engine, lambda: web_client(bot.settings), at=due, clock=lambda: due,
                               pacer=ChannelPacer(0), sync=False, charts=False)
     assert [(r.period_start, r.state) for r in results] == [(date(2026, 11, 23), "posted")]
     (post,) = stub.calls_to("chat.postMessage")
