@@ -120,8 +120,8 @@ def test_repos_lists_tracked(bot, stub):
 
 def test_admin_commands_refuse_others_politely(bot, stub):
     app, engine = bot
-    _, name = dispatch(app, stub, "untrack web", user="U999")
-    message = answer(stub, name)
+    response, name = dispatch(app, stub, "untrack web", user="U999")
+    message = ack_body(response)  # refused in the ack itself
     assert "Only the people" in all_text(message) and "UADMIN" in all_text(message)
     assert engine.known_names() == ["web"]
 

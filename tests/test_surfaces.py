@@ -287,7 +287,7 @@ def test_track_of_a_local_path_is_refused_in_the_ack(bot):
 
 def test_sync_untrack_and_projects_are_for_admins(bot):
     for text in ("sync web", "untrack web", "project add suite web api", "project remove suite"):
-        refused = bot.ask(text, user="U999")
+        refused, _ = bot.slash(text, user="U999")  # in the ack (tests/test_slack_app.py: nothing follows)
         assert "Only the people gad-bot's operator listed can do that (<@UADMIN>)" in read(refused), text
     assert bot.engine.projects() == {} and bot.engine.known_names() == ["api", "web"]
     assert "`web`: 9 commits (+0)" in read(bot.ask("sync web", user=ADMIN))

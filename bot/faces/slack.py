@@ -34,6 +34,7 @@ from ..engine import periods
 from ..render import blocks as kit
 from ..engine.rows import HomeRow, RepoSummary
 from ..store.sources import SourcePolicy, check_remote_source, redact
+from .slacktext import decode
 from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,11 @@ def web_client(settings: Settings, token: str | None = None) -> WebClient:
 
 def _today() -> date:
     return datetime.now(timezone.utc).date()
+
+
+def typed(command: dict) -> str:
+    """What the person typed after `/gad`, with Slack's escaping and link forms undone."""
+    return decode(command.get("text") or "")
 
 
 def request_id(payload: dict) -> str:
@@ -157,7 +163,7 @@ class SlackFace:
     def ack_command(self, ack, command, respond, client) -> None:
         """Parse and reject in the ack; help is answered right here; reports are queued right here."""
         try:
-            parsed = q.parse_command(command.get("text") or "", self.today())
+            parsed = q.parse_command(typed(command), self.today())
             log.info("/gad %s from %s in %s", type(parsed).__name__, command.get("user_id"), command.get("channel_id"),
                      extra={"request_id": request_id(command)})
         except QueryError as error:  # the sentence quotes what the user typed: it goes to them, not to the log
@@ -169,6 +175,15 @@ class SlackFace:
             text, blocks = kit.help_blocks()
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
+        if isinstance(parsed, ADMIN_COMMANDS):
+            try:  # a refusal after "Tracking ..." or "Untrack?" would read as a change of mind
+                self._require_admin(client, command.get("user_id", ""))
+            except PermissionDeniedError as error:
+                log.info("/gad %s refused in the ack (not an admin)", type(parsed).__name__,
+                         extra={"request_id": request_id(command)})
+                text, blocks = kit.error_blocks(str(error), mentions=self.settings.admins)
+                ack(text=text, blocks=blocks, response_type="ephemeral")
+                return
         if isinstance(parsed, q.Track):
             try:  # refuse in the ack itself: a refusal after "Tracking ..." reads as a change of mind
                 check_remote_source(parsed.source, self._ack_policy)
@@ -188,7 +203,7 @@ class SlackFace:
 
     def _queue_report(self, query: q.Query, command: dict, ack, respond, client: WebClient) -> None:
         """Queue the report for a worker process and acknowledge at once: where it stands, or why not."""
-        user, channel, text = command.get("user_id", ""), command.get("channel_id", ""), command.get("text") or ""
+        user, channel, text = command.get("user_id", ""), command.get("channel_id", ""), typed(command)
         responder = Responder(respond, client, user)
         job = ReportJob(query, text, user, self.today(), csv=query.format == "csv")
         try:
@@ -221,9 +236,10 @@ class SlackFace:
         user = command.get("user_id", "")
         responder = Responder(respond, client, user)
         started = time.perf_counter()
+        parsed = None
         try:
             try:
-                parsed = q.parse_command(command.get("text") or "", self.today())
+                parsed = q.parse_command(typed(command), self.today())
             except QueryError:
                 return  # ack_command already answered it: once is enough
             if isinstance(parsed, q.Help) or (isinstance(parsed, q.ShowReport) and self.reports is not None):
@@ -233,8 +249,8 @@ class SlackFace:
                     check_remote_source(parsed.source, self._ack_policy)
                 except GadError:
                     return  # refused in the ack already
-            if isinstance(parsed, ADMIN_COMMANDS):
-                self._require_admin(client, user)
+            if isinstance(parsed, ADMIN_COMMANDS) and not self._may_administer(client, user):
+                return  # refused in the ack already
             self._dispatch(parsed, command, responder, client)
             log.info("/gad %s answered in %.0f ms", type(parsed).__name__, 1000 * (time.perf_counter() - started),
                      extra={"request_id": request_id(command)})
@@ -242,21 +258,22 @@ class SlackFace:
             log.info("/gad refused (%s)", type(error).__name__, extra={"request_id": request_id(command)})
             mentions = self.settings.admins if isinstance(error, PermissionDeniedError) else ()
             text, blocks = kit.error_blocks(str(error), mentions=mentions)
-            responder.final(text, blocks)
+            # a failed track replaces its "Tracking ..." message and progress: one message tells the story
+            responder.final(text, blocks, replace=isinstance(parsed, q.Track))
         except Exception:
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error handling /gad (reference %s)", reference,
                           extra={"request_id": request_id(command), "reference": reference})
             text, blocks = kit.error_blocks("Something went wrong on gad-bot's side; the operator can find "
                                             "the details in the logs.", reference)
-            responder.final(text, blocks)
+            responder.final(text, blocks, replace=isinstance(parsed, q.Track))
 
     def _dispatch(self, parsed, command: dict, responder: Responder, client: WebClient) -> None:
         channel, user = command.get("channel_id", ""), command.get("user_id", "")
         if isinstance(parsed, q.ShowReport):
-            self._report(parsed.query, command.get("text") or "", responder, client, channel, user)
+            self._report(parsed.query, typed(command), responder, client, channel, user)
         elif isinstance(parsed, q.Compare):
-            self._compare(parsed, command.get("text") or "", responder, client, channel, user)
+            self._compare(parsed, typed(command), responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
             paths = self._may_administer(client, user)  # where repositories live on the server is the admins' business
             responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths) for r in self.engine.repos()]))
