@@ -39,7 +39,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_FETCH_TIMEOUT_SECONDS": ("1800", "Longest a clone or fetch may take before it is abandoned."),
     "GAD_MAX_MIRROR_MB": ("4096", "Largest repository `/gad track` will clone, in MiB of transferred data."),
     "GAD_REPORT_WORKERS": ("0", "Worker processes `serve` computes reports in (0: one per CPU)."),
-    "GAD_REPORTS_PER_USER": ("3", "Reports one person may have queued or running at once in `serve`."),
+    "GAD_REPORTS_PER_USER": ("20", "Reports one person may have queued or running at once in `serve` (a flood past it is refused with a sentence); each waits behind other people's in turn."),
+    "GAD_REPORT_TIMEOUT_SECONDS": ("120", "Longest one report or compare may compute in `serve`; past it the worker is stopped and the person told how to narrow the question."),
     "GAD_LOG_FORMAT": ("text", "`text` or `json` (one object per line)."),
     "GAD_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARNING or ERROR."),
 }
@@ -82,7 +83,8 @@ class Settings:
     fetch_timeout_seconds: int = 1800
     max_mirror_mb: int = 4096
     report_workers: int = 0  # 0: one per CPU
-    reports_per_user: int = 3
+    reports_per_user: int = 20
+    report_timeout_seconds: int = 120
     log_format: str = "text"
     log_level: str = "INFO"
 
@@ -135,6 +137,7 @@ class Settings:
             max_mirror_mb=_positive_int(env, "GAD_MAX_MIRROR_MB"),
             report_workers=_positive_int(env, "GAD_REPORT_WORKERS", zero=True),
             reports_per_user=_positive_int(env, "GAD_REPORTS_PER_USER"),
+            report_timeout_seconds=_positive_int(env, "GAD_REPORT_TIMEOUT_SECONDS"),
             log_format=log_format,
             log_level=log_level,
         )

@@ -30,6 +30,7 @@ from ..engine import query as q
 from ..config import Settings
 from ..engine.engine import Engine
 from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
+from ..metric import CompareReport
 from ..engine import periods
 from ..render import blocks as kit
 from ..engine.rows import HomeRow, RepoSummary
@@ -199,13 +200,17 @@ class SlackFace:
         if isinstance(parsed, q.ShowReport) and self.reports is not None:
             self._queue_report(parsed.query, command, ack, respond, client)
             return
+        if isinstance(parsed, q.Compare) and self.reports is not None:  # as much work as reports: the same turns
+            self._queue_report(parsed.query, command, ack, respond, client, compare=parsed)
+            return
         ack()
 
-    def _queue_report(self, query: q.Query, command: dict, ack, respond, client: WebClient) -> None:
-        """Queue the report for a worker process and acknowledge at once: where it stands, or why not."""
+    def _queue_report(self, query: q.Query, command: dict, ack, respond, client: WebClient,
+                      compare: q.Compare | None = None) -> None:
+        """Queue the report (or compare) for a worker process and acknowledge at once: where it stands, or why not."""
         user, channel, text = command.get("user_id", ""), command.get("channel_id", ""), typed(command)
         responder = Responder(respond, client, user)
-        job = ReportJob(query, text, user, self.today(), csv=query.format == "csv")
+        job = ReportJob(query, text, user, self.today(), csv=query.format == "csv", compare=compare)
         try:
             ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
                                                                          text))
@@ -225,7 +230,11 @@ class SlackFace:
                  query_text: str) -> None:
         """Post a worker's answer (and its CSV) the way `_report` would have."""
         text, blocks = answer.text, answer.blocks
-        if answer.csv is not None and answer.report is not None and not answer.failed:
+        if answer.csv is not None and isinstance(answer.report, CompareReport) and not answer.failed:
+            notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
+                                      content=answer.csv, filename="gad-compare.csv")
+            blocks = [*blocks, kit.section(notice)]
+        elif answer.csv is not None and answer.report is not None and not answer.failed:
             # where the file went (or the CSV itself) is part of the answer: rendered once it is known
             notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
                                       content=answer.csv)
@@ -242,7 +251,8 @@ class SlackFace:
                 parsed = q.parse_command(typed(command), self.today())
             except QueryError:
                 return  # ack_command already answered it: once is enough
-            if isinstance(parsed, q.Help) or (isinstance(parsed, q.ShowReport) and self.reports is not None):
+            if isinstance(parsed, q.Help) or (isinstance(parsed, (q.ShowReport, q.Compare))
+                                               and self.reports is not None):
                 return  # answered in the ack, or queued there for a worker
             if isinstance(parsed, q.Track):
                 try:
@@ -396,6 +406,13 @@ class SlackFace:
                 log.info("ignored a second click on the same Share button")
                 return
             parsed = q.parse_command(value, self.today())
+            if isinstance(parsed, q.Compare) and self.reports is not None:  # in the workers' turns, like reports
+                job = ReportJob(parsed.query, value, user, self.today(), shared_by=user, compare=parsed)
+                ahead = self.reports.submit(job, lambda answer: responder.final(answer.text, answer.blocks,
+                                                                                public=not answer.failed))
+                if ahead >= self.reports.workers:
+                    responder.notice(f"Queued: {ahead:,} reports ahead of this one. I will post it here.")
+                return
             if isinstance(parsed, q.Compare):
                 from ..render.compare import compare_blocks
 

@@ -1,20 +1,30 @@
-"""Reports in worker processes: a bounded pool fed by one queue, so acknowledging never waits on them.
+"""Reports in worker processes: a bounded pool fed fairly between people, so acknowledging never waits on them.
 
 A report is CPU work in Python and numpy. Run in threads of the process that acknowledges
 Slack's requests, it shares that process's interpreter lock, and 100 heavy queries at once held
-acks past Slack's 3 s limit. Here reports run in `workers` processes (one per CPU by default),
-fed in order from a queue in the serving process:
+acks past Slack's 3 s limit. Here reports (and compares, Share included) run in `workers`
+processes (one per CPU by default), each owned by one dispatcher thread of the serving process:
 
     pool = ReportPool(settings); pool.start()
     ahead = pool.submit(ReportJob(...), deliver)   # returns at once; deliver(answer) is called later
     pool.shutdown()
 
-`submit` says how many reports are ahead of the new one (running or waiting), so the face can
-tell a person where they stand, and refuses with one sentence when the person already has
-`per_user` reports waiting or running, or when the queue is full. Each worker opens its own
-Engine (and its own column cache) once; a report's answer is rendered there too and comes back
-as a `ReportAnswer` of plain data. A worker that dies (out of memory, say) fails only the report
-it was running; the pool is started again for the next one.
+What one person can do to everyone is bounded (issue 22):
+- Turns, not arrival order: the next job to run is the first waiting one of the person with the
+  fewest jobs running, who has waited longest since their last one started. A person's fourth
+  question waits behind other people's first ones instead of being refused (issue 18).
+- Nobody holds every worker: with two workers or more one person runs on at most all but one, so
+  another person's quick question always finds a worker within one job's time at most.
+- A job's time is bounded (GAD_REPORT_TIMEOUT_SECONDS): past it the worker is killed (nothing
+  short of that stops numpy or a line counter mid-way), a new one is started, and the person is
+  told in one sentence how to narrow the question.
+- Only a flood is refused: `per_user` jobs waiting or running for one person, or `max_waiting`
+  in all, each with a sentence.
+
+`submit` says how many jobs are ahead of the new one, so the face can tell a person where they
+stand. Each worker opens its own Engine (and its own column cache) once; a job's answer is
+rendered there too and comes back as a `ReportAnswer` of plain data. A worker that dies (out of
+memory, say) fails only the job it was running and is started again.
 """
 
 from __future__ import annotations
@@ -22,23 +32,26 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 
 from ..config import Settings
 from ..errors import GadError
-from ..metric import Report
-from ..engine.query import Query
+from ..metric import CompareReport, Report
+from ..engine.query import Compare, Query
 
 log = logging.getLogger(__name__)
 
 MAX_WAITING = 1000  # beyond this many queued reports, new ones are refused with a sentence
 REPORT_NICENESS = 10
+START_SECONDS = 120  # a new worker opens its Engine in about a second; past this it is given up
+RESTART_PAUSE_SECONDS = 1.0  # between attempts to start a worker that failed to start
 
 
 class BusyError(GadError):
@@ -47,7 +60,7 @@ class BusyError(GadError):
 
 @dataclass(frozen=True)
 class ReportJob:
-    """One report to compute and render: what the face knows when the request arrives."""
+    """One report or compare to compute and render: what the face knows when the request arrives."""
 
     query: Query
     query_text: str
@@ -55,6 +68,7 @@ class ReportJob:
     today: date
     shared_by: str | None = None  # the Share button: rendered for the channel, naming who shared it
     csv: bool = False  # also render the CSV attachment
+    compare: Compare | None = None  # a `compare ...`: `query` is its shared query, the items are here
 
 
 @dataclass(frozen=True)
@@ -65,8 +79,8 @@ class ReportAnswer:
     blocks: list[dict]
     public: bool = False
     csv: str | None = None
-    report: Report | None = None  # with `csv` or a share: the face renders it again (where the file went;
-    #                               the private answer without its button)
+    report: Report | CompareReport | None = None  # with `csv` or a share: the face renders it again (where
+    #                                               the file went; the private answer without its button)
     failed: bool = False  # text/blocks are an error message (a GadError's, or an internal error's)
 
 
@@ -78,58 +92,67 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class ReportPool:
-    """The queue and the worker processes (see the module docstring)."""
+def timeout_sentence(seconds: int) -> str:
+    return (f"Your question was still computing after {seconds:,} s, so gad-bot stopped it to keep answering "
+            "everyone else; narrow it (a shorter `since:`, a `path:`, fewer repositories or no `vs:cocomo`) "
+            "and ask again.")
 
-    def __init__(self, settings: Settings, workers: int | None = None, per_user: int = 3,
-                 max_waiting: int = MAX_WAITING, runner: Callable[[ReportJob], ReportAnswer] | None = None):
+
+class ReportPool:
+    """The turns and the worker processes (see the module docstring)."""
+
+    def __init__(self, settings: Settings, workers: int | None = None, per_user: int | None = None,
+                 max_waiting: int = MAX_WAITING, runner: Callable[[ReportJob], ReportAnswer] | None = None,
+                 timeout: float | None = None):
         self.settings = settings
         self.runner = runner or run_report  # what a worker does with a job (module-level: it is pickled by name)
         self.workers = workers or default_workers()
-        self.per_user = per_user
+        self.per_user = per_user or settings.reports_per_user
         self.max_waiting = max_waiting
-        self._jobs: collections.deque[tuple[ReportJob, Callable[[ReportAnswer], None]]] = collections.deque()
-        self._users: collections.Counter[str] = collections.Counter()  # reports waiting or running, per person
-        self._running = 0
+        self.timeout = timeout or settings.report_timeout_seconds
+        # no one person runs on every worker: one is left for everybody else
+        self.per_user_running = max(1, self.workers - 1)
+        self._waiting: dict[str, collections.deque[tuple[int, ReportJob, Callable]]] = {}
+        self._running: collections.Counter[str] = collections.Counter()  # per person
+        self._last_start: dict[str, int] = {}  # per person: the turn their latest job started at
+        self._turn = 0
+        self._count = 0  # jobs waiting, everyone's
         self._cond = threading.Condition()
         self._closed = False
-        self._executor: ProcessPoolExecutor | None = None
+        self._processes: list[_Worker | None] = [None] * self.workers
         self._deliveries = ThreadPoolExecutor(max_workers=4, thread_name_prefix="report-delivery")
         self._dispatchers: list[threading.Thread] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
         """Start the worker processes (and wait until each has opened its Engine)."""
-        self._executor = self._new_executor()
-        for future in [self._executor.submit(_ready) for _ in range(self.workers)]:
-            future.result(timeout=120)
-        for i in range(self.workers):
-            thread = threading.Thread(target=self._dispatch, name=f"report-dispatch-{i}", daemon=True)
+        started = [_Worker.spawn(self.settings, self.runner) for _ in range(self.workers)]
+        for worker in started:
+            worker.wait_ready(START_SECONDS)
+        for i, worker in enumerate(started):
+            self._processes[i] = worker
+            thread = threading.Thread(target=self._dispatch, args=(i,), name=f"report-dispatch-{i}", daemon=True)
             thread.start()
             self._dispatchers.append(thread)
 
     def shutdown(self) -> None:
-        """Stop taking reports; drop the waiting ones; workers exit (running reports are abandoned)."""
+        """Stop taking reports; drop the waiting ones; workers are stopped (running reports are abandoned)."""
         with self._cond:
             self._closed = True
-            self._jobs.clear()
+            self._waiting.clear()
+            self._count = 0
             self._cond.notify_all()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            workers = [w for w in self._processes if w is not None]
+        for worker in workers:
+            worker.kill()
         self._deliveries.shutdown(wait=False, cancel_futures=True)
 
-    def _new_executor(self) -> ProcessPoolExecutor:
-        import multiprocessing
+    def pids(self) -> list[int]:
+        """The worker processes' ids (for tests and the benchmark's memory figures)."""
+        with self._cond:
+            return [w.pid for w in self._processes if w is not None]
 
-        # spawn: the serving process has threads, which fork must not copy. Not forkserver: its
-        # workers are the forkserver's children and keep it alive, so a kill -9 of the server
-        # would leave them all running; spawned workers are the server's own children and die
-        # with it (PR_SET_PDEATHSIG in _init_worker). They start once, in about a second.
-        context = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_init_worker,
-                                   initargs=(self.settings, os.getpid()))
-
-    # -- the queue -------------------------------------------------------------------------------
+    # -- the turns -------------------------------------------------------------------------------
     def room_for(self, user: str) -> str | None:
         """None when `user` may queue a report now, else the sentence saying why not."""
         with self._cond:
@@ -138,67 +161,173 @@ class ReportPool:
     def _refusal(self, user: str) -> str | None:
         if self._closed:
             return "gad-bot is shutting down; ask again in a minute."
-        if self._users[user] >= self.per_user:
-            return (f"You already have {self._users[user]} reports on their way (at most {self.per_user} at a time); "
-                    "wait for them, then ask again.")
-        if len(self._jobs) >= self.max_waiting:
-            return f"gad-bot has {len(self._jobs):,} reports waiting; ask again in a minute."
+        mine = self._running[user] + len(self._waiting.get(user, ()))
+        if mine >= self.per_user:
+            return (f"You already have {mine} questions waiting or computing (at most {self.per_user} at a time); "
+                    "wait for some of them to be answered, then ask again.")
+        if self._count >= self.max_waiting:
+            return f"gad-bot has {self._count:,} reports waiting; ask again in a minute."
         return None
 
     def submit(self, job: ReportJob, deliver: Callable[[ReportAnswer], None]) -> int:
-        """Queue `job`; return how many reports are ahead of it (running or waiting), or raise BusyError."""
+        """Queue `job`; return how many jobs are ahead of it (running, or before it in the turns), or raise BusyError."""
         with self._cond:
             refusal = self._refusal(job.user)
             if refusal:
                 raise BusyError(refusal)
-            ahead = self._running + len(self._jobs)
-            self._jobs.append((job, deliver))
-            self._users[job.user] += 1
-            self._cond.notify()
+            mine = len(self._waiting.get(job.user, ()))
+            # Its turn comes after the person's own waiting jobs, and after at most as many again
+            # (plus one) of each other person's: people take turns.
+            ahead = sum(self._running.values()) + mine + sum(
+                min(len(jobs), mine + 1) for user, jobs in self._waiting.items() if user != job.user)
+            self._turn += 1
+            self._waiting.setdefault(job.user, collections.deque()).append((self._turn, job, deliver))
+            self._count += 1
+            self._cond.notify_all()
         return ahead
 
     def waiting(self) -> int:
         with self._cond:
-            return len(self._jobs)
+            return self._count
 
-    def _dispatch(self) -> None:
+    def running(self) -> int:
+        with self._cond:
+            return sum(self._running.values())
+
+    def _next(self) -> tuple[ReportJob, Callable] | None:
+        """The job whose turn it is (under the lock): fewest running first, then longest since the last start."""
+        eligible = [user for user, jobs in self._waiting.items()
+                    if jobs and self._running[user] < self.per_user_running]
+        if not eligible:
+            return None
+        user = min(eligible, key=lambda u: (self._running[u], self._last_start.get(u, 0), self._waiting[u][0][0]))
+        _, job, deliver = self._waiting[user].popleft()
+        if not self._waiting[user]:
+            del self._waiting[user]
+        self._count -= 1
+        self._turn += 1
+        self._last_start[user] = self._turn
+        self._running[user] += 1
+        return job, deliver
+
+    def _dispatch(self, slot: int) -> None:
         while True:
             with self._cond:
-                while not self._jobs and not self._closed:
+                while not self._closed and (picked := self._next()) is None:
                     self._cond.wait()
                 if self._closed:
                     return
-                job, deliver = self._jobs.popleft()
-                self._running += 1
+                job, deliver = picked
             try:
-                answer = self._compute(job)
+                answer = self._compute(slot, job)
             finally:
                 with self._cond:
-                    self._running -= 1
-                    self._users[job.user] -= 1
-                    if self._users[job.user] <= 0:
-                        del self._users[job.user]
+                    self._running[job.user] -= 1
+                    if self._running[job.user] <= 0:
+                        del self._running[job.user]
+                        if job.user not in self._waiting:
+                            self._last_start.pop(job.user, None)  # nothing of theirs left: forget them
+                    self._cond.notify_all()
             if answer is not None:
                 try:
                     self._deliveries.submit(_deliver, deliver, answer)
                 except RuntimeError:  # shutting down
                     return
 
-    def _compute(self, job: ReportJob) -> ReportAnswer | None:
-        executor = self._executor
-        try:
-            return executor.submit(self.runner, job).result()  # type: ignore[union-attr]
-        except BrokenProcessPool:
+    def _compute(self, slot: int, job: ReportJob) -> ReportAnswer | None:
+        worker = self._processes[slot]
+        outcome = worker.run(job, self.timeout) if worker is not None else _Worker.DIED
+        if isinstance(outcome, ReportAnswer):
+            return outcome
+        if outcome is _Worker.TIMED_OUT:
+            log.warning("a report ran past %s s; stopping its worker and starting another", self.timeout)
+        else:
+            log.error("a report worker died; starting another")
+        self._restart(slot)
+        if self._closed:
+            return None
+        if outcome is _Worker.TIMED_OUT:
+            return _failure(timeout_sentence(int(self.timeout)))
+        return _failure("The report stopped unexpectedly on gad-bot's side (a worker process ended); "
+                        "ask again, and tell the operator if it happens again.")
+
+    def _restart(self, slot: int) -> None:
+        """Replace the worker of `slot` (killed or dead) with a new one, trying until it starts or the pool closes."""
+        old = self._processes[slot]
+        if old is not None:
+            old.kill()
+        while not self._closed:
+            try:
+                worker = _Worker.spawn(self.settings, self.runner)
+                worker.wait_ready(START_SECONDS)
+            except Exception:
+                log.exception("a report worker failed to start; trying again")
+                time.sleep(RESTART_PAUSE_SECONDS)
+                continue
             with self._cond:
                 if self._closed:
-                    return None
-                if self._executor is executor:  # the first dispatcher to notice starts a new pool
-                    log.error("a report worker died; starting the report pool again")
-                    self._executor = self._new_executor()
-            return _failure("The report stopped unexpectedly on gad-bot's side (a worker process ended); "
-                            "ask again, and tell the operator if it happens again.")
-        except RuntimeError:  # the executor was shut down under us
-            return None
+                    worker.kill()
+                    return
+                self._processes[slot] = worker
+            return
+
+
+class _Worker:
+    """One worker process and the pipe to it: a job goes in, its answer comes out, or time runs out."""
+
+    TIMED_OUT = object()
+    DIED = object()
+
+    def __init__(self, process, conn):
+        self.process, self.conn = process, conn
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @classmethod
+    def spawn(cls, settings: Settings, runner: Callable[[ReportJob], ReportAnswer]) -> "_Worker":
+        import multiprocessing
+
+        # spawn: the serving process has threads, which fork must not copy. Spawned workers are
+        # the server's own children and die with it (PR_SET_PDEATHSIG in _init_worker).
+        context = multiprocessing.get_context("spawn")
+        ours, theirs = context.Pipe()
+        process = context.Process(target=_worker_main, args=(theirs, settings, os.getpid(), runner),
+                                  name="gad-bot report worker", daemon=True)
+        process.start()
+        theirs.close()
+        return cls(process, ours)
+
+    def wait_ready(self, seconds: float) -> None:
+        """Wait for the worker's first word (its Engine is open); raise RuntimeError when it does not come."""
+        try:
+            if self.conn.poll(seconds):
+                self.conn.recv()
+                return
+        except (EOFError, OSError):
+            pass
+        self.kill()
+        raise RuntimeError("a report worker did not start")
+
+    def run(self, job: ReportJob, timeout: float):
+        """The job's ReportAnswer, TIMED_OUT (the worker is still computing) or DIED."""
+        try:
+            self.conn.send(job)
+            if not self.conn.poll(timeout):
+                return self.TIMED_OUT
+            return self.conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            return self.DIED
+
+    def kill(self) -> None:
+        """Stop the worker now, whatever it is doing, and reap it."""
+        try:
+            self.process.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+        self.process.join(5)
+        self.conn.close()
 
 
 def _deliver(deliver: Callable[[ReportAnswer], None], answer: ReportAnswer) -> None:
@@ -220,11 +349,27 @@ def _failure(sentence: str, reference: str | None = None) -> ReportAnswer:
 _engine = None
 
 
+def _worker_main(conn, settings: Settings, server: int, runner: Callable[[ReportJob], ReportAnswer]) -> None:
+    """A worker's life: open the Engine, say so, then answer jobs one at a time until the pipe closes."""
+    _init_worker(settings, server)
+    conn.send(os.getpid())
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer = runner(job)
+        except Exception:  # run_report answers every error itself; a stand-in runner may not
+            log.exception("a report runner raised")
+            answer = _failure("Something went wrong on gad-bot's side; the operator can find the details in the logs.")
+        conn.send(answer)
+
+
 def _init_worker(settings: Settings, server: int) -> None:
     """Die with the server (kill -9 included), log like it, and open the Engine once."""
     global _engine
     import ctypes
-    import signal
 
     from ..engine.engine import Engine
     from ..logs import setup_logging
@@ -243,10 +388,6 @@ def _init_worker(settings: Settings, server: int) -> None:
     _engine = Engine(settings)
 
 
-def _ready() -> int:
-    return os.getpid()
-
-
 def run_report(job: ReportJob) -> ReportAnswer:
     """Compute and render one report (in a worker process; in tests, anywhere an Engine is open)."""
     from ..errors import UnknownRepoError
@@ -254,6 +395,8 @@ def run_report(job: ReportJob) -> ReportAnswer:
     from ..render import blocks as kit
 
     try:
+        if job.compare is not None:
+            return _run_compare(job)
         try:
             report = _engine.report(job.query, job.today)  # type: ignore[union-attr]
         except UnknownRepoError as error:
@@ -274,3 +417,15 @@ def run_report(job: ReportJob) -> ReportAnswer:
         log.exception("internal error computing a report (reference %s)", reference, extra={"reference": reference})
         return _failure("Something went wrong on gad-bot's side; the operator can find the details in the logs.",
                         reference)
+
+
+def _run_compare(job: ReportJob) -> ReportAnswer:
+    """Compute and render one `compare` (errors are answered by run_report)."""
+    from ..render.compare import compare_blocks, compare_to_csv
+
+    report = _engine.compare(job.compare, job.today)  # type: ignore[union-attr]
+    public = job.shared_by is not None or job.query.public
+    text, blocks = compare_blocks(report, job.query_text, shared_by=job.shared_by, public=public)
+    if job.csv:
+        return ReportAnswer(text, blocks, public=public, csv=compare_to_csv(report), report=report)
+    return ReportAnswer(text, blocks, public=public, report=report if job.shared_by is not None else None)
