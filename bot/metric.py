@@ -43,9 +43,13 @@ class Record:
 
 @dataclass(frozen=True)
 class Totals:
-    person_days: int  # GAD: distinct (person, day) pairs
+    person_days: int  # GAD: distinct (person, day) pairs, the *active days* (outputs name it `active_days`)
     developers: int
     commits: int
+
+    @property
+    def active_days(self) -> int:
+        return self.person_days
 
     @property
     def two_gad(self) -> int:
@@ -95,6 +99,13 @@ class Report:
     range: str | None = None  # `range:A..B` as typed, without the key: "v1.0..v2.0" or "..v1.0"
     first_day: date | None = None  # the first and last author day among the counted records
     last_day: date | None = None
+    # Every other filter that shaped the figure, as typed, so that every face can state it.
+    asked: tuple[str, ...] = ()  # the names typed (a project stays its name; `repos` has its members)
+    scope: str = "default"  # "default", "refs:all" or "branch:NAME" (a range replaces it)
+    authors: tuple[str, ...] = ()  # `author:` globs
+    orgs: tuple[str, ...] = ()  # `org:` globs
+    mailmap: bool = True
+    bots: bool = False
 
     @property
     def two_gad(self) -> int:

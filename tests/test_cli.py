@@ -36,12 +36,12 @@ def test_report_on_a_path_tracks_it_in_place_and_prints_json(repo, tmp_path):
     result = run("report", str(repo.path), "since:2024-01", "--json", data=data)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    for key in ("person_days", "two_gad", "developers", "commits", "since", "until", "scope", "repos", "rows"):
+    for key in ("active_days", "two_gad", "developers", "commits", "since", "until", "scope", "repos", "rows"):
         assert key in out
-    assert (out["person_days"], out["two_gad"], out["developers"], out["commits"]) == (4, 8, 3, 4)
+    assert (out["active_days"], out["two_gad"], out["developers"], out["commits"]) == (4, 8, 3, 4)
     assert out["since"] == "2024-01-01"
     again = run("report", "proj", "by:month", "--json", data=data)
-    assert [(r["key"], r["person_days"]) for r in json.loads(again.stdout)["rows"]] == [
+    assert [(r["key"], r["active_days"]) for r in json.loads(again.stdout)["rows"]] == [
         ("2024-01", 2), ("2024-02", 1), ("2024-03", 1)]
 
 
@@ -54,7 +54,7 @@ def test_text_report_is_a_readable_table(repo, tmp_path):
 def test_csv_export(repo, tmp_path):
     result = run("report", str(repo.path), "by:month", "--csv", data=tmp_path / "data")
     lines = result.stdout.strip().splitlines()
-    assert lines[0].startswith("key,") and lines[1].startswith("2024-01,")
+    assert lines[0].startswith("month,active_days,") and lines[1].startswith("2024-01,")
 
 
 def test_track_sync_repos_untrack(repo, tmp_path):
@@ -97,7 +97,7 @@ def test_a_typo_writes_nothing(tmp_path):
 
 def test_empty_period_reports_zeros(repo, tmp_path):
     out = json.loads(run("report", str(repo.path), "since:2030", "--json", data=tmp_path / "d").stdout)
-    assert (out["person_days"], out["developers"], out["commits"]) == (0, 0, 0)
+    assert (out["active_days"], out["developers"], out["commits"]) == (0, 0, 0)
 
 
 def test_every_cli_command_is_documented():

@@ -375,7 +375,7 @@ def expected_row(records):
     days = sorted(d for _, d, _ in records)
     months = Counter(d[:7] for d in {(p, d) for p, d, _ in records} for d in [d[1]])
     busiest = min(months, key=lambda m: (-months[m], m))
-    return {"person_days": gad, "developers": developers, "commits": commits, "first_day": days[0],
+    return {"active_days": gad, "developers": developers, "commits": commits, "first_day": days[0],
             "last_day": days[-1], "active_months": len(months), "busiest_month": busiest,
             "busiest_month_two_gad": 2 * months[busiest]}
 
@@ -394,11 +394,11 @@ def test_compare_rows_agree_with_git(two, web):
                     expected_row(git_records(lib, "--branches", "--tags", paths=("drivers/gpu",), no_merges=True))]
     for row, want in zip(got, expectations):
         assert {k: row[k] for k in want} == want
-        assert row["two_gad"] == 2 * want["person_days"]
+        assert row["two_gad"] == 2 * want["active_days"]
         assert row["mean_two_gad_per_active_month"] == round(row["two_gad"] / want["active_months"], 2)
         assert row["two_gad_person_months"] == round(row["two_gad"] / 19, 2)
     # lib:drivers/gpu by hand: zed 05-05, yan 07-05 (two commits, one day) -> 2 person-days, 3 commits, May/July
-    assert (got[2]["person_days"], got[2]["commits"], got[2]["active_months"], got[2]["busiest_month"]) == (2, 3, 2, "2021-05")
+    assert (got[2]["active_days"], got[2]["commits"], got[2]["active_months"], got[2]["busiest_month"]) == (2, 3, 2, "2021-05")
     assert got[1]["span_months"] == round((date(2021, 7, 9) - date(2021, 5, 5)).days / (365.2425 / 12) + 1 / (365.2425 / 12), 2)
 
 

@@ -90,7 +90,7 @@ def test_slack_compare_reads_as_a_table_and_attaches_every_column(bot, stub):
     assert [c["text"]["text"] for c in cards] == ["*1.* `web`", "*2.* `lib`", "*3.* `lib:drivers/gpu`"]
     (upload,) = stub.uploaded_files()
     lines = upload.data.decode().splitlines()
-    assert lines[0].startswith("item,repositories,person_days,two_gad,two_gad_person_months,developers,commits,")
+    assert lines[0].startswith("item,repositories,active_days,two_gad,two_gad_person_months,developers,commits,")
     assert lines[3].startswith("lib:drivers/gpu,lib,1,2,0.11,1,1,2021-05-05,2021-05-05,")
 
 
@@ -120,7 +120,7 @@ def cli_data(tmp_path):
 def test_cli_range_json_and_csv(cli_data):
     data, env = cli_data
     doc = json.loads(run("report", "web", "range:v1.0..v2.0", "--json", data=data, env=env).stdout)
-    assert (doc["person_days"], doc["range"], doc["first_day"], doc["last_day"]) == (6, "v1.0..v2.0", "2022-07-10",
+    assert (doc["active_days"], doc["range"], doc["first_day"], doc["last_day"]) == (6, "v1.0..v2.0", "2022-07-10",
                                                                                         "2022-12-01")
     text = run("report", "web", "range:..v1.0", data=data, env=env).stdout
     assert text.splitlines()[0] == "web: 2GAD 4 person-days, range ..v1.0, over 3.1 months"
@@ -129,9 +129,11 @@ def test_cli_range_json_and_csv(cli_data):
 def test_cli_by_org_csv_has_share(cli_data):
     data, env = cli_data
     lines = run("report", "web", "by:org", "--csv", data=data, env=env).stdout.splitlines()
-    assert lines[0] == "key,person_days,two_gad,developers,commits,share_percent"
-    assert lines[1] == "intel.com,4,8,1,5,40.00"
-    assert "Collabora,2,4,1,2,20.00" in lines and lines[-1] == "TOTAL,10,20,6,11,100.00"
+    assert lines[0] == ("org,active_days,two_gad,developers,commits,share_percent,repositories_asked,repositories,"
+                        "since,until,scope,range,paths,exclude_paths,authors,orgs,mailmap,bots")
+    context = ",web,web,,,default,,,,,,on,off"
+    assert lines[1] == "intel.com,4,8,1,5,40.00" + context
+    assert "Collabora,2,4,1,2,20.00" + context in lines and lines[-1] == "TOTAL,10,20,6,11,100.00" + context
 
 
 def test_cli_orgs_lists_unmatched_domains_first(cli_data):
@@ -153,7 +155,7 @@ def test_cli_compare_json(cli_data):
     result = run("compare", "web", "web:src", "since:2022-09", "--json", data=data, env=env)
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)["compare"]
-    assert [(r["item"], r["person_days"]) for r in rows] == [("web", 7), ("web:src", 4)]
+    assert [(r["item"], r["active_days"]) for r in rows] == [("web", 7), ("web:src", 4)]
 
 
 def test_help_samples_are_real_answers_on_the_readme_demo_history(tmp_path):

@@ -19,6 +19,7 @@ from bot.render import (error_blocks, escape_mrkdwn, figure_words, fit_blocks, h
                         report_blocks, report_to_csv, report_to_dict, repos_blocks, sparkline, trend_png)
 from bot.render import blocks as blocks_mod
 from bot.render import words
+from bot.render.text import headline
 from tests.slackstub import text_objects
 
 UTC = timezone.utc
@@ -215,16 +216,16 @@ def test_report_to_dict_keys_and_values():
                          cocomo=Cocomo("SLOCCount 2.26", 45_000, 130.5, 21.7, 0.166))
     data = report_to_dict(report)
     assert json.loads(json.dumps(data)) == data
-    assert {k: data[k] for k in ("person_days", "two_gad", "developers", "commits", "since", "until",
+    assert {k: data[k] for k in ("active_days", "two_gad", "developers", "commits", "since", "until",
                                  "scope", "repos", "by", "skipped", "data_as_of", "notes", "units")} == {
-        "person_days": 206, "two_gad": 412, "developers": 12, "commits": 3456,
+        "active_days": 206, "two_gad": 412, "developers": 12, "commits": 3456,
         "since": "2024-01-01", "until": None,
         "scope": "all branches and tags, author dates, mailmap applied, bots left out",
         "repos": ["web", "api"], "by": "month", "skipped": 2, "data_as_of": "2026-12-03T08:00:00+00:00",
         "notes": ["n1"], "units": {"person_month_days": 19, "person_year_days": 228}}
     assert data["rows"] == [
-        {"key": "2024-01", "person_days": 5, "two_gad": 10, "developers": 1, "commits": 10, "first_day": "2024-01-01"},
-        {"key": "2024-02", "person_days": 10, "two_gad": 20, "developers": 1, "commits": 20, "first_day": "2024-02-01"},
+        {"key": "2024-01", "active_days": 5, "two_gad": 10, "developers": 1, "commits": 10, "first_day": "2024-01-01"},
+        {"key": "2024-02", "active_days": 10, "two_gad": 20, "developers": 1, "commits": 20, "first_day": "2024-02-01"},
     ]
     assert [r["two_gad"] for r in data["trend"]] == [0, 10, 20, 40, 30, 10]
     assert data["cocomo"] == {"counter": "SLOCCount 2.26", "sloc": 45_000, "person_months": 130.5,
@@ -249,19 +250,46 @@ def test_csv_round_trip_with_breakdown():
     rows = (Row("alice@example.com", Totals(30, 1, 70)), Row('bob "b", jr@example.com', Totals(12, 1, 15)))
     text = report_to_csv(make_report(by="person", rows=rows, totals=Totals(42, 2, 85)))
     parsed = list(csv.reader(io.StringIO(text)))
+    context = ["web api", "web api", "2024-01-01", "", "default", "", "", "", "", "", "on", "off"]
     assert parsed == [
-        ["key", "person_days", "two_gad", "developers", "commits"],
-        ["alice@example.com", "30", "60", "1", "70"],
-        ['bob "b", jr@example.com', "12", "24", "1", "15"],
-        ["TOTAL", "42", "84", "2", "85"],
+        ["person", "active_days", "two_gad", "developers", "commits", "repositories_asked", "repositories", "since",
+         "until", "scope", "range", "paths", "exclude_paths", "authors", "orgs", "mailmap", "bots"],
+        ["alice@example.com", "30", "60", "1", "70", *context],
+        ['bob "b", jr@example.com', "12", "24", "1", "15", *context],
+        ["TOTAL", "42", "84", "2", "85", *context],
     ]
-    assert list(csv.DictReader(io.StringIO(text)))[-1] == {
-        "key": "TOTAL", "person_days": "42", "two_gad": "84", "developers": "2", "commits": "85"}
+    assert list(csv.DictReader(io.StringIO(text)))[-1]["person"] == "TOTAL"
 
 
-def test_csv_without_breakdown_is_one_total_row():
-    assert list(csv.reader(io.StringIO(report_to_csv(make_report())))) == [
-        ["key", "person_days", "two_gad", "developers", "commits"], ["TOTAL", "206", "412", "12", "3456"]]
+def test_csv_without_breakdown_is_one_row_with_its_context():
+    """No `key`/`TOTAL` pseudo-row: the figures, then every filter that shaped them."""
+    report = make_report(asked=("media",), paths=("src",), exclude_paths=("docs",), authors=("*@intel.com",),
+                         orgs=("intel*",), scope="branch:main", mailmap=False, bots=True)
+    assert list(csv.DictReader(io.StringIO(report_to_csv(report)))) == [{
+        "active_days": "206", "two_gad": "412", "developers": "12", "commits": "3456",
+        "repositories_asked": "media", "repositories": "web api", "since": "2024-01-01", "until": "",
+        "scope": "branch:main", "range": "", "paths": "src", "exclude_paths": "docs", "authors": "*@intel.com",
+        "orgs": "intel*", "mailmap": "off", "bots": "on"}]
+
+
+def test_every_face_states_every_filter():
+    """path:, author:, org:, the scope and the switches reach the headline, the text, the blocks and the JSON."""
+    report = make_report(asked=("media",), paths=("src",), exclude_paths=("docs",), authors=("*@intel.com",),
+                         orgs=("intel*",), scope="branch:main", mailmap=False, bots=True)
+    tokens = ("branch:main", "path:src", "path:!docs", "author:*@intel.com", "org:intel*", "mailmap:off", "bots:on")
+    line = headline(report)
+    assert line.startswith("media (web and api): 2GAD 412 person-days") and all(t in line for t in tokens)
+    text = render_text(report)
+    fallback, blocks = report_blocks(report, "media")
+    shown = json.dumps(blocks)
+    assert all(t in text and t in fallback and t in shown for t in tokens)
+    assert "2GAD for media (web and api)" in shown
+    data = report_to_dict(report)
+    assert data["filters"] == {
+        "repositories_asked": ["media"], "since": "2024-01-01", "until": None, "scope": "branch:main", "range": None,
+        "paths": ["src"], "exclude_paths": ["docs"], "authors": ["*@intel.com"], "orgs": ["intel*"],
+        "mailmap": False, "bots": True}
+    assert "person_days" not in data and data["active_days"] == 206
 
 
 @pytest.mark.parametrize("key, cell", [

@@ -244,7 +244,7 @@ def test_format_csv_attaches_a_file(bot, stub):
     files = stub.uploaded_files()
     assert len(files) == 1
     lines = files[0].data.decode().splitlines()
-    assert lines[0].startswith("key,") and lines[1].startswith("2024-01,") and lines[-1].startswith("TOTAL,")
+    assert lines[0].startswith("month,active_days,") and lines[1].startswith("2024-01,") and lines[-1].startswith("TOTAL,")
 
 
 def test_phase_clock_estimates_the_time_left_from_the_rate_so_far():

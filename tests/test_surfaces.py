@@ -207,7 +207,10 @@ def test_app_home_shows_each_repositorys_last_full_week(bot):
 
 # -- format:csv -------------------------------------------------------------------------------------
 
-CSV_JAN_FEB = ["key,person_days,two_gad,developers,commits", "2024-01,2,4,2,2", "2024-02,1,2,1,1", "TOTAL,3,6,2,3"]
+_CONTEXT = ",web,web,2024-01-01,2024-02-29,default,,,,,,on,off"  # the question, on every row
+CSV_JAN_FEB = ["month,active_days,two_gad,developers,commits,repositories_asked,repositories,since,until,scope,range,"
+               "paths,exclude_paths,authors,orgs,mailmap,bots",
+               "2024-01,2,4,2,2" + _CONTEXT, "2024-02,1,2,1,1" + _CONTEXT, "TOTAL,3,6,2,3" + _CONTEXT]
 
 
 def test_csv_of_a_private_question_goes_to_the_askers_dm(bot, stub):
@@ -295,7 +298,7 @@ def test_sync_untrack_and_projects_are_for_admins(bot):
     assert "Project `suite` now counts `api`, `web` as one." in read(added)
     # the project is a union: ann on 2024-01-02 in both repositories is one person-day
     union = bot.ask("suite since:2024-01 until:2024-01")
-    assert union["text"] == "web and api: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
+    assert union["text"] == "suite (web and api): 2GAD 4 person-days, 2024-01-01 to 2024-01-31"  # the project named
     assert "`suite`: `api`, `web`" in read(bot.ask("projects"))
     assert "Removed project `suite`." in read(bot.ask("project remove suite", user=ADMIN))
 

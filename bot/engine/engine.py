@@ -509,7 +509,9 @@ class Engine:
                       data_ends=from_epoch_day(data_ends) if data_ends is not None else None,
                       range=query.range.token().removeprefix("range:") if query.range else None,
                       first_day=from_epoch_day(int((keys & 0xFFFFFFFF).min())) if len(keys) else None,
-                      last_day=from_epoch_day(int((keys & 0xFFFFFFFF).max())) if len(keys) else None)
+                      last_day=from_epoch_day(int((keys & 0xFFFFFFFF).max())) if len(keys) else None,
+                      asked=query.repos, scope=query.scope.token(), authors=query.authors, orgs=query.orgs,
+                      mailmap=query.mailmap, bots=query.bots)
         if query.vs_cocomo:
             from .cocomo import SlocCache, with_cocomo  # runs a line counter only when asked
 

@@ -263,19 +263,22 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
     """
     totals = report.totals
     period = words.period_words(report.since, report.until)
-    ranged = words.range_headline(report)
-    fallback = _fallback(f"{words.repos_words(report.repos, limit=3)}: {words.figure_words(totals)}, "
-                         f"{ranged + ('' if report.since is None and report.until is None else ', ' + period) if ranged else period}")
+    fallback = _fallback(words.headline_words(report, limit=3))
 
-    head = [header(f"2GAD for {words.repos_words(report.repos, limit=3)}")]
+    head = [header(f"2GAD for {words.subject_words(report, limit=3)}")]
     figure = [f"*{escape_mrkdwn(words.figure_words(totals))}*",
               f"{words.plural(totals.developers, 'developer')} · {words.plural(totals.commits, 'commit')} · "
               f"{words.plural(totals.person_days, 'active day')} (GAD)",
               f"*Period:* {period}"]
+    filters = words.filter_tokens(report)
+    if filters:
+        figure.append("*Filters:* " + " ".join(code(token, 200) for token in filters))
     if report.range:
         figure.append(f"*Range:* {code(report.range)} · {escape_mrkdwn(words.span_words(report.first_day, report.last_day))}")
     if report.scope_words:
         figure.append(f"*Scope:* {_prose(report.scope_words, 1000)}")
+    if report.asked and set(report.asked) != set(report.repos):
+        figure.append(f"*Asked:* {_names(report.asked)}")
     figure.append(f"*{'Repository' if len(report.repos) == 1 else 'Repositories'}:* {_names(report.repos)}")
     body = [section("\n".join(figure))]
     if notice:

@@ -10,7 +10,7 @@ from ..metric import CompareReport, CompareRow
 from . import words
 
 # Every column of the CSV, in order (the JSON uses the same names).
-COLUMNS = ("item", "repositories", "person_days", "two_gad", "two_gad_person_months", "developers", "commits",
+COLUMNS = ("item", "repositories", "active_days", "two_gad", "two_gad_person_months", "developers", "commits",
            "first_day", "last_day", "span_months", "active_months", "mean_two_gad_per_active_month",
            "busiest_month", "busiest_month_two_gad", "sloc", "cocomo_person_months", "ratio_two_gad_to_cocomo",
            "line_counter")
@@ -24,7 +24,7 @@ def row_to_dict(row: CompareRow) -> dict:
     """Every column of one item, JSON types only."""
     c = row.cocomo
     return {
-        "item": row.item, "repositories": list(row.repos), "person_days": row.totals.person_days,
+        "item": row.item, "repositories": list(row.repos), "active_days": row.totals.active_days,
         "two_gad": row.two_gad, "two_gad_person_months": _round(row.two_gad_person_months),
         "developers": row.totals.developers, "commits": row.totals.commits,
         "first_day": row.first_day.isoformat() if row.first_day else None,

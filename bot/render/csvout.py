@@ -1,4 +1,10 @@
-"""The report as CSV (`format:csv`): one row per breakdown row, then a TOTAL row."""
+"""The report as CSV (`format:csv`): a proper table whose every row carries what it counted.
+
+Without `by:` the CSV is one row: the figures and their context. With `by:` the first column is
+named after the breakdown (`month`, `person`, `repo`, ...), one row per breakdown row in report
+order, then a `TOTAL` row. Every row ends in the context columns (the repositories and every
+filter), so a file passed on alone still says what it counts.
+"""
 
 from __future__ import annotations
 
@@ -7,35 +13,51 @@ import io
 
 from ..metric import Report, Totals
 
-COLUMNS = ("key", "person_days", "two_gad", "developers", "commits")
+FIGURES = ("active_days", "two_gad", "developers", "commits")  # active_days is GAD (METRIC.md)
+CONTEXT = ("repositories_asked", "repositories", "since", "until", "scope", "range", "paths", "exclude_paths",
+           "authors", "orgs", "mailmap", "bots")
 TOTAL_KEY = "TOTAL"
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _cell(key: str) -> str:
-    # a key such as "=HYPERLINK(...)" (e-mails are free text) must not run as a spreadsheet formula
-    return "'" + key if key.startswith(_FORMULA_START) else key
+def cell(text: str) -> str:
+    # a cell such as "=HYPERLINK(...)" (e-mails, names and paths are free text) must not run as a formula
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-def _line(key: str, t: Totals) -> list:
-    return [_cell(key), t.person_days, t.two_gad, t.developers, t.commits]
+def _figures(t: Totals) -> list:
+    return [t.active_days, t.two_gad, t.developers, t.commits]
+
+
+def _context(report: Report) -> list[str]:
+    """The context cells: lists joined by spaces, dates in ISO, on/off for the switches."""
+    day = lambda d: d.isoformat() if d else ""  # noqa: E731
+    cells = [" ".join(report.asked or report.repos), " ".join(report.repos), day(report.since), day(report.until),
+             report.scope, report.range or "", " ".join(report.paths), " ".join(report.exclude_paths),
+             " ".join(report.authors), " ".join(report.orgs), "on" if report.mailmap else "off",
+             "on" if report.bots else "off"]
+    return [cell(c) for c in cells]
 
 
 def report_to_csv(report: Report) -> str:
-    """Header, the breakdown rows in report order (none without a breakdown), and a final TOTAL row.
+    """Header, then one row (no `by:`) or the breakdown rows in report order and a final TOTAL row.
 
-    by:org adds a `share_percent` column (each organization's part of the total person-days)."""
+    by:org adds a `share_percent` column (each organization's part of the total active days)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     share = report.by == "org"
     whole = report.totals.person_days
-    writer.writerow(COLUMNS + (("share_percent",) if share else ()))
+    context = _context(report)
 
     def share_cell(totals: Totals) -> list:
         return [f"{100 * totals.person_days / whole:.2f}" if whole else ""] if share else []
 
-    if report.by:
-        for row in report.rows:
-            writer.writerow(_line(row.key, row.totals) + share_cell(row.totals))
-    writer.writerow(_line(TOTAL_KEY, report.totals) + share_cell(report.totals))
+    if not report.by:
+        writer.writerow(FIGURES + CONTEXT)
+        writer.writerow(_figures(report.totals) + context)
+        return out.getvalue()
+    writer.writerow((report.by, *FIGURES, *(("share_percent",) if share else ()), *CONTEXT))
+    for row in report.rows:
+        writer.writerow([cell(row.key)] + _figures(row.totals) + share_cell(row.totals) + context)
+    writer.writerow([TOTAL_KEY] + _figures(report.totals) + share_cell(report.totals) + context)
     return out.getvalue()

@@ -21,10 +21,19 @@ def _moment(value: datetime | None) -> str | None:
     return value.astimezone(timezone.utc).isoformat()
 
 
+def filters_to_dict(report: Report) -> dict:
+    """Every filter that shaped the figure, one field each (defaults included, so a reader need not know them)."""
+    return {"repositories_asked": list(report.asked or report.repos), "since": _day(report.since),
+            "until": _day(report.until), "scope": report.scope, "range": report.range,
+            "paths": list(report.paths), "exclude_paths": list(report.exclude_paths),
+            "authors": list(report.authors), "orgs": list(report.orgs),
+            "mailmap": report.mailmap, "bots": report.bots}
+
+
 def row_to_dict(row: Row) -> dict:
-    """{key, person_days, two_gad, developers, commits} (+ first_day for period rows)."""
+    """{key, active_days, two_gad, developers, commits} (+ first_day for period rows)."""
     t = row.totals
-    out = {"key": row.key, "person_days": t.person_days, "two_gad": t.two_gad,
+    out = {"key": row.key, "active_days": t.active_days, "two_gad": t.two_gad,
            "developers": t.developers, "commits": t.commits}
     if row.first_day is not None:
         out["first_day"] = row.first_day.isoformat()
@@ -32,17 +41,21 @@ def row_to_dict(row: Row) -> dict:
 
 
 def _with_share(out: dict, row: Row, totals) -> dict:
-    """A by:org row with its share of the total person-days, in percent."""
+    """A by:org row with its share of the total active days, in percent."""
     out["share_percent"] = round(100 * row.totals.person_days / totals.person_days, 2) if totals.person_days else None
     return out
 
 
 def report_to_dict(report: Report) -> dict:
-    """Every figure, word and footnote of a report; dates as ISO strings, nothing but JSON types."""
+    """Every figure, word and footnote of a report; dates as ISO strings, nothing but JSON types.
+
+    `active_days` is GAD and `two_gad` the effort in person-days (METRIC.md); `filters` states every
+    filter that shaped them, `headline` the answer in one line."""
     t = report.totals
     c = report.cocomo
     return {
-        "person_days": t.person_days,
+        "headline": words.headline_words(report),
+        "active_days": t.active_days,
         "two_gad": t.two_gad,
         "two_gad_person_months": round(t.two_gad / DAYS_PER_PERSON_MONTH, 2),
         "two_gad_person_years": round(t.two_gad / DAYS_PER_PERSON_YEAR, 2),
@@ -52,6 +65,7 @@ def report_to_dict(report: Report) -> dict:
         "until": _day(report.until),
         "period": words.period_words(report.since, report.until),
         "scope": report.scope_words,
+        "filters": filters_to_dict(report),
         "repos": list(report.repos),
         "by": report.by,
         "rows": [_with_share(row_to_dict(r), r, t) if report.by == "org" else row_to_dict(r) for r in report.rows],
@@ -63,8 +77,7 @@ def report_to_dict(report: Report) -> dict:
         # a trend carries person-days only (developers and commits are not computed for it); it stops
         # at the bucket holding the newest commit in scope (`last_day`)
         "trend": [{"key": r.key, "first_day": r.first_day.isoformat() if r.first_day else None,
-                   "person_days": r.totals.person_days, "two_gad": r.totals.two_gad} for r in words.trend_rows(report)],
-        "last_day": _day(report.last_day),
+                   "active_days": r.totals.active_days, "two_gad": r.totals.two_gad} for r in words.trend_rows(report)],
         "skipped": report.skipped,
         "data_as_of": _moment(report.data_as_of),
         "notes": list(report.notes),

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from ..metric import DomainRow
 from . import words
 
-COLUMNS = ("domain", "registrable_domain", "organization", "decided_by", "matched", "person_days", "two_gad",
+COLUMNS = ("domain", "registrable_domain", "organization", "decided_by", "matched", "active_days", "two_gad",
            "developers", "commits", "people_by_email_rule")
 
 
 def domain_to_dict(row: DomainRow) -> dict:
     return {"domain": row.domain, "registrable_domain": row.registrable, "organization": row.org,
-            "decided_by": row.how, "matched": row.matched, "person_days": row.person_days, "two_gad": row.two_gad,
+            "decided_by": row.how, "matched": row.matched, "active_days": row.person_days, "two_gad": row.two_gad,
             "developers": row.developers, "commits": row.commits, "people_by_email_rule": row.people_by_email_rule}
 
 

@@ -36,14 +36,8 @@ def _render(parts: Sequence[RenderableType | str], width: int, color: bool) -> s
 
 
 def headline(report: Report) -> str:
-    """'web and api: 2GAD 412 person-days (21.7 person-months), since 2024-01-01'."""
-    ranged = words.range_headline(report)
-    if ranged:
-        period = "" if report.since is None and report.until is None else \
-            f" ({words.period_words(report.since, report.until)})"
-        return f"{words.repos_words(report.repos)}: {words.figure_words(report.totals)}, {ranged}{period}"
-    return (f"{words.repos_words(report.repos)}: {words.figure_words(report.totals)}, "
-            f"{words.period_words(report.since, report.until)}")
+    """'web and api: 2GAD 412 person-days (21.7 person-months), since 2024-01-01, only path:src'."""
+    return words.headline_words(report)
 
 
 def _totals_table(report: Report) -> Table:
@@ -59,6 +53,11 @@ def _totals_table(report: Report) -> Table:
     if report.range:
         grid.add_row("range", f"{report.range} (what git log {report.range} lists)")
         grid.add_row("span", words.span_words(report.first_day, report.last_day))
+    filters = words.filter_tokens(report)
+    if filters:
+        grid.add_row("filters", " ".join(filters))
+    if report.asked and set(report.asked) != set(report.repos):
+        grid.add_row("asked", ", ".join(report.asked))
     grid.add_row("repositories" if len(report.repos) != 1 else "repository", ", ".join(report.repos) or "none")
     if report.cocomo is not None:
         c = report.cocomo

@@ -106,6 +106,54 @@ def span_length(first: date | None, last: date | None) -> str:
     return plural(days, "day") if days < 61 else months_words(span_months(first, last))
 
 
+def filter_tokens(report: Report) -> list[str]:
+    """Every filter besides the period and range that shaped the figure, as the tokens that ask for it:
+    ['branch:main', 'path:src/net', 'path:!docs', 'author:*@intel.com', 'org:intel*', 'mailmap:off', 'bots:on'].
+
+    Empty for the default question (all branches and tags, mailmap applied, bots left out)."""
+    tokens = [] if report.scope == "default" or report.range else [report.scope]
+    tokens += [f"path:{p}" for p in report.paths] + [f"path:!{p}" for p in report.exclude_paths]
+    tokens += [f"author:{a}" for a in report.authors] + [f"org:{o}" for o in report.orgs]
+    if not report.mailmap:
+        tokens.append("mailmap:off")
+    if report.bots:
+        tokens.append("bots:on")
+    return tokens
+
+
+def filters_words(report: Report) -> str | None:
+    """'only path:src/net and org:intel*' (the filter tokens), or None without any."""
+    tokens = filter_tokens(report)
+    if not tokens:
+        return None
+    return "only " + (tokens[0] if len(tokens) == 1 else ", ".join(tokens[:-1]) + " and " + tokens[-1])
+
+
+def subject_words(report: Report, *, limit: int = 5) -> str:
+    """What the report is about: 'web and api', or a project by its name, 'media (openssh and gstreamer)'."""
+    members = repos_words(report.repos, limit=limit)
+    if not report.asked or set(report.asked) == set(report.repos):
+        return members
+    return f"{repos_words(report.asked, limit=limit)} ({members})"
+
+
+def headline_words(report: Report, *, limit: int = 5) -> str:
+    """The one line that states the figure and everything that shaped it:
+    'media (openssh and gstreamer): 2GAD 602 person-days (2.6 person-years), since 2024-01-01, only path:src and org:intel*'.
+    """
+    ranged = range_headline(report)
+    parts = [f"{subject_words(report, limit=limit)}: {figure_words(report.totals)}"]
+    if ranged:
+        parts.append(ranged + ("" if report.since is None and report.until is None
+                               else f" ({period_words(report.since, report.until)})"))
+    else:
+        parts.append(period_words(report.since, report.until))
+    filters = filters_words(report)
+    if filters:
+        parts.append(filters)
+    return ", ".join(parts)
+
+
 def range_headline(report: Report) -> str | None:
     """'range v1.0..v2.0, over 14.0 months' for a `range:` report, else None."""
     if not report.range:

@@ -99,7 +99,7 @@ def test_a_queued_csv_report_is_attached_from_the_worker(data, stub, tmp_path):
     assert status == 200 and took < 3 and "2GAD" in answer
     assert len(files) == 1
     lines = files[0].data.decode().splitlines()
-    assert lines[0].startswith("key,") and lines[1].startswith("2018-01,") and lines[-1].startswith("TOTAL,")
+    assert lines[0].startswith("month,active_days,") and lines[1].startswith("2018-01,") and lines[-1].startswith("TOTAL,")
 
 
 def _descendants(pid: int) -> list[int]:
