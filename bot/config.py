@@ -35,6 +35,9 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_SSH_KEY": ("", "Private key file for ssh:// sources (with KEY.pub beside it); enables ssh:// in `/gad track`."),
     "GAD_HTTPS_TOKENS": ("", "Comma-separated HOST=TOKEN pairs used as HTTPS credentials for private repositories."),
     "GAD_SYNC_INTERVAL_MINUTES": ("60", "How often `serve` syncs every tracked repository."),
+    "GAD_WEBHOOK_SECRETS": ("", "Comma-separated HOST=SECRET pairs: the secret of each forge host's webhooks (POST /hooks/github, /hooks/gitlab, /hooks/gitea). Setting it turns webhooks on."),
+    "GAD_WEBHOOK_PORT": ("0", "In Socket Mode, the port `serve` takes forge webhooks on (0: none); in HTTP mode they arrive on the port Slack's requests do."),
+    "GAD_WEBHOOK_SYNC_INTERVAL_MINUTES": ("720", "With GAD_WEBHOOK_SECRETS set, how often `serve` still syncs every tracked repository (the safety net for a lost delivery), instead of GAD_SYNC_INTERVAL_MINUTES."),
     "GAD_DIGEST_GRACE_HOURS": ("24", "How late a missed digest may still be posted after downtime."),
     "GAD_FETCH_TIMEOUT_SECONDS": ("1800", "Longest a clone or fetch may take before it is abandoned."),
     "GAD_MAX_MIRROR_MB": ("4096", "Largest repository `/gad track` will clone, in MiB of transferred data."),
@@ -79,6 +82,9 @@ class Settings:
     ssh_key: Path | None = None
     https_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
     sync_interval_minutes: int = 60
+    webhook_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)  # forge host -> secret
+    webhook_port: int = 0
+    webhook_sync_interval_minutes: int = 720
     digest_grace_hours: int = 24
     fetch_timeout_seconds: int = 1800
     max_mirror_mb: int = 4096
@@ -103,6 +109,13 @@ class Settings:
             if not sep or not host or not token:
                 raise ConfigError("GAD_HTTPS_TOKENS must be HOST=TOKEN pairs separated by commas, e.g. github.com=ghp_...")
             tokens[host.strip().lower()] = token.strip()
+        hook_secrets: dict[str, str] = {}
+        for pair in _csv(env.get("GAD_WEBHOOK_SECRETS", "")):
+            host, sep, secret = pair.partition("=")
+            if not sep or not host.strip() or not secret.strip():
+                raise ConfigError("GAD_WEBHOOK_SECRETS must be HOST=SECRET pairs separated by commas, "
+                                  "e.g. github.com=a-long-random-string")
+            hook_secrets[host.strip().lower()] = secret.strip()
         ssh_key = env.get("GAD_SSH_KEY") or None
         log_format = (env.get("GAD_LOG_FORMAT") or "text").lower()
         if log_format not in ("text", "json"):
@@ -132,6 +145,9 @@ class Settings:
             ssh_key=Path(ssh_key).expanduser() if ssh_key else None,
             https_tokens=tokens,
             sync_interval_minutes=_positive_int(env, "GAD_SYNC_INTERVAL_MINUTES"),
+            webhook_secrets=hook_secrets,
+            webhook_port=_positive_int(env, "GAD_WEBHOOK_PORT", zero=True),
+            webhook_sync_interval_minutes=_positive_int(env, "GAD_WEBHOOK_SYNC_INTERVAL_MINUTES"),
             digest_grace_hours=_positive_int(env, "GAD_DIGEST_GRACE_HOURS"),
             fetch_timeout_seconds=_positive_int(env, "GAD_FETCH_TIMEOUT_SECONDS"),
             max_mirror_mb=_positive_int(env, "GAD_MAX_MIRROR_MB"),
@@ -153,4 +169,9 @@ class Settings:
     def secrets(self) -> tuple[str, ...]:
         """Every secret value, so log and message filters can redact them."""
         return tuple(s for s in (self.slack_bot_token, self.slack_signing_secret, self.slack_app_token,
-                                 *self.https_tokens.values()) if s)
+                                 *self.https_tokens.values(), *self.webhook_secrets.values()) if s)
+
+    @property
+    def polling_minutes(self) -> int:
+        """How often `serve` syncs everything: slower when webhooks say when a repository changed."""
+        return self.webhook_sync_interval_minutes if self.webhook_secrets else self.sync_interval_minutes

@@ -208,7 +208,9 @@ def test_upgrade_guards_every_network_source_tracked_before(tmp_path, monkeypatc
     import bot.store.index as index_module
 
     path = tmp_path / "index.sqlite"
-    old = [m for m in index_module.MIGRATIONS if m[1] != "guarded_sources"]
+    # the schema as it was before migration 7 (later migrations may assume its column)
+    old = [m for m in index_module.MIGRATIONS if m[0] < 7]
+    assert old[-1][0] == 6 and index_module.MIGRATIONS[6][1] == "guarded_sources"
     monkeypatch.setattr(index_module, "MIGRATIONS", old)
     monkeypatch.setattr(index_module, "SCHEMA_VERSION", old[-1][0])
     before = Index(path)

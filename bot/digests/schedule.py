@@ -14,8 +14,9 @@ Jobs (a BackgroundScheduler with an in-memory job store, rebuilt from SQLite at 
   a failed post due for a retry). DST cannot skip a digest: a wall time skipped by the change fires
   one hour later by the new clock, and a wall time that happens twice fires twice, the second
   finding the ledger row already there.
-- `sync`: every GAD_SYNC_INTERVAL_MINUTES, fetch and index every tracked repository whose back-off
-  (repos.next_attempt_at, set by Engine.sync_one after a failure) has passed.
+- `sync`: every GAD_SYNC_INTERVAL_MINUTES (GAD_WEBHOOK_SYNC_INTERVAL_MINUTES when webhooks are
+  configured), fetch and index every tracked repository whose back-off (repos.next_attempt_at, set by
+  Engine.sync_one after a failure) has passed; in `serve`, in the sync worker processes.
 - `subscriptions-watch`: every WATCH_SECONDS, rebuild the digest jobs if the subscriptions changed
   (e.g. from another process), so a missed `reload()` costs at most a minute.
 """
@@ -47,13 +48,17 @@ def job_id(channel_id: str) -> str:
     return f"{DIGEST_PREFIX}{channel_id}"
 
 
+def due_repos(engine, now: datetime | None = None) -> list:
+    """Every tracked repository whose back-off (after a failed sync) has passed."""
+    now = now or utcnow()
+    return [repo for repo in engine.repos() if not (repo.next_attempt_at and repo.next_attempt_at > now)]
+
+
 def sync_due_repos(engine, now: datetime | None = None) -> list:
     """Sync every tracked repository not in back-off; one failure never stops the others."""
     now = now or utcnow()
     results = []
-    for repo in engine.repos():
-        if repo.next_attempt_at and repo.next_attempt_at > now:
-            continue
+    for repo in due_repos(engine, now):
         try:
             results.append(engine.sync_one(repo, now=now))
         except Exception:  # sync_one records GadErrors itself; anything else is a bug worth a log line
@@ -64,8 +69,14 @@ def sync_due_repos(engine, now: datetime | None = None) -> list:
 class DigestScheduler:
     def __init__(self, settings, engine, client_factory: ClientFactory | None = None, *,
                  clock: Callable[[], datetime] = utcnow, scheduler: BackgroundScheduler | None = None,
-                 sweep_minutes: float = SWEEP_MINUTES, watch_seconds: float = WATCH_SECONDS, sync: bool = True):
-        """`client_factory` returns a fresh WebClient per call (default: SLACK_API_URL with SLACK_BOT_TOKEN)."""
+                 sweep_minutes: float = SWEEP_MINUTES, watch_seconds: float = WATCH_SECONDS, sync: bool = True,
+                 syncer: Callable[[list], object] | None = None):
+        """`client_factory` returns a fresh WebClient per call (default: SLACK_API_URL with SLACK_BOT_TOKEN).
+
+        `syncer`, when given, is handed the names of the repositories due a sync and syncs them
+        elsewhere (serve: in the sync worker processes, bot/faces/syncs.py); without it the sync job
+        syncs them itself, one after the other.
+        """
         from .digest import slack_client_factory
 
         self.settings = settings
@@ -76,6 +87,7 @@ class DigestScheduler:
         self.sweep_minutes = sweep_minutes
         self.watch_seconds = watch_seconds
         self.sync_enabled = sync
+        self.syncer = syncer
         self.scheduler = scheduler or BackgroundScheduler(timezone=timezone.utc)
         self._lock = threading.RLock()
         self._signatures: dict[str, tuple] = {}
@@ -90,7 +102,8 @@ class DigestScheduler:
                                id="digest-sweep", name="deliver every digest owed", replace_existing=True,
                                next_run_time=wall, coalesce=True, max_instances=1, misfire_grace_time=grace)
         if self.sync_enabled:
-            self.scheduler.add_job(self.sync_all, IntervalTrigger(minutes=self.settings.sync_interval_minutes,
+            # With webhooks on, a push syncs its repository at once; polling is the slower safety net.
+            self.scheduler.add_job(self.sync_all, IntervalTrigger(minutes=self.settings.polling_minutes,
                                                                   timezone=timezone.utc),
                                    id="sync", name="sync every tracked repository", replace_existing=True,
                                    next_run_time=wall + FIRST_SYNC_DELAY, coalesce=True, max_instances=1,
@@ -154,6 +167,9 @@ class DigestScheduler:
 
     def sync_all(self) -> list:
         try:
+            if self.syncer is not None:
+                self.syncer([repo.name for repo in due_repos(self.engine, self.clock())])
+                return []
             return sync_due_repos(self.engine, self.clock())
         except Exception:
             log.exception("the periodic sync failed")

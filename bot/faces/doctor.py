@@ -150,7 +150,7 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
     repos = engine.repos()
     if not repos:
         return [Check(True, "no repositories tracked yet (`gad-bot track URL`)", warning=True)]
-    stale_after = timedelta(minutes=3 * engine.settings.sync_interval_minutes)
+    stale_after = timedelta(minutes=3 * engine.settings.polling_minutes)
     checks = []
     for repo in repos:
         try:
@@ -188,7 +188,32 @@ def check_schedule(engine, now: datetime) -> list[Check]:
             for channel, when in times]
 
 
+def _ago(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''} ago"
+    return "just now"
+
+
+def check_webhooks(engine, now: datetime) -> list[Check]:
+    """When the last webhook of each host in GAD_WEBHOOK_SECRETS arrived (none configured: no line)."""
+    hosts = list(engine.settings.webhook_secrets)
+    if not hosts:
+        return []
+    last = engine.index.last_deliveries()
+    checks = []
+    for host in hosts:
+        if host in last:
+            checks.append(Check(True, f"webhooks from {host}: the last arrived {_ago((now - last[host]).total_seconds())}"))
+        else:
+            checks.append(Check(False, f"webhooks from {host}: none has arrived yet",
+                                "add the webhook on the forge (docs/operations.md, 5.3), or remove the host "
+                                "from GAD_WEBHOOK_SECRETS", warning=True))
+    return checks
+
+
 def run_checks(settings: Settings, engine, client_factory, now: datetime | None = None) -> list[Check]:
     now = now or datetime.now(timezone.utc)
     return [check_data_dir(settings), check_git(), *check_index(engine), *check_slack(settings, client_factory),
-            *check_mirrors(engine, now), *check_schedule(engine, now)]
+            *check_mirrors(engine, now), *check_schedule(engine, now), *check_webhooks(engine, now)]

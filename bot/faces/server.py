@@ -57,8 +57,9 @@ def _plain(start_response, status: int, text: str) -> list[bytes]:
     return [body]
 
 
-def wsgi_app(bolt_app, gate):
-    """/slack/events to Bolt once `gate` (bot.faces.slack.RequestGate) passes it; /healthz answered here.
+def wsgi_app(bolt_app, gate, hooks=None):
+    """/slack/events to Bolt once `gate` (bot.faces.slack.RequestGate) passes it; /healthz answered here;
+    /hooks/* to `hooks` (bot.faces.webhooks.wsgi_hooks) when forge webhooks are configured.
 
     The body is read only after its Content-Length passed the gate (waitress refuses larger
     bodies itself, before buffering them: `max_request_body_size`), and nothing of a refused
@@ -78,6 +79,8 @@ def wsgi_app(bolt_app, gate):
         path = environ.get("PATH_INFO")
         if path == "/healthz":
             return _plain(start_response, 200, "ok")
+        if hooks is not None and path.startswith("/hooks/"):
+            return hooks(environ, start_response)
         if path != "/slack/events":
             return _plain(start_response, 404, "not found")
         if environ.get("REQUEST_METHOD") != "POST":
@@ -99,16 +102,46 @@ def wsgi_app(bolt_app, gate):
     return application
 
 
-def _digests(settings: Settings, engine: Engine):
-    """The subscriptions face and the scheduler that delivers digests and syncs repositories."""
+def _digests(settings: Settings, engine: Engine, syncer=None):
+    """The subscriptions face and the scheduler that delivers digests and has repositories synced (by `syncer`)."""
     from ..digests.schedule import DigestScheduler
     from .slack import web_client
     from ..digests.face import DigestFace
 
     face = DigestFace(settings, engine)
-    scheduler = DigestScheduler(settings, engine, client_factory=lambda: web_client(settings))
+    scheduler = DigestScheduler(settings, engine, client_factory=lambda: web_client(settings), syncer=syncer)
     face.on_change = scheduler.reload
     return face, scheduler
+
+
+def _webhooks(settings: Settings, engine: Engine, syncs):
+    """The WSGI application of /hooks/* (None when GAD_WEBHOOK_SECRETS is not set)."""
+    if not settings.webhook_secrets:
+        return None
+    from .webhooks import WebhookFace, wsgi_hooks
+
+    return wsgi_hooks(WebhookFace(settings, engine, syncs))
+
+
+def _hook_server(hooks, host: str, port: int):
+    """Socket Mode has no HTTP server for Slack: the forges' webhooks get their own, on GAD_WEBHOOK_PORT."""
+    import waitress
+
+    from .webhooks import MAX_BODY_BYTES
+
+    server = waitress.create_server(hooks, host=host, port=port, threads=4, ident="gad-bot", channel_timeout=30,
+                                    max_request_body_size=MAX_BODY_BYTES, max_request_header_size=65536)
+    log.info("gad-bot taking forge webhooks on %s:%s (/hooks/github|gitlab|gitea)", host, port)
+    print(f"gad-bot: taking webhooks on {host}:{port}", flush=True)
+    return server
+
+
+def _run_quietly(server, stop: threading.Event) -> None:
+    try:
+        server.run()
+    except (OSError, ValueError):
+        if not stop.is_set():
+            log.exception("the webhook server stopped")
 
 
 def sweep_leftovers(settings: Settings) -> None:
@@ -124,15 +157,18 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
 
     from .slack import build_app, web_client
 
+    from .syncs import SyncQueue
     from .workers import ReportPool
 
-    # Syncs, digests and the Home tab still compute in this process: a shorter GIL switch interval
-    # (default 5 ms) lets a waiting ack run sooner meanwhile. Reports run in worker processes.
+    # Digests and the Home tab still compute in this process: a shorter GIL switch interval
+    # (default 5 ms) lets a waiting ack run sooner meanwhile. Reports and syncs run in worker processes.
     sys.setswitchinterval(0.0005)
     engine = Engine.open(settings)
     engine.store.sweep()
     sweep_leftovers(settings)
-    digests, scheduler = _digests(settings, engine)
+    syncs = SyncQueue(settings)
+    digests, scheduler = _digests(settings, engine, syncer=syncs.sync_due)
+    hooks = _webhooks(settings, engine, syncs)
     reports = ReportPool(settings, workers=settings.report_workers or None, per_user=settings.reports_per_user)
     try:
         app, _ = build_app(settings, engine, digests=digests, socket_mode=socket_mode, reports=reports)
@@ -146,8 +182,11 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
         stop.set()
         if server is not None:
             server.close()
+        if hook_server is not None:
+            hook_server.close()
 
     server = None
+    hook_server = None
     handler = None
     # Before connecting: a SIGTERM that arrives while Socket Mode connects (the process is already
     # "up" for a supervisor) must still end it cleanly, not with the default action.
@@ -169,7 +208,8 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
         finally:
             quiet.setLevel(level)
     reports.start()  # once the settings are known to work: a refused token exits without workers to stop
-    log.info("computing reports in %d worker processes", reports.workers)
+    syncs.start()
+    log.info("computing reports in %d worker processes, syncs in %d", reports.workers, syncs.workers)
     heartbeat.start()
     if scheduler is not None:
         scheduler.start()
@@ -177,6 +217,9 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
         if handler is not None:
             log.info("gad-bot serving in Socket Mode")
             print("gad-bot: serving in Socket Mode", flush=True)
+            if hooks is not None and settings.webhook_port:
+                hook_server = _hook_server(hooks, host, settings.webhook_port)
+                threading.Thread(target=_run_quietly, args=(hook_server, stop), name="webhooks", daemon=True).start()
             stop.wait()
             handler.close()
         else:
@@ -185,10 +228,11 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
             from .slack import MAX_BODY_BYTES, RequestGate
 
             # waitress answers 413 to a larger Content-Length (or chunked body) before reading it
-            server = waitress.create_server(wsgi_app(app, RequestGate(settings.slack_signing_secret)), host=host,
+            server = waitress.create_server(wsgi_app(app, RequestGate(settings.slack_signing_secret), hooks), host=host,
                                             port=port, threads=16, ident="gad-bot", channel_timeout=30,
                                             max_request_body_size=MAX_BODY_BYTES, max_request_header_size=65536)
-            log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz)", host, port)
+            log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz%s)", host, port,
+                     ", /hooks/github|gitlab|gitea" if hooks is not None else "")
             print(f"gad-bot: serving HTTP on {host}:{port}", flush=True)
             try:
                 if not stop.is_set():  # a SIGTERM may have come before the server existed to close
@@ -198,7 +242,8 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
                     raise
     finally:
         if scheduler is not None:
-            scheduler.shutdown(wait=False)  # a sync in flight rolls back; the next run redoes it
+            scheduler.shutdown(wait=False)
+        syncs.shutdown()  # a sync in flight rolls back; the next run redoes it
         reports.shutdown()
         heartbeat.stop()
         engine.index.close()

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -230,6 +230,17 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         # every network URL is guarded (an operator's internal host is tracked again from the CLI).
         "ALTER TABLE repos ADD COLUMN guarded INTEGER NOT NULL DEFAULT 0",
         "UPDATE repos SET guarded = 1 WHERE in_place = 0 AND (source LIKE 'https://%' OR source LIKE 'ssh://%')",
+    ]),
+    (8, "webhook_deliveries", [
+        # Every forge webhook accepted, by its delivery id (X-GitHub-Delivery, X-Gitlab-Event-UUID,
+        # X-Gitea-Delivery): a second request with the same id is a replay and is refused. The forges'
+        # signatures cover no timestamp, so the id is the only thing that names a delivery. Also
+        # where `doctor` reads when the last webhook of each host arrived.
+        """CREATE TABLE webhook_deliveries (
+            delivery TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            received_at TEXT NOT NULL)""",
+        "CREATE INDEX webhook_deliveries_host ON webhook_deliveries (host, received_at)",
     ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -442,6 +453,19 @@ class Index:
 
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # -- webhook deliveries ------------------------------------------------------
+    def record_delivery(self, delivery: str, host: str, at: datetime, keep: timedelta) -> bool:
+        """Remember a webhook delivery id; False when it was already there (a replay). Ids older than `keep` go."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM webhook_deliveries WHERE received_at < ?", (_iso(at - keep),))
+            cursor = db.execute("INSERT OR IGNORE INTO webhook_deliveries VALUES (?, ?, ?)", (delivery, host, _iso(at)))
+            return cursor.rowcount == 1
+
+    def last_deliveries(self) -> dict[str, datetime]:
+        """When the last webhook of each forge host was accepted."""
+        rows = self.conn.execute("SELECT host, max(received_at) FROM webhook_deliveries GROUP BY host").fetchall()
+        return {host: parse_time(when) for host, when in rows}
 
     # -- repositories --------------------------------------------------------
     def add_repo(self, name: str, source: str, mirror_path: Path, in_place: bool, guarded: bool = False) -> int:

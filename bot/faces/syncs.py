@@ -1,0 +1,194 @@
+"""Syncs in worker processes, debounced: the serving process only decides what to sync, and when.
+
+A sync fetches (network), walks history (git) and derives (numpy) for up to minutes. Run in a
+thread of `serve`, it shared the interpreter with the thread acknowledging Slack; here it runs in
+spawned, niced worker processes, each with its own Engine (the per-repository file lock keeps one
+writer per repository across processes, the CLI's included):
+
+    queue = SyncQueue(settings); queue.start()
+    queue.request_repo("web")      # a webhook: after DEBOUNCE_SECONDS, one sync of `web`
+    queue.request_repo("web")      # a second push meanwhile: the same sync
+    queue.sync_due(names)          # the periodic sync: these repositories (not in back-off), at once
+    queue.shutdown()
+
+A request for a repository already waiting is the same request; one that arrives while its
+repository syncs runs once more after it (the push may have come after the fetch began), never
+twice at a time. Organizations (a repository created in one) are synced the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+from ..config import Settings
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_SECONDS = 1.0  # pushes within this second are one sync; short enough for a report in seconds
+
+
+@dataclass(frozen=True)
+class SyncJob:
+    kind: str  # "repo" or "org"
+    name: str
+
+
+@dataclass(frozen=True)
+class SyncDone:
+    """What a worker sends back about one job."""
+
+    job: SyncJob
+    new_commits: int = 0
+    error: str | None = None
+
+
+class SyncQueue:
+    """Debounced sync requests, run in `workers` processes (see the module docstring)."""
+
+    def __init__(self, settings: Settings, workers: int | None = None, debounce: float = DEBOUNCE_SECONDS,
+                 runner: Callable[[SyncJob], SyncDone] | None = None, on_done: Callable[[SyncDone], None] | None = None):
+        from .workers import default_workers
+
+        self.settings = settings
+        self.workers = workers or default_workers()
+        self.debounce = debounce
+        self.runner = runner or run_sync  # module-level: pickled by name into the workers
+        self.on_done = on_done
+        self._lock = threading.Lock()
+        self._waiting: dict[SyncJob, threading.Timer | None] = {}
+        self._running: set[SyncJob] = set()
+        self._again: set[SyncJob] = set()
+        self._executor: ProcessPoolExecutor | None = None
+        self._closed = False
+
+    def start(self) -> None:
+        """Create the pool; its processes start with the first sync (about a second each)."""
+        with self._lock:
+            self._executor = self._new_executor()
+
+    def _new_executor(self) -> ProcessPoolExecutor:
+        import multiprocessing
+
+        from .workers import _init_worker
+
+        # spawn, as the report workers: serve has threads, which fork must not copy
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init_worker, initargs=(self.settings, os.getpid()))
+
+    def shutdown(self) -> None:
+        """Stop: waiting requests are dropped, running syncs are abandoned (a killed sync resumes next time)."""
+        with self._lock:
+            self._closed = True
+            for timer in self._waiting.values():
+                if timer is not None:
+                    timer.cancel()
+            self._waiting.clear()
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- requests ---------------------------------------------------------------------------------
+    def request_repo(self, name: str, delay: float | None = None) -> None:
+        self._request(SyncJob("repo", name), self.debounce if delay is None else delay)
+
+    def request_org(self, name: str, delay: float | None = None) -> None:
+        self._request(SyncJob("org", name), self.debounce if delay is None else delay)
+
+    def _request(self, job: SyncJob, delay: float) -> None:
+        with self._lock:
+            if self._closed or job in self._waiting:
+                return
+            if job in self._running:
+                self._again.add(job)
+                return
+            if delay <= 0:
+                self._waiting[job] = None
+                self._submit(job)
+                return
+            timer = threading.Timer(delay, self._fire, args=(job,))
+            timer.daemon = True
+            self._waiting[job] = timer
+        timer.start()
+
+    def sync_due(self, names: list[str]) -> int:
+        """Queue a sync of each named repository at once (the periodic sync); return how many were queued."""
+        for name in names:
+            self.request_repo(name, delay=0)
+        return len(names)
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._waiting) + len(self._running)
+
+    # -- running ----------------------------------------------------------------------------------
+    def _fire(self, job: SyncJob) -> None:
+        with self._lock:
+            if self._closed or job not in self._waiting:
+                return
+            self._submit(job)
+
+    def _submit(self, job: SyncJob) -> None:
+        """Hand `job` to a worker (the lock is held)."""
+        del self._waiting[job]
+        if self._executor is None:
+            self._executor = self._new_executor()
+        self._running.add(job)
+        try:
+            future = self._executor.submit(self.runner, job)
+        except (BrokenProcessPool, RuntimeError):  # a worker died: a new pool for this and later syncs
+            log.error("a sync worker died; starting the sync pool again")
+            self._executor = self._new_executor()
+            future = self._executor.submit(self.runner, job)
+        future.add_done_callback(lambda f, job=job: self._finished(job, f))
+
+    def _finished(self, job: SyncJob, future: Future) -> None:
+        try:
+            done = future.result()
+        except BrokenProcessPool:
+            done = SyncDone(job, error="a sync worker process ended unexpectedly")
+            with self._lock:
+                if not self._closed:
+                    self._executor = self._new_executor()
+        except Exception as error:  # cancelled at shutdown, or a bug: one line, the next request tries again
+            done = SyncDone(job, error=f"{type(error).__name__}: {error}")
+        with self._lock:
+            self._running.discard(job)
+            again = job in self._again
+            self._again.discard(job)
+        if done.error:
+            log.warning("sync of %s %s failed: %s", job.kind, job.name, done.error)
+        if self.on_done is not None:
+            try:
+                self.on_done(done)
+            except Exception:
+                log.exception("after the sync of %s", job.name)
+        if again:
+            self._request(job, 0)
+
+
+# -- inside a worker process ----------------------------------------------------------------------
+
+def run_sync(job: SyncJob) -> SyncDone:
+    """Sync one repository, or one organization's listing, with the worker's Engine."""
+    from ..errors import GadError
+    from . import workers
+
+    engine = workers._engine
+    try:
+        if job.kind == "org":
+            engine.sync_orgs(names=[job.name])
+            return SyncDone(job)
+        try:
+            repo = engine.repo(job.name)
+        except GadError as error:  # untracked since it was requested
+            return SyncDone(job, error=str(error))
+        result = engine.sync_one(repo)
+        return SyncDone(job, result.new_commits, result.error)
+    except GadError as error:
+        return SyncDone(job, error=str(error))

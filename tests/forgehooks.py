@@ -1,0 +1,148 @@
+"""Webhook deliveries as GitHub, GitLab and Gitea send them: headers, bodies, signatures.
+
+Shapes follow each forge's own documentation (the fields gad-bot reads and the ones around them):
+- GitHub: "Webhook events and payloads" (push, repository) and "Validating webhook deliveries":
+  X-GitHub-Event, X-GitHub-Delivery (a GUID), X-Hub-Signature-256 = "sha256=" + hex HMAC-SHA256 of
+  the body under the secret; User-Agent GitHub-Hookshot/...
+- GitLab: "Webhook events" (Push Hook: object_kind push, project {git_http_url, git_ssh_url, web_url,
+  path_with_namespace, namespace}, repository {...}) and "Webhooks": X-Gitlab-Event, X-Gitlab-Token
+  (the secret token itself), X-Gitlab-Event-UUID, X-Gitlab-Instance, X-Gitlab-Webhook-UUID.
+- Gitea: "Webhooks": X-Gitea-Event, X-Gitea-Delivery, X-Gitea-Signature (bare hex HMAC-SHA256; also
+  X-Hub-Signature-256 with "sha256=" in Gitea 1.19+), and the X-GitHub-*/X-Gogs-* copies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ForgeRepo:
+    """A repository as a forge at `base` (http://host:port) names it."""
+
+    base: str
+    path: str  # owner/name, or group/subgroup/name on GitLab
+
+    @property
+    def owner(self) -> str:
+        return self.path.rpartition("/")[0]
+
+    @property
+    def name(self) -> str:
+        return self.path.rpartition("/")[2]
+
+    @property
+    def clone_url(self) -> str:
+        return f"{self.base}/{self.path}.git"
+
+    @property
+    def web_url(self) -> str:
+        return f"{self.base}/{self.path}"
+
+    @property
+    def ssh_url(self) -> str:
+        host = self.base.split("://", 1)[1].split(":")[0]
+        return f"git@{host}:{self.path}.git"
+
+
+def _commit(after: str, who: str, url: str) -> dict:
+    return {"id": after, "message": "a change\n", "timestamp": "2026-12-01T12:00:00+00:00", "url": url,
+            "author": {"name": who.title(), "email": f"{who}@example.com", "username": who},
+            "committer": {"name": who.title(), "email": f"{who}@example.com", "username": who},
+            "added": [], "removed": [], "modified": ["file.txt"]}
+
+
+def github_push(repo: ForgeRepo, before: str, after: str, who: str = "cy") -> dict:
+    return {"ref": "refs/heads/main", "before": before, "after": after, "created": False, "deleted": False,
+            "forced": False, "base_ref": None, "compare": f"{repo.web_url}/compare/{before[:12]}...{after[:12]}",
+            "commits": [_commit(after, who, f"{repo.web_url}/commit/{after}")],
+            "head_commit": _commit(after, who, f"{repo.web_url}/commit/{after}"),
+            "repository": {"id": 1296269, "node_id": "MDEwOlJlcG9zaXRvcnkxMjk2MjY5", "name": repo.name,
+                           "full_name": repo.path, "private": False,
+                           "owner": {"login": repo.owner, "id": 1, "type": "Organization"},
+                           "html_url": repo.web_url, "description": "SECRET-DESCRIPTION-IN-BODY",
+                           "fork": False, "url": f"{repo.base}/api/v3/repos/{repo.path}",
+                           "git_url": f"git://{repo.base.split('://', 1)[1]}/{repo.path}.git",
+                           "ssh_url": repo.ssh_url, "clone_url": repo.clone_url, "default_branch": "main",
+                           "master_branch": "main", "organization": repo.owner},
+            "pusher": {"name": who, "email": f"{who}@example.com"},
+            "organization": {"login": repo.owner, "id": 1},
+            "sender": {"login": who, "id": 2, "type": "User"}}
+
+
+def github_repository(repo: ForgeRepo, action: str = "created") -> dict:
+    body = github_push(repo, "0" * 40, "0" * 40)
+    return {"action": action, "repository": body["repository"], "organization": body["organization"],
+            "sender": body["sender"]}
+
+
+def gitlab_push(repo: ForgeRepo, before: str, after: str, who: str = "cy") -> dict:
+    return {"object_kind": "push", "event_name": "push", "before": before, "after": after, "ref": "refs/heads/main",
+            "ref_protected": True, "checkout_sha": after, "user_id": 4, "user_name": who.title(),
+            "user_username": who, "user_email": "", "project_id": 15,
+            "project": {"id": 15, "name": repo.name, "description": "SECRET-DESCRIPTION-IN-BODY",
+                        "web_url": repo.web_url, "git_ssh_url": repo.ssh_url, "git_http_url": repo.clone_url,
+                        "namespace": repo.owner.rpartition("/")[2], "visibility_level": 0,
+                        "path_with_namespace": repo.path, "default_branch": "main",
+                        "homepage": repo.web_url, "url": repo.ssh_url, "ssh_url": repo.ssh_url,
+                        "http_url": repo.clone_url},
+            "commits": [_commit(after, who, f"{repo.web_url}/-/commit/{after}")], "total_commits_count": 1,
+            "repository": {"name": repo.name, "url": repo.ssh_url, "description": "",
+                           "homepage": repo.web_url, "git_http_url": repo.clone_url,
+                           "git_ssh_url": repo.ssh_url, "visibility_level": 0}}
+
+
+def gitea_push(repo: ForgeRepo, before: str, after: str, who: str = "cy") -> dict:
+    owner = {"id": 1, "login": repo.owner, "full_name": "", "email": "", "username": repo.owner}
+    return {"ref": "refs/heads/main", "before": before, "after": after,
+            "compare_url": f"{repo.web_url}/compare/{before}...{after}",
+            "commits": [_commit(after, who, f"{repo.web_url}/commit/{after}")], "total_commits": 1,
+            "head_commit": _commit(after, who, f"{repo.web_url}/commit/{after}"),
+            "repository": {"id": 140, "owner": owner, "name": repo.name, "full_name": repo.path,
+                           "description": "SECRET-DESCRIPTION-IN-BODY", "private": False, "fork": False,
+                           "html_url": repo.web_url, "ssh_url": repo.ssh_url, "clone_url": repo.clone_url,
+                           "default_branch": "main"},
+            "pusher": {"id": 2, "login": who, "username": who},
+            "sender": {"id": 2, "login": who, "username": who}}
+
+
+PUSH = {"github": github_push, "gitlab": gitlab_push, "gitea": gitea_push}
+
+
+def delivery(forge: str, payload: dict, secret: str, *, event: str | None = None,
+             delivery_id: str | None = None, instance: str = "") -> tuple[bytes, dict[str, str]]:
+    """The body and headers of one delivery of `payload`, signed with `secret` as `forge` signs."""
+    body = json.dumps(payload).encode()
+    did = delivery_id or str(uuid.uuid4())
+    mac = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    headers = {"Content-Type": "application/json"}
+    if forge == "github":
+        headers.update({"User-Agent": "GitHub-Hookshot/044aadd", "X-GitHub-Event": event or "push",
+                        "X-GitHub-Delivery": did, "X-GitHub-Hook-ID": "292430182",
+                        "X-Hub-Signature-256": f"sha256={mac}"})
+    elif forge == "gitlab":
+        headers.update({"User-Agent": "GitLab/17.6.0", "X-Gitlab-Event": event or "Push Hook",
+                        "X-Gitlab-Token": secret, "X-Gitlab-Event-UUID": did,
+                        "X-Gitlab-Webhook-UUID": "2c3c3a0c-7b1b-4c5e-8f36-1f0a5a7d0c11",
+                        "X-Gitlab-Instance": instance})
+    else:
+        headers.update({"X-Gitea-Event": event or "push", "X-Gitea-Event-Type": event or "push",
+                        "X-Gitea-Delivery": did, "X-Gitea-Signature": mac, "X-Hub-Signature-256": f"sha256={mac}",
+                        "X-GitHub-Event": event or "push", "X-GitHub-Delivery": did,
+                        "X-Gogs-Event": event or "push", "X-Gogs-Delivery": did, "X-Gogs-Signature": mac})
+    return body, headers
+
+
+def post(url: str, body: bytes, headers: dict[str, str], timeout: float = 10.0) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()

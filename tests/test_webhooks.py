@@ -1,0 +1,266 @@
+"""Forge webhooks through the real path: a signed delivery over loopback HTTP -> `gad-bot serve` (a real
+process) -> a sync in a worker process fetching from `git http-backend` -> a report at Slack's
+response_url that counts the pushed commit, its figure from git (tests/gitbuild.py oracle_gad).
+
+One forge site (tests/faults GitHttpServer) hosts a repository per forge kind, tracked by URL
+through the CLI; one `serve` takes all three forges' webhooks (GAD_WEBHOOK_SECRETS names the host).
+Deliveries are shaped as each forge documents them (tests/forgehooks.py).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import signal
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.faces.webhooks import HookEvent, parse_event, repo_key, signed_hosts
+from tests.faults import GitHttpServer, Serve, free_port, run_cli
+from tests.forgehooks import PUSH, ForgeRepo, delivery, github_repository, post
+from tests.gitbuild import RepoBuilder, oracle_gad
+from tests.slackstub import SlackStub
+
+SECRET = "webhook-secret-0123456789abcdef"
+PATHS = {"github": "acme/web", "gitlab": "group/sub/api", "gitea": "org/lib"}
+
+
+@dataclass
+class Site:
+    git: GitHttpServer
+    stub: SlackStub
+    serve: Serve
+    data: Path
+    upstreams: dict[str, RepoBuilder]
+
+    def repo(self, forge: str) -> ForgeRepo:
+        return ForgeRepo(f"http://127.0.0.1:{self.git.port}", PATHS[forge])
+
+    def hook(self, forge: str) -> str:
+        return f"{self.serve.url}/hooks/{forge}"
+
+    def figure(self, name: str, label: str) -> int:
+        """The 2GAD figure of `name` over all its history, as a report through serve says it."""
+        self.serve.post(self.stub.slash_fields(f"{name} since:2000-01", response_name=label))
+        text = json.dumps(self.stub.wait_for_response(label, timeout=15))
+        found = re.search(r"2GAD ([\d,]+) person-days", text)
+        assert found, text
+        return int(found.group(1).replace(",", ""))
+
+    def push(self, forge: str, who: str, day: str) -> tuple[str, str]:
+        upstream = self.upstreams[forge]
+        before = str(upstream.tip("main"))
+        after = str(upstream.commit(name=who.title(), email=f"{who}@example.com", date=day))
+        return before, after
+
+    def log_lines(self, fragment: str) -> list[str]:
+        return [line for line in self.serve.stderr.splitlines() if fragment in line]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    base = tmp_path_factory.mktemp("hooks")
+    upstreams = {}
+    for forge, path in PATHS.items():
+        upstream = RepoBuilder(base / "srv" / f"{path}.git", bare=True)
+        upstream.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+        upstream.commit(name="Bob", email="bob@example.com", date="2024-01-03")
+        upstreams[forge] = upstream
+    data = base / "data"
+    with GitHttpServer(base / "srv") as git, SlackStub() as stub:
+        for forge, path in PATHS.items():
+            tracked = run_cli("track", git.url(path + ".git"), "--name", forge, data=data)
+            assert tracked.returncode == 0, tracked.stderr
+        with Serve(data, stub, logs=base / "logs", GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET},other.example=x-{SECRET}",
+                   GAD_REPORT_WORKERS="1") as serve:
+            yield Site(git, stub, serve, data, upstreams)
+            assert serve.stop(signal.SIGTERM) == 0
+        assert "Traceback" not in serve.stderr
+        assert "SECRET-DESCRIPTION-IN-BODY" not in serve.stderr + serve.stdout
+
+
+@pytest.mark.parametrize("forge", list(PATHS))
+def test_a_push_is_in_reports_within_seconds(site, forge):
+    assert site.figure(forge, f"{forge}-before") == 2 * oracle_gad(site.upstreams[forge].path) == 4
+    before, after = site.push(forge, "cy", "2026-12-01")
+    expected = 2 * oracle_gad(site.upstreams[forge].path)
+    assert expected == 6  # Cy's day is new: three (person, day) pairs
+    body, headers = delivery(forge, PUSH[forge](site.repo(forge), before, after), SECRET,
+                             instance=f"http://127.0.0.1:{site.git.port}")
+    sent = time.monotonic()
+    status, text = post(site.hook(forge), body, headers)
+    assert (status, text.strip()) == (202, "sync scheduled")
+    figures = []
+    while time.monotonic() - sent < 20:
+        figures.append(site.figure(forge, f"{forge}-after-{len(figures)}"))
+        if figures[-1] == expected:
+            break
+        time.sleep(0.2)
+    assert figures[-1] == expected, figures
+    assert len(site.log_lines(f"sync of {forge} scheduled")) == 1
+
+
+@pytest.mark.parametrize("forge", list(PATHS))
+def test_forged_delivery_is_401_with_one_log_line_and_schedules_nothing(site, forge):
+    before, after = site.push(forge, "di", "2026-12-02")
+    payload = PUSH[forge](site.repo(forge), before, after)
+    scheduled = len(site.log_lines(f"sync of {forge} scheduled"))
+    body, headers = delivery(forge, payload, "not-the-secret")
+    assert post(site.hook(forge), body, headers)[0] == 401
+    # a good signature over other bytes is as forged as a bad one
+    body, headers = delivery(forge, payload, SECRET)
+    if forge != "gitlab":  # GitLab's token does not cover the body
+        assert post(site.hook(forge), body.replace(b"main", b"mane"), headers)[0] == 401
+    unsigned = {k: v for k, v in headers.items() if "Signature" not in k and "Token" not in k}
+    assert post(site.hook(forge), body, unsigned)[0] == 401
+    time.sleep(0.3)  # the log line is written before the answer; give the file a moment anyway
+    refused = site.log_lines(f"refused a webhook to /hooks/{forge}: 401")
+    assert len(refused) == (3 if forge != "gitlab" else 2), refused
+    assert len(site.log_lines(f"sync of {forge} scheduled")) == scheduled
+
+
+@pytest.mark.parametrize("forge", list(PATHS))
+def test_a_replayed_delivery_is_refused(site, forge):
+    before, after = site.push(forge, "ed", "2026-12-03")
+    body, headers = delivery(forge, PUSH[forge](site.repo(forge), before, after), SECRET)
+    scheduled = len(site.log_lines(f"sync of {forge} scheduled"))
+    assert post(site.hook(forge), body, headers)[0] == 202
+    status, text = post(site.hook(forge), body, headers)
+    assert status == 409 and "already received" in text
+    time.sleep(0.3)
+    assert len(site.log_lines(f"sync of {forge} scheduled")) == scheduled + 1
+    # the ids are in the database, not in serve's memory
+    import sqlite3
+
+    with sqlite3.connect(site.data / "index.sqlite") as db:
+        ids = {row[0] for row in db.execute("SELECT delivery FROM webhook_deliveries")}
+    assert (headers.get("X-GitHub-Delivery") or headers.get("X-Gitlab-Event-UUID") or headers["X-Gitea-Delivery"]) in ids
+
+
+@pytest.mark.parametrize("forge", list(PATHS))
+def test_an_oversized_delivery_is_413_before_it_is_read(site, forge):
+    payload = PUSH[forge](site.repo(forge), "1" * 40, "2" * 40)
+    payload["padding"] = "x" * (1 << 20)
+    body, headers = delivery(forge, payload, SECRET)
+    # Only the headers are sent: the answer comes before a byte of the body is read (the forge's
+    # own client would see its upload cut off, as urllib does with a broken pipe).
+    connection = http.client.HTTPConnection("127.0.0.1", site.serve.port, timeout=10)
+    try:
+        connection.putrequest("POST", f"/hooks/{forge}")
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        assert connection.getresponse().status == 413
+    finally:
+        connection.close()
+    assert "padding" not in site.serve.stderr
+
+
+@pytest.mark.parametrize("forge", list(PATHS))
+def test_an_unknown_repository_is_202_and_ignored(site, forge):
+    stranger = ForgeRepo(f"http://127.0.0.1:{site.git.port}", PATHS[forge] + "-not-tracked")
+    body, headers = delivery(forge, PUSH[forge](stranger, "1" * 40, "2" * 40), SECRET)
+    status, text = post(site.hook(forge), body, headers)
+    assert (status, text.strip()) == (202, "ignored: not a tracked repository")
+    # signed with another host's secret, naming this host's repository: refused
+    body, headers = delivery(forge, PUSH[forge](site.repo(forge), "1" * 40, "2" * 40), f"x-{SECRET}")
+    status, text = post(site.hook(forge), body, headers)
+    assert status == 403 and "another host" in text
+
+
+def test_paths_and_methods(site):
+    body, headers = delivery("github", {"zen": "Keep it logically awesome.", "hook_id": 1}, SECRET, event="ping")
+    assert post(site.hook("github"), body, headers) == (200, "pong\n")
+    assert post(f"{site.serve.url}/hooks/bitbucket", body, headers)[0] == 404
+    body, headers = delivery("github", [1, 2], SECRET)
+    assert post(site.hook("github"), body, headers)[0] == 400  # signed, but not what GitHub sends
+    body, headers = delivery("github", {"repository": {}}, SECRET, delivery_id="")
+    del headers["X-GitHub-Delivery"]
+    assert post(site.hook("github"), body, headers)[0] == 400
+
+
+def test_a_burst_of_pushes_is_one_sync(tmp_path):
+    """Five pushes within the debounce second: one sync (in a spawned worker process), not five."""
+    from bot.faces.syncs import SyncQueue
+
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
+    done = []
+    queue = SyncQueue(settings, workers=1, debounce=1.0, runner=record_job, on_done=done.append)
+    queue.start()
+    try:
+        for _ in range(5):
+            queue.request_repo("web")
+        queue.request_repo("api")
+        deadline = time.monotonic() + 30
+        while len(done) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)  # a sixth sync would be scheduled by now
+    finally:
+        queue.shutdown()
+    assert sorted(d.job.name for d in done) == ["api", "web"]
+    assert all(d.error == "tracked nowhere" for d in done)
+
+
+def record_job(job):
+    """A sync runner for the test above (module level: pickled by name into the worker process)."""
+    from bot.faces.syncs import SyncDone
+
+    return SyncDone(job, error="tracked nowhere")
+
+
+# -- what a body means, per forge (no server) -------------------------------------------------------
+
+def test_repo_key_names_one_repository_however_it_is_written():
+    keys = {repo_key(u) for u in ("https://GitHub.com/Acme/Web.git", "https://github.com/acme/web",
+                                   "git@github.com:acme/web.git", "ssh://git@github.com/acme/web.git",
+                                   "https://github.com/acme/web/")}
+    assert keys == {("github.com", "acme/web")}
+    assert repo_key("not a url") is None and repo_key("") is None and repo_key("x" * 5000) is None
+
+
+def test_gitlab_system_hook_project_create_and_github_rename():
+    body = json.dumps({"event_name": "project_create", "name": "new", "path": "new",
+                       "path_with_namespace": "group/sub/new", "project_id": 74, "owner_name": "Root"}).encode()
+    event = parse_event("gitlab", {"x-gitlab-event": "System Hook", "x-gitlab-event-uuid": "u-1",
+                                   "x-gitlab-instance": "https://git.corp.example"}, body)
+    assert event == HookEvent("gitlab", "repository", "project_create", "u-1", "git.corp.example", "group/sub",
+                              ("https://git.corp.example/group/sub/new",))
+    renamed = github_repository(ForgeRepo("https://github.com", "acme/web2"), action="renamed")
+    renamed["changes"] = {"repository": {"name": {"from": "web"}}}
+    event = parse_event("github", {"x-github-event": "repository", "x-github-delivery": "d-1"}, json.dumps(renamed).encode())
+    assert event.kind == "repository" and event.action == "renamed" and event.owner == "acme"
+    assert ("github.com", "acme/web") in {repo_key(u) for u in event.urls}
+
+
+def test_signed_hosts_is_the_host_whose_secret_signed():
+    body = b'{"a": 1}'
+    secrets = {"github.com": "one", "ghe.corp.example": "two"}
+    _, headers = delivery("github", {"a": 1}, "two")
+    lower = {k.lower(): v for k, v in headers.items()}
+    assert signed_hosts("github", lower, body, secrets) == ["ghe.corp.example"]
+    assert signed_hosts("github", {**lower, "x-hub-signature-256": "sha256=" + "0" * 64}, body, secrets) == []
+    assert signed_hosts("gitlab", {"x-gitlab-token": "one"}, body, secrets) == ["github.com"]
+    assert signed_hosts("gitlab", {"x-gitlab-token": "on"}, body, secrets) == []
+
+
+def test_doctor_says_when_the_last_webhook_arrived(tmp_path):
+    from bot.engine.engine import Engine
+    from bot.faces.doctor import check_webhooks
+
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"),
+                                  "GAD_WEBHOOK_SECRETS": "github.com=a,git.corp.example=b"})
+    engine = Engine.open(settings)
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+    from datetime import timedelta
+
+    assert engine.index.record_delivery("d-1", "github.com", now - timedelta(minutes=5), timedelta(days=30))
+    lines = [check.line() for check in check_webhooks(engine, now)]
+    assert lines == ["[ok  ] webhooks from github.com: the last arrived 5 minutes ago",
+                     "[warn] webhooks from git.corp.example: none has arrived yet -- add the webhook on the forge "
+                     "(docs/operations.md, 5.3), or remove the host from GAD_WEBHOOK_SECRETS"]
