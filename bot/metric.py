@@ -67,13 +67,14 @@ class Row:
 
 @dataclass(frozen=True)
 class Cocomo:
-    """Basic COCOMO (organic) beside 2GAD, in person-months."""
+    """Basic COCOMO beside 2GAD, in person-months."""
 
     counter: str  # e.g. "SLOCCount 2.26"
     sloc: int
-    person_months: float  # 2.4 * KSLOC ** 1.05
+    person_months: float  # a * KSLOC ** b: 2.4 * KSLOC ** 1.05 in the organic mode
     two_gad_person_months: float
     ratio: float  # 2GAD / COCOMO
+    mode: str = "organic"  # Basic COCOMO's mode: organic, semidetached or embedded
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class Report:
     orgs: tuple[str, ...] = ()  # `org:` globs
     mailmap: bool = True
     bots: bool = False
+    more_rows: int = 0  # breakdown rows `top:N` left out ("and 2,541 more")
 
     @property
     def two_gad(self) -> int:
@@ -125,6 +127,11 @@ def span_months(first: date | None, last: date | None) -> float | None:
     if first is None or last is None:
         return None
     return ((last - first).days + 1) / DAYS_PER_MONTH
+
+
+def table_order(row: Row) -> tuple:
+    """The order of a by:person, by:org or by:repo table: most active days, then most commits, then by name."""
+    return (-row.totals.person_days, -row.totals.commits, row.key)
 
 
 def person_months(person_days: float) -> float:

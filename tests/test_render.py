@@ -228,7 +228,7 @@ def test_report_to_dict_keys_and_values():
         {"key": "2024-02", "active_days": 10, "two_gad": 20, "developers": 1, "commits": 20, "first_day": "2024-02-01"},
     ]
     assert [r["two_gad"] for r in data["trend"]] == [0, 10, 20, 40, 30, 10]
-    assert data["cocomo"] == {"counter": "SLOCCount 2.26", "sloc": 45_000, "person_months": 130.5,
+    assert data["cocomo"] == {"counter": "SLOCCount 2.26", "mode": "organic", "sloc": 45_000, "person_months": 130.5,
                               "two_gad_person_months": 21.7, "ratio": 0.166}
     assert data["two_gad_person_months"] == 21.68
     assert data["two_gad_person_years"] == 1.81
@@ -366,11 +366,11 @@ def test_report_blocks_content():
     assert_within_limits(blocks)
 
 
-def test_person_breakdown_lists_top_contributors_by_active_days():
+def test_person_breakdown_of_everyone_lists_people_by_active_days():
     rows = (Row("bob@x.org", Totals(5, 1, 50)), Row("alice@x.org", Totals(40, 1, 9)), Row("carol@x.org", Totals(5, 1, 7)))
     _, blocks = report_blocks(make_report(by="person", rows=rows, totals=Totals(50, 3, 66)), "web by:person")
-    text = next(b["text"]["text"] for b in blocks if b["type"] == "section" and "Top contributors" in b["text"]["text"])
-    assert text == ("*Top contributors by active days*\n"
+    text = next(b["text"]["text"] for b in blocks if b["type"] == "section" and "People by active days" in b["text"]["text"])
+    assert text == ("*People by active days*\n"
                     "1. `alice@x.org` — 40 active days · 2GAD 80 · 9 commits\n"
                     "2. `bob@x.org` — 5 active days · 2GAD 10 · 50 commits\n"
                     "3. `carol@x.org` — 5 active days · 2GAD 10 · 7 commits")

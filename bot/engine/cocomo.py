@@ -1,8 +1,9 @@
-"""`vs:cocomo`: Basic COCOMO (organic mode) from the physical source lines at the head of the scope.
+"""`vs:cocomo`: Basic COCOMO (organic mode unless `cocomo:MODE` says otherwise) from the physical source lines at the head of the scope.
 
     sloc = an established counter (SLOCCount, as in the original 2GAD study, else cloc)
            run over the files of the tree at the head of the scope, cached per tree id
-    COCOMO person-months = 2.4 * KSLOC ** 1.05      (the formula SLOCCount prints)
+    COCOMO person-months = 2.4 * KSLOC ** 1.05      (the formula SLOCCount prints; organic mode, the default)
+                         = 3.0 * KSLOC ** 1.12      (semidetached), 3.6 * KSLOC ** 1.20 (embedded)
     2GAD person-months   = 2GAD person-days / 19    (METRIC.md "Units": COCOMO's 152-hour month)
     ratio                = 2GAD person-months / COCOMO person-months
 
@@ -40,10 +41,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Basic COCOMO, organic mode (Boehm 1981), exactly as SLOCCount prints it.
-EFFORT_FACTOR = 2.4
-EFFORT_EXPONENT = 1.05
-FORMULA = "person-months = 2.4 x KSLOC^1.05"
+# Basic COCOMO (Boehm 1981): person-months = a x KSLOC^b, with (a, b) by the project's mode. Organic (small
+# teams, familiar work) is what SLOCCount prints and stays the default; `cocomo:semidetached|embedded` asks
+# for the others.
+MODES = {"organic": (2.4, 1.05), "semidetached": (3.0, 1.12), "embedded": (3.6, 1.20)}
+DEFAULT_MODE = "organic"
+EFFORT_FACTOR, EFFORT_EXPONENT = MODES[DEFAULT_MODE]
+
+
+def formula(mode: str = DEFAULT_MODE) -> str:
+    """'person-months = 2.4 x KSLOC^1.05' for a mode."""
+    factor, exponent = MODES[mode]
+    return f"person-months = {factor:g} x KSLOC^{exponent:.2f}"
+
+
+FORMULA = formula()
 
 DEFAULT_TIMEOUT_SECONDS = 600
 TREE_DIR = "tree"  # where a tree's files are written inside a counter's scratch directory
@@ -71,26 +83,30 @@ MIGRATION_SQL = """CREATE TABLE cocomo_cache (
 
 
 # -- arithmetic ----------------------------------------------------------------
-def basic_cocomo_person_months(sloc: int) -> float:
-    """Basic COCOMO, organic mode: 2.4 x KSLOC^1.05 person-months (SLOCCount's 'Development Effort Estimate')."""
+def basic_cocomo_person_months(sloc: int, mode: str = DEFAULT_MODE) -> float:
+    """Basic COCOMO: a x KSLOC^b person-months for the mode (organic 2.4/1.05 is SLOCCount's 'Development Effort
+    Estimate')."""
     if sloc < 0:
         raise ValueError("SLOC cannot be negative")
-    return EFFORT_FACTOR * (sloc / 1000) ** EFFORT_EXPONENT
+    factor, exponent = MODES[mode]
+    return factor * (sloc / 1000) ** exponent
 
 
-def compare(two_gad_person_days: int, counter: str, sloc: int) -> Cocomo:
+def compare(two_gad_person_days: int, counter: str, sloc: int, mode: str = DEFAULT_MODE) -> Cocomo:
     """COCOMO beside 2GAD, both in person-months (19 person-days each); ratio = 2GAD / COCOMO (NaN when COCOMO is 0)."""
-    cocomo_pm = basic_cocomo_person_months(sloc)
+    cocomo_pm = basic_cocomo_person_months(sloc, mode)
     two_gad_pm = two_gad_person_days / DAYS_PER_PERSON_MONTH
     ratio = two_gad_pm / cocomo_pm if cocomo_pm > 0 else math.nan
-    return Cocomo(counter=counter, sloc=sloc, person_months=cocomo_pm, two_gad_person_months=two_gad_pm, ratio=ratio)
+    return Cocomo(counter=counter, sloc=sloc, person_months=cocomo_pm, two_gad_person_months=two_gad_pm, ratio=ratio,
+                  mode=mode)
 
 
 def footnote(cocomo: Cocomo, where: str = "the head of the default branch", *, repos: int = 1,
              period: bool = False) -> str:
     """The answer's footnote: the formula, the counter, where lines were counted, the unit conversion."""
     summed = f", summed over the heads of {repos} repositories" if repos > 1 else ""
-    text = (f"COCOMO: basic, organic mode, {FORMULA} (as SLOCCount prints it), from {cocomo.sloc:,} physical "
+    printed = " (as SLOCCount prints it)" if cocomo.mode == DEFAULT_MODE else ""
+    text = (f"COCOMO: basic, {cocomo.mode} mode, {formula(cocomo.mode)}{printed}, from {cocomo.sloc:,} physical "
             f"source lines counted by {cocomo.counter} at {where}{summed}; 2GAD converted at 1 person-month = "
             f"{DAYS_PER_PERSON_MONTH} person-days (152 h); ratio = 2GAD / COCOMO.")
     if period:
@@ -359,6 +375,6 @@ def with_cocomo(heads: Iterable[Head], query: "Query", report: Report, cache: Sl
         note = (f"vs:cocomo: {counter} found no source lines at {where}, so basic COCOMO predicts nothing "
                 "to compare 2GAD with.")
         return dataclasses.replace(report, notes=(*report.notes, note))
-    cocomo = compare(report.two_gad, counter, sloc)
+    cocomo = compare(report.two_gad, counter, sloc, query.cocomo_mode)
     note = footnote(cocomo, where, repos=len(heads), period=query.since is not None or query.until is not None)
     return dataclasses.replace(report, cocomo=cocomo, notes=(*report.notes, note))

@@ -27,7 +27,7 @@ from ..config import Settings
 from ..errors import GadError, MirrorError, QueryError, UnknownRepoError, command, nearest
 from .filters import check_filters
 from ..store.index import Index, RepoRow, utcnow
-from ..metric import Report
+from ..metric import Report, table_order
 from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
 
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
@@ -492,6 +492,11 @@ class Engine:
             rows.sort(key=lambda r: (-r.totals.person_days, r.key))
         elif query.by == "org":
             rows = col.by_org(selections, keys, org_table)
+        more_rows = 0
+        if query.top is not None and query.by in ("person", "org", "repo"):
+            rows.sort(key=table_order)  # the order every face shows, so the rows kept are the ones shown first
+            more_rows = max(0, len(rows) - query.top)
+            rows = rows[:query.top]
         trend_bucket = self._trend_bucket(query, keys, today)
         trend_last = flt.until_day if flt.until_day is not None else (to_epoch_day(today) if flt.since_day is not None else None)
         if query.by == trend_bucket and trend_last == flt.until_day:
@@ -511,7 +516,8 @@ class Engine:
                       first_day=from_epoch_day(int((keys & 0xFFFFFFFF).min())) if len(keys) else None,
                       last_day=from_epoch_day(int((keys & 0xFFFFFFFF).max())) if len(keys) else None,
                       asked=query.repos, scope=query.scope.token(), authors=query.authors, orgs=query.orgs,
-                      mailmap=query.mailmap, bots=query.bots)
+                      mailmap=query.mailmap, bots=query.bots,
+                      more_rows=more_rows)
         if query.vs_cocomo:
             from .cocomo import SlocCache, with_cocomo  # runs a line counter only when asked
 

@@ -20,6 +20,8 @@ from ..metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
 BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo", "org")
+TOP_BREAKDOWNS = ("person", "org", "repo")  # the tables `top:N` can cut
+COCOMO_MODES = ("organic", "semidetached", "embedded")  # bot/engine/cocomo.py MODES
 MAX_COMPARE_ITEMS = 10
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -89,6 +91,8 @@ class Query:
     format: str | None = None  # "csv" attaches a CSV file
     range: RefRange | None = None  # replaces the scope: `range:A..B`
     orgs: tuple[str, ...] = ()  # globs on the organization (lower-cased); any may match
+    top: int | None = None  # `top:N`: the first N rows of a by:person, by:org or by:repo table
+    cocomo_mode: str = "organic"  # `cocomo:MODE`: Basic COCOMO's mode for vs:cocomo
 
     def words(self) -> str:
         """The scope and rules in words, for footnotes: 'all branches and tags, author dates, mailmap applied'."""
@@ -235,7 +239,10 @@ TOKENS: tuple[Token, ...] = (
     Token("by:week|month|quarter|year|person|repo|org", "a breakdown table", "by:month"),
     Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),
     Token("bots:on", "keep [bot] authors (left out by default)", "bots:on"),
+    Token("top:N", "only the first N rows of a by:person, by:org or by:repo table", "top:10"),
     Token("vs:cocomo", "Basic COCOMO (organic) from the source lines at the head, beside 2GAD", "vs:cocomo"),
+    Token("cocomo:organic|semidetached|embedded", "Basic COCOMO's mode for vs:cocomo (organic by default)",
+          "cocomo:embedded"),
     Token("format:csv", "CSV (in Slack: an attached file)", "format:csv"),
     Token("public", "in Slack: post the answer for everyone instead of only to you", "public"),
 )
@@ -416,6 +423,20 @@ def parse_query(words: list[str], today: date) -> Query:
             if value.lower() != "cocomo":
                 raise QueryError(f"`vs:{value}` is not a model gad-bot compares with; use `vs:cocomo`.")
             options["vs_cocomo"] = True
+        elif key == "top":
+            _one(key, seen, value)
+            if not re.fullmatch(r"[0-9]{1,6}", value) or int(value) < 1:
+                raise QueryError(f"`top:{value}` is not a number of rows; use a whole number, e.g. `top:10`.")
+            options["top"] = int(value)
+        elif key == "cocomo":
+            _one(key, seen, value)
+            if value.lower() not in COCOMO_MODES:
+                close = nearest(value.lower(), COCOMO_MODES, n=1, cutoff=0.5)
+                raise QueryError(f"`cocomo:{value}` is not a Basic COCOMO mode; " + (
+                    f"did you mean `cocomo:{close[0]}`?" if close else
+                    "use " + ", ".join(f"`cocomo:{m}`" for m in COCOMO_MODES) + "."))
+            options["cocomo_mode"] = value.lower()
+            options["vs_cocomo"] = True  # a mode means COCOMO is wanted
         elif key == "format":
             _one(key, seen, value)
             if value.lower() not in ("csv",):
@@ -426,6 +447,9 @@ def parse_query(words: list[str], today: date) -> Query:
     if "range" in options and "scope" in seen:
         raise QueryError(f"A range replaces the scope: `range:{seen['range']}` counts what git's "
                          f"`{seen['range']}` lists whatever the branches, so leave out `{seen['scope']}`.")
+    if "top" in options and options.get("by") not in TOP_BREAKDOWNS:
+        raise QueryError(f"`top:{seen['top']}` limits a table of people, organizations or repositories; add "
+                         f"`by:person`, `by:org` or `by:repo`, e.g. `by:person top:{seen['top']}`.")
     since, until = options.get("since"), options.get("until")
     if since and until and since > until:
         raise QueryError(f"`since:{seen['since']}` starts after `until:{seen['until']}` ends; swap them or widen the period.")

@@ -213,7 +213,7 @@ def _row_line(by: str | None, row: Row, rank: int, total: int = 0) -> str:
 
 def _breakdown(report: Report, max_blocks: int) -> list[dict]:
     rows = words.sorted_rows(report)
-    title = f"*{words.breakdown_title(report.by)}*"
+    title = f"*{words.breakdown_title(report.by, len(rows) if report.more_rows else None)}*"
     if not rows:
         return [section(f"{title}\nNo rows: nothing was counted.")]
     more = lambda n: f"… and {words.number(n)} more ({CSV_HINT})"  # noqa: E731
@@ -227,6 +227,11 @@ def _breakdown(report: Report, max_blocks: int) -> list[dict]:
             title += f" (latest {len(rows)} of {words.number(len(rows) + hidden)} {many}; {CSV_HINT})"
             hidden = 0
     lines = [_row_line(report.by, row, i, report.totals.person_days) for i, row in enumerate(rows, 1)]
+    cut = words.more_rows_words(report)
+    if cut and not hidden:
+        lines.append(f"… {cut}")
+    elif cut:
+        more = lambda n: f"… and {words.number(n + report.more_rows)} more"  # noqa: E731
     return _packed(lines, max_blocks, more, title, hidden)
 
 
@@ -294,7 +299,7 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
     if report.cocomo is not None:
         c = report.cocomo
         cocomo.append(section(
-            f"*vs COCOMO* (basic, organic; {_prose(c.counter, 200)}, {words.number(c.sloc)} SLOC)\n"
+            f"*vs COCOMO* (basic, {c.mode}; {_prose(c.counter, 200)}, {words.number(c.sloc)} SLOC)\n"
             f"COCOMO {c.person_months:,.1f} person-months · 2GAD {c.two_gad_person_months:,.1f} person-months · "
             f"ratio {c.ratio:.2f} (2GAD / COCOMO)"))
 

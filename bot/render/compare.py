@@ -13,7 +13,7 @@ from . import words
 COLUMNS = ("item", "repositories", "active_days", "two_gad", "two_gad_person_months", "developers", "commits",
            "first_day", "last_day", "span_months", "active_months", "mean_two_gad_per_active_month",
            "busiest_month", "busiest_month_two_gad", "sloc", "cocomo_person_months", "ratio_two_gad_to_cocomo",
-           "line_counter")
+           "line_counter", "cocomo_mode")
 
 
 def _round(value: float | None, digits: int = 2):
@@ -34,6 +34,7 @@ def row_to_dict(row: CompareRow) -> dict:
         "busiest_month": row.busiest_month, "busiest_month_two_gad": row.busiest_two_gad if row.busiest_month else None,
         "sloc": c.sloc if c else None, "cocomo_person_months": _round(c.person_months) if c else None,
         "ratio_two_gad_to_cocomo": _round(c.ratio, 3) if c else None, "line_counter": c.counter if c else None,
+        "cocomo_mode": c.mode if c else None,
     }
 
 

@@ -69,6 +69,7 @@ def report_to_dict(report: Report) -> dict:
         "repos": list(report.repos),
         "by": report.by,
         "rows": [_with_share(row_to_dict(r), r, t) if report.by == "org" else row_to_dict(r) for r in report.rows],
+        "more_rows": report.more_rows,  # rows `top:N` left out
         "range": report.range,
         "first_day": _day(report.first_day),
         "last_day": _day(report.last_day),
@@ -84,6 +85,6 @@ def report_to_dict(report: Report) -> dict:
         "footnotes": words.footnotes(report),
         "units": {"person_month_days": DAYS_PER_PERSON_MONTH, "person_year_days": DAYS_PER_PERSON_YEAR},
         "cocomo": None if c is None else {
-            "counter": c.counter, "sloc": c.sloc, "person_months": c.person_months,
+            "counter": c.counter, "mode": c.mode, "sloc": c.sloc, "person_months": c.person_months,
             "two_gad_person_months": c.two_gad_person_months, "ratio": c.ratio},
     }

@@ -61,14 +61,16 @@ def _totals_table(report: Report) -> Table:
     grid.add_row("repositories" if len(report.repos) != 1 else "repository", ", ".join(report.repos) or "none")
     if report.cocomo is not None:
         c = report.cocomo
-        grid.add_row("vs COCOMO", f"{c.person_months:,.1f} person-months by basic COCOMO ({c.counter}, "
+        grid.add_row("vs COCOMO", f"{c.person_months:,.1f} person-months by basic COCOMO ({c.mode} mode, {c.counter}, "
                                   f"{words.number(c.sloc)} SLOC); 2GAD {c.two_gad_person_months:,.1f} "
                                   f"person-months; ratio {c.ratio:.2f}")
     return grid
 
 
 def _breakdown_table(report: Report) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, title=words.breakdown_title(report.by), title_justify="left",
+    cut = words.more_rows_words(report)
+    table = Table(box=box.SIMPLE_HEAD, title=words.breakdown_title(report.by, len(report.rows) if cut else None),
+                  title_justify="left", caption=cut, caption_justify="left",
                   show_edge=False, pad_edge=False, padding=(0, 1))
     table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
     # a row of by:person is one person: its "developers" would always read 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 
-from ..metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, UNITS_NOTE, Report, Totals
+from ..metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, UNITS_NOTE, Report, Totals, table_order
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 
@@ -293,10 +293,10 @@ def trend_words(report: Report, *, max_points: int = 104) -> tuple[str, str] | N
     return caption, sparkline(values)
 
 
-def breakdown_title(by: str | None) -> str:
-    """'By month', 'Top contributors by active days', 'By repository'."""
+def breakdown_title(by: str | None, top: int | None = None) -> str:
+    """'By month', 'People by active days' (all of them), 'Top 10 contributors by active days' (`top:N` cut it)."""
     if by == "person":
-        return "Top contributors by active days"
+        return f"Top {number(top)} contributors by active days" if top else "People by active days"
     if by == "repo":
         return "By repository"
     if by == "org":
@@ -308,8 +308,18 @@ def sorted_rows(report: Report) -> list:
     """Breakdown rows in display order: periods as given, people and repositories by active days."""
     rows = list(report.rows)
     if report.by in ("person", "repo", "org"):
-        rows.sort(key=lambda r: (-r.totals.person_days, -r.totals.commits, r.key))
+        rows.sort(key=table_order)
     return rows
+
+
+def more_rows_words(report: Report) -> str | None:
+    """'and 2,541 more people (top:10 shows the first 10)' when `top:N` left rows out, else None."""
+    if not report.more_rows:
+        return None
+    kind = {"person": ("person", "people"), "org": ("organization", "organizations"),
+            "repo": ("repository", "repositories")}.get(report.by or "", ("row", "rows"))
+    return (f"and {number(report.more_rows)} more {kind[0] if report.more_rows == 1 else kind[1]} "
+            f"(top:{len(report.rows)} shows the first {number(len(report.rows))})")
 
 
 def repos_words(repos: Sequence[str], *, limit: int = 5) -> str:
