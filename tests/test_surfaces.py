@@ -299,7 +299,9 @@ def test_sync_untrack_and_projects_are_for_admins(bot):
     # the project is a union: ann on 2024-01-02 in both repositories is one person-day
     union = bot.ask("suite since:2024-01 until:2024-01")
     assert union["text"] == "suite (web and api): 2GAD 4 person-days, 2024-01-01 to 2024-01-31"  # the project named
-    assert "`suite`: `api`, `web`" in read(bot.ask("projects"))
+    listed = bot.ask("projects")
+    assert "`suite`: `api`, `web`" in read(listed)
+    assert listed["text"] == "1 project: suite (api and web)"  # the notification says what, not "Projects"
     assert "Removed project `suite`." in read(bot.ask("project remove suite", user=ADMIN))
 
 

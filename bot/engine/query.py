@@ -345,6 +345,44 @@ def _check_repo_word(word: str) -> str:
     raise QueryError(f"`{word}` is not a repository name; names are letters, digits, `.`, `-`, `_` and `/`.")
 
 
+def _hint_token_form(word: str, following: str | None) -> None:
+    """`since 2024`, `since=2024`, `--since 2024` and `--since=2024` all mean `since:2024`: say so.
+
+    A bare key is taken for a token only when a plain word follows it (`web since 2024`), so that a
+    repository that happens to be named like a key still works alone."""
+    bare = word.lstrip("-")
+    key, eq, value = bare.partition("=")
+    key = key.lower()
+    if key not in _REPORT_KEYS:
+        return
+    if not eq:
+        if following is None or ":" in following:
+            if not word.startswith("-"):
+                return
+            value = following or ""
+        else:
+            value = following
+    shown = " ".join(w for w in (word, None if eq else value) if w)
+    example = f"{key}:{value}" if value and not value.startswith("-") else _EXAMPLE_OF[key]
+    raise QueryError(f"`{shown}` is not how a token is written; a token is a key, a colon and a value with no "
+                     f"space, e.g. `{example}`.")
+
+
+def query_words(args: list[str] | tuple[str, ...]) -> list[str]:
+    """The words of a query given on a command line: a whole query quoted as one argument
+    (`gad-bot report "openssh since:2024"`) is split as Slack's text would be; a path or URL is kept whole
+    (a directory may have spaces in its name)."""
+    words: list[str] = []
+    for arg in args:
+        if not any(c.isspace() for c in arg):
+            words.append(arg)
+            continue
+        split = _split(arg)
+        tokens = [w for w in split[1:] if w.lower() == "public" or w.partition(":")[0].lower() in _REPORT_KEYS]
+        words.extend(split if tokens or not is_source(arg.strip()) else [arg])
+    return words
+
+
 def parse_query(words: list[str], today: date) -> Query:
     """Parse report words (repositories then tokens, in any order) into a Query."""
     repos: list[str] = []
@@ -354,12 +392,13 @@ def parse_query(words: list[str], today: date) -> Query:
     paths: list[str] = []
     excluded: list[str] = []
     options: dict[str, object] = {}
-    for word in words:
+    for at, word in enumerate(words):
         if word.lower() == "public":
             options["public"] = True
             continue
         key, sep, value = word.partition(":")
         if not sep or is_source(word):
+            _hint_token_form(word, words[at + 1] if at + 1 < len(words) else None)
             repos.append(_check_repo_word(word))
             continue
         key = key.lower()

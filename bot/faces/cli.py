@@ -276,11 +276,13 @@ def report(query, as_json, as_csv):
     """
     import dataclasses
 
-    from ..engine.query import explain_unknown, parse_query
+    from ..engine.query import explain_unknown, parse_query, query_words
 
-    if query[0].lower() in ("help", "?"):
+    query = query_words(query)  # `gad-bot report "openssh since:2024"`: the whole query quoted as one
+    if query and query[0].lower() in ("help", "?"):
         return help_command.callback(None)
-    parsed = parse_query(list(query), _today())  # a typo fails here, before anything is written
+    parsed = parse_query(query, _today())  # a typo fails here, before anything is written
+    _one_format(as_json, as_csv, parsed.format)
     engine = _engine()
     parsed = dataclasses.replace(parsed, repos=tuple(dict.fromkeys(_track_on_the_fly(engine, list(parsed.repos)))))
     try:
@@ -305,6 +307,14 @@ def report(query, as_json, as_csv):
         click.echo(render_text(result))
 
 
+def _one_format(as_json: bool, as_csv: bool, token: str | None) -> None:
+    """JSON and CSV are two answers to one question; asked for both, say so rather than pick one."""
+    if as_json and (as_csv or token == "csv"):
+        both = "--csv" if as_csv else "format:csv"
+        raise QueryError(f"--json and {both} ask for two formats at once; keep one of them "
+                         "(no option prints the text table).")
+
+
 @cli.command("help")
 @click.argument("topic", required=False)
 def help_command(topic):
@@ -323,9 +333,10 @@ def help_command(topic):
 @friendly
 def compare(words, as_json, as_csv):
     """Side by side: ITEM ITEM... [tokens], an ITEM being a repository, a project or NAME:PATH (up to 10)."""
-    from ..engine.query import parse_compare
+    from ..engine.query import parse_compare, query_words
 
-    parsed = parse_compare(list(words), _today())
+    parsed = parse_compare(query_words(words), _today())
+    _one_format(as_json, as_csv, parsed.query.format)
     result = _engine().compare(parsed, _today())
     from ..render import compare as view
 
@@ -344,21 +355,53 @@ def compare(words, as_json, as_csv):
 @friendly
 def orgs(query, as_json, as_csv):
     """The e-mail domains in REPO... [tokens], with organization and 2GAD, unmatched first (to write GAD_ORG_FILE)."""
-    from ..engine.query import parse_query
+    from ..engine.query import parse_query, query_words
     from ..render import orgs as view
 
-    parsed = parse_query(list(query), _today())
+    parsed = parse_query(query_words(query), _today())
+    _one_format(as_json, as_csv, parsed.format)
     if parsed.by is not None:
         raise QueryError(f"`orgs` lists domains; leave out `by:{parsed.by}`.")
     engine = _engine()
     rows = engine.domains(parsed, _today())
     if as_json:
         click.echo(json.dumps([view.domain_to_dict(r) for r in rows], indent=2))
-    elif as_csv:
+    elif as_csv or parsed.format == "csv":
         click.echo(view.domains_to_csv(rows), nl=False)
     else:
         file = engine.settings.org_file
         click.echo(view.render_domains_text(rows, str(file) if file else None))
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("words", nargs=-1, required=True)
+@friendly
+def project(words):
+    """Several repositories counted as one: `project add NAME REPO...`, `project remove NAME`, `project list`."""
+    import shlex
+
+    from ..engine.query import ListProjects, ProjectAdd, ProjectRemove, parse_command
+    from ..render.words import projects_words, repos_words
+
+    parsed = parse_command(shlex.join(["project", *words]), _today())  # the one grammar, as Slack reads it
+    engine = _engine()
+    if isinstance(parsed, ProjectAdd):
+        members = engine.project_add(parsed.name, parsed.repos)
+        click.echo(f"Project `{parsed.name}` now counts {repos_words(members, limit=len(members))} as one; "
+                   f"`gad-bot report {parsed.name}` answers for them together.")
+    elif isinstance(parsed, ProjectRemove):
+        engine.project_remove(parsed.name)
+        click.echo(f"Removed project `{parsed.name}` (its repositories stay tracked).")
+    elif isinstance(parsed, ListProjects):
+        click.echo(projects_words(engine.projects()) if engine.projects() else
+                   "No projects yet; create one with `gad-bot project add NAME REPO...`.")
+
+
+@cli.command()
+@friendly
+def projects():
+    """List the projects and the repositories each counts as one (as `project list`)."""
+    project.callback(("list",))
 
 
 def _check_slack_settings(settings: Settings, socket_mode: bool) -> None:

@@ -33,6 +33,7 @@ from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoErr
 from ..metric import CompareReport
 from ..engine import periods
 from ..render import blocks as kit
+from ..render import words
 from ..engine.rows import HomeRow, RepoSummary
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from .slacktext import decode
@@ -312,7 +313,7 @@ class SlackFace:
         elif isinstance(parsed, q.ListProjects):
             projects = self.engine.projects()
             lines = [f"{kit.code(n)}: " + ", ".join(kit.code(r) for r in repos) for n, repos in projects.items()]
-            responder.final("Projects", [kit.section("\n".join(lines) or "No projects yet; create one with "
+            responder.final(words.projects_words(projects), [kit.section("\n".join(lines) or "No projects yet; create one with "
                                                      "`/gad project add NAME REPO...`.")])
         elif isinstance(parsed, (q.Subscribe, q.Unsubscribe, q.ListSubscriptions, q.PreviewDigest)):
             if self.digests is None:

@@ -335,6 +335,14 @@ def repos_words(repos: Sequence[str], *, limit: int = 5) -> str:
     return ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
+def projects_words(projects: dict[str, Sequence[str]]) -> str:
+    """'2 projects: media (openssh and gstreamer); suite (web and api)', or 'No projects yet.'"""
+    if not projects:
+        return "No projects yet."
+    return (plural(len(projects), "project") + ": "
+            + "; ".join(f"{name} ({repos_words(members)})" for name, members in projects.items()))
+
+
 def clip(text: str, limit: int, ellipsis: str = "…") -> str:
     """text cut to at most `limit` characters, ending in an ellipsis when cut."""
     if len(text) <= limit:
