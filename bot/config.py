@@ -7,6 +7,7 @@ deploy/gad-bot.env.example is checked against that list by a test.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,9 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_ORG_FILE": ("", "Organization rules for `by:org` and `org:` (domain, e-mail, e-mail until a date; see deploy/orgs.example); read again whenever it changes."),
     "GAD_SSH_KEY": ("", "Private key file for ssh:// sources (with KEY.pub beside it); enables ssh:// in `/gad track`."),
     "GAD_HTTPS_TOKENS": ("", "Comma-separated HOST=TOKEN pairs used as HTTPS credentials for private repositories."),
+    "GAD_FORGES": ("", "Self-hosted forges, comma-separated HOST=KIND or HOST=KIND:API_BASE_URL (KIND github, gitlab or gitea; HOST with :PORT when not 443), so `track https://HOST/ORG` tracks a whole organization. github.com, gitlab.com, codeberg.org and gitea.com are known."),
+    "GAD_FORGE_MAX_REPOS": ("5000", "Most repositories one organization may list; a larger one is refused (nothing tracked)."),
+    "GAD_FORGE_FETCHES": ("8", "Clones of an organization's repositories that run at once per forge host (indexing runs one per CPU)."),
     "GAD_SYNC_INTERVAL_MINUTES": ("60", "How often `serve` syncs every tracked repository."),
     "GAD_WEBHOOK_SECRETS": ("", "Comma-separated HOST=SECRET pairs: the secret of each forge host's webhooks (POST /hooks/github, /hooks/gitlab, /hooks/gitea). Setting it turns webhooks on."),
     "GAD_WEBHOOK_PORT": ("0", "In Socket Mode, the port `serve` takes forge webhooks on (0: none); in HTTP mode they arrive on the port Slack's requests do."),
@@ -65,6 +69,29 @@ def _positive_int(env: Mapping[str, str], name: str, zero: bool = False) -> int:
     return value
 
 
+_FORGE_KINDS = ("github", "gitlab", "gitea")
+_FORGE_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?(?::[0-9]{1,5})?")
+
+
+def _forge_entry(entry: str) -> tuple[str, str, str | None]:
+    """One GAD_FORGES entry, `HOST=KIND` or `HOST=KIND:API_BASE_URL`, as (host, kind, API base or None)."""
+    example = "e.g. git.corp.example=gitlab or ghe.corp.example=github:https://ghe.corp.example/api/v3"
+    host, sep, rest = entry.partition("=")
+    host = host.strip().lower()
+    kind, _, api = rest.strip().partition(":")
+    kind = kind.strip().lower()
+    if not sep or not _FORGE_HOST.fullmatch(host):
+        raise ConfigError(f"GAD_FORGES entry {entry[:80]!r} does not start with a host name (HOST=KIND); {example}.")
+    if kind not in _FORGE_KINDS:
+        raise ConfigError(f"GAD_FORGES entry {entry[:80]!r} names no forge kind; use github, gitlab or gitea, {example}.")
+    api = api.strip()
+    if api and not re.fullmatch(r"https?://[^\s/?#@]+(?:/[^\s?#]*)?", api):
+        raise ConfigError(f"GAD_FORGES entry {entry[:80]!r} has an API base that is not an http(s) URL; {example}.")
+    if host.endswith(":443") and not api.startswith("http://"):
+        host = host[:-4]
+    return host, kind, api.rstrip("/") or None
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -81,6 +108,9 @@ class Settings:
     org_file: Path | None = None
     ssh_key: Path | None = None
     https_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
+    forges: tuple[tuple[str, str, str | None], ...] = ()  # (host[:port], kind, API base URL or None)
+    forge_max_repos: int = 5000
+    forge_fetches: int = 8
     sync_interval_minutes: int = 60
     webhook_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)  # forge host -> secret
     webhook_port: int = 0
@@ -116,6 +146,7 @@ class Settings:
                 raise ConfigError("GAD_WEBHOOK_SECRETS must be HOST=SECRET pairs separated by commas, "
                                   "e.g. github.com=a-long-random-string")
             hook_secrets[host.strip().lower()] = secret.strip()
+        forges = tuple(_forge_entry(entry) for entry in _csv(env.get("GAD_FORGES", "")))
         ssh_key = env.get("GAD_SSH_KEY") or None
         log_format = (env.get("GAD_LOG_FORMAT") or "text").lower()
         if log_format not in ("text", "json"):
@@ -144,6 +175,9 @@ class Settings:
             org_file=Path(env["GAD_ORG_FILE"]).expanduser() if env.get("GAD_ORG_FILE") else None,
             ssh_key=Path(ssh_key).expanduser() if ssh_key else None,
             https_tokens=tokens,
+            forges=forges,
+            forge_max_repos=_positive_int(env, "GAD_FORGE_MAX_REPOS"),
+            forge_fetches=_positive_int(env, "GAD_FORGE_FETCHES"),
             sync_interval_minutes=_positive_int(env, "GAD_SYNC_INTERVAL_MINUTES"),
             webhook_secrets=hook_secrets,
             webhook_port=_positive_int(env, "GAD_WEBHOOK_PORT", zero=True),

@@ -129,6 +129,12 @@ def git_env() -> dict[str, str]:
 def oracle_gad(path: Path, *, scope: str = "default", mailmap: bool = True, bots: bool = False,
                since: str | None = None, until: str | None = None) -> int:
     """METRIC.md's git one-liner, run for real: the number of distinct (person, day) pairs."""
+    return len(oracle_pairs(path, scope=scope, mailmap=mailmap, bots=bots, since=since, until=until))
+
+
+def oracle_pairs(path: Path, *, scope: str = "default", mailmap: bool = True, bots: bool = False,
+                 since: str | None = None, until: str | None = None) -> set[tuple[bytes, bytes]]:
+    """The distinct (person, day) pairs git's one-liner counts (several repositories: union them)."""
     revs = {"default": ["--branches", "--tags"], "head": ["HEAD"], "all": ["--all"]}[scope]
     fmt = "%aN%x00%aE%x00%ad" if mailmap else "%an%x00%ae%x00%ad"
     # Mailmap from the default branch's tree, as for a bare mirror (our builders have no work tree).
@@ -142,4 +148,4 @@ def oracle_gad(path: Path, *, scope: str = "default", mailmap: bool = True, bots
             continue
         _, email, day = line.split(b"\x00")
         pairs.add((email.lower(), day))
-    return len(pairs)
+    return pairs

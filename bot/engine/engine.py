@@ -33,7 +33,9 @@ from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
     from ..store.indexer import Indexer
     from ..store.mirrors import Mirror, MirrorStore
+    from ..store.forges import OwnerRef
     from ..store.sources import SourcePolicy
+    from .forgeorgs import OrgProgressFn, OrgSyncResult, OrgTracker, OrgTrackResult
 from .periods import from_epoch_day, to_epoch_day
 from .query import Compare, Query, RefRange
 
@@ -183,6 +185,35 @@ class Engine:
             self.untrack(name)
             raise MirrorError(result.error)
         return result
+
+    # -- forge organizations: every repository of an owner, kept in step (bot/engine/forgeorgs.py) ----
+    @property
+    def forge_orgs(self) -> "OrgTracker":
+        if getattr(self, "_forge_orgs", None) is None:
+            from .forgeorgs import OrgTracker
+
+            self._forge_orgs = OrgTracker(self)
+        return self._forge_orgs
+
+    def org_owner(self, url: str, *, guarded: bool = False) -> "OwnerRef | None":
+        """The organization, group or user a URL names on a known forge (None: a repository, or no forge)."""
+        return self.forge_orgs.owner_of(url, guarded=guarded)
+
+    def track_org(self, owner: "OwnerRef", *, forks: bool = False, guarded: bool = False,
+                  progress: "OrgProgressFn | None" = None) -> "OrgTrackResult":
+        """Track every repository of `owner` and a project named after it; again: go on with the rest."""
+        return self.forge_orgs.track(owner, forks=forks, guarded=guarded, progress=progress)
+
+    def org_of(self, host: str, owner: str) -> str | None:
+        """The tracked organization's name (its project) for a forge host (`github.com`, `git.corp:8443`) and
+        owner (`acme`, `group/subgroup`; any case), or None when that owner is not tracked as a whole."""
+        return self.forge_orgs.org_of(host, owner)
+
+    def sync_orgs(self, names: list[str] | None = None, progress=None) -> list["OrgSyncResult"]:
+        """List each tracked organization (those named; all when None) again: new repositories are tracked,
+        renamed or transferred ones take their new name, deleted ones are marked gone; one OrgSyncResult each,
+        whose `changes` (OrgChange) are what the channels subscribed to it are told."""
+        return self.forge_orgs.sync(names, progress)
 
     def index_paths(self, name: str, progress: Progress | None = None) -> tuple[int, float]:
         """What a first index leaves for after its answer: the refs outside branches and tags, then the changed

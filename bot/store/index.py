@@ -242,6 +242,37 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             received_at TEXT NOT NULL)""",
         "CREATE INDEX webhook_deliveries_host ON webhook_deliveries (host, received_at)",
     ]),
+    (9, "forge_orgs", [
+        # A forge organization (GitHub org or user, GitLab group with its subgroups, Gitea/Forgejo org)
+        # tracked as a whole: its repositories are ordinary repos, its project (`name`) counts them as one.
+        """CREATE TABLE forge_orgs (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            host TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            url TEXT NOT NULL,
+            forks INTEGER NOT NULL DEFAULT 0,
+            guarded INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            last_listed_at TEXT,
+            last_error TEXT,
+            UNIQUE (host, owner))""",
+        # One row per repository the forge listed, matched by the forge's own id (names change).
+        # state: pending (to track), tracked, gone (deleted upstream: still counted), dropped
+        # (untracked by an admin: not tracked again), failed (cloning or indexing failed: tried again).
+        """CREATE TABLE forge_org_repos (
+            org_id INTEGER NOT NULL REFERENCES forge_orgs(id) ON DELETE CASCADE,
+            forge_id TEXT NOT NULL,
+            full_name TEXT NOT NULL,
+            clone_url TEXT NOT NULL,
+            repo_id INTEGER REFERENCES repos(id) ON DELETE SET NULL,
+            state TEXT NOT NULL,
+            archived INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            PRIMARY KEY (org_id, forge_id)) WITHOUT ROWID""",
+        "CREATE INDEX forge_org_repos_repo ON forge_org_repos (repo_id)",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -118,6 +118,10 @@ class Mirror:
                               "re-clone it with `gad-bot sync --reclone NAME`.") from None
 
     # -- network -------------------------------------------------------------
+    def set_origin(self, url: str) -> None:
+        """Fetch from `url` from now on (a repository renamed or transferred on its forge)."""
+        self.repo.remotes.set_url("origin", url)
+
     def fetch(self, limits: FetchLimits, progress: Progress | None = None, guard: SourcePolicy | None = None) -> None:
         """Fetch every ref with prune, then point HEAD at the remote's default branch.
 

@@ -1,0 +1,464 @@
+"""A forge organization tracked as a whole: list it, track each repository, keep the two in step.
+
+    tracker = OrgTracker(engine)
+    tracker.track(owner)   # OrgTrackResult: "acme: 312 repositories (41 archived), 9 forks and 3 empty ones left out."
+    tracker.sync()         # [OrgSyncResult]: new repositories tracked, renamed ones renamed, deleted ones marked gone
+
+Each repository is an ordinary tracked repository (its own name, history and syncs); the
+organization is a project of the same name that reports, compare and subscriptions can name.
+Repositories are matched by the forge's own id, so one renamed or transferred upstream keeps its
+history and takes the new name; one deleted upstream stays counted, marked gone.
+
+Speed: clones run concurrently, GAD_FORGE_FETCHES at a time (each in its own child process: I/O
+bound), and each cloned repository is indexed in a pool of worker processes, one per CPU, never
+in the calling (serving) process. Every finished repository is recorded as it finishes, so a
+`kill -9` leaves each finished one finished and tracking again goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import timedelta
+from ..errors import GadError, QueryError
+from ..store.forges import ForgeClient, ForgeError, Forges, Listing, OwnerRef, is_gitlab_group, list_owner
+from ..store.index import utcnow
+from ..store.orgindex import DROPPED, FAILED, GONE, PENDING, TRACKED, OrgIndex, OrgRepoRow, OrgRow
+
+log = logging.getLogger(__name__)
+
+GONE_NOTE = "deleted upstream (no longer in {org}'s listing); its history stays counted"
+GONE_RETRY = timedelta(days=3650)  # a repository deleted upstream is not fetched again
+
+
+@dataclass(frozen=True)
+class OrgProgress:
+    """Where tracking an organization stands, for one progress message that is updated."""
+
+    org: str
+    phase: str  # listing, rate limit, repositories
+    done: int  # repositories finished
+    total: int  # repositories to track
+    commits: int  # commits indexed so far
+    seconds_left: float | None = None
+    waiting: float = 0.0  # seconds of rate-limit wait announced
+
+
+OrgProgressFn = Callable[[OrgProgress], None]
+
+
+@dataclass(frozen=True)
+class OrgChange:
+    """One change an organization's listing brought, announced in the channels subscribed to it."""
+
+    org: str
+    kind: str  # new, renamed, gone, back
+    name: str  # the repository's name now
+    old_name: str | None = None
+
+    def sentence(self) -> str:
+        if self.kind == "new":
+            return f"`{self.name}` is new in {self.org}: now tracked."
+        if self.kind == "renamed":
+            return f"`{self.old_name}` was renamed or moved upstream: now `{self.name}`, its history kept."
+        if self.kind == "gone":
+            return f"`{self.name}` was deleted upstream: its history stays counted in {self.org}."
+        return f"`{self.name}` is back in {self.org}'s listing."
+
+
+@dataclass(frozen=True)
+class OrgTrackResult:
+    org: str  # the project's name
+    url: str
+    repositories: int  # tracked now (including ones gone upstream)
+    archived: int
+    forks_left_out: int
+    empty_left_out: int
+    new: int  # tracked by this call
+    commits: int  # commits indexed by this call
+    refused: tuple[tuple[str, str], ...] = ()  # (full name, why) clone URLs not fetched
+    failed: tuple[tuple[str, str], ...] = ()  # (full name, error)
+    changes: tuple[OrgChange, ...] = ()
+    seconds: float = 0.0
+    waited_seconds: float = 0.0
+
+    def sentence(self) -> str:
+        """e.g. "acme: 312 repositories (41 archived), 9 forks and 3 empty ones left out." """
+        text = f"{self.org}: {self.repositories:,} repositor{'y' if self.repositories == 1 else 'ies'}"
+        if self.archived:
+            text += f" ({self.archived:,} archived)"
+        left = []
+        if self.forks_left_out:
+            left.append(f"{self.forks_left_out:,} fork{'s' if self.forks_left_out != 1 else ''}")
+        if self.empty_left_out:
+            left.append(f"{self.empty_left_out:,} empty one{'s' if self.empty_left_out != 1 else ''}")
+        if left:
+            text += ", " + " and ".join(left) + " left out"
+        if self.refused:
+            name, why = self.refused[0]
+            text += (f"; {len(self.refused):,} not fetched because {why} (e.g. {name})")
+        if self.failed:
+            name, why = self.failed[0]
+            text += f"; {len(self.failed):,} could not be tracked ({name}: {why.rstrip('.')})"
+        return text + "."
+
+
+@dataclass(frozen=True)
+class OrgSyncResult:
+    org: str
+    repositories: int
+    changes: tuple[OrgChange, ...] = ()
+    failed: tuple[tuple[str, str], ...] = ()
+    error: str | None = None  # the listing failed: nothing changed
+
+
+def repo_name_for(full_name: str) -> str:
+    """The tracked repository's name for a forge's full name: `Acme/Web.Site` -> `acme/web.site`."""
+    segments = [re.sub(r"[^\w.\-]+", "-", s.lower()).strip(".-") for s in full_name.split("/")]
+    name = "/".join(s for s in segments if s)
+    return name if re.fullmatch(r"[\w][\w.\-/]*", name) else "repo"
+
+
+def project_name_for(owner: OwnerRef) -> str:
+    return repo_name_for(owner.owner)
+
+
+@dataclass(frozen=True)
+class _Indexed:
+    """What a worker process sends back after indexing one repository."""
+
+    new_commits: int
+    error: str | None = None
+
+
+class OrgTracker:
+    """Owned by an Engine (bot/engine/engine.py), which it is handed rather than imports: the engine imports it."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.settings = engine.settings
+        self.rows = OrgIndex(engine.index)
+        self.forges = Forges.from_settings(engine.settings)
+
+    # -- recognising an organization's URL -------------------------------------------------------
+    def owner_of(self, url: str, *, guarded: bool = False) -> OwnerRef | None:
+        owner = self.forges.owner_of(url)
+        if owner is not None and owner.forge.kind == "gitlab" and "/" in owner.owner:
+            if not is_gitlab_group(owner, self._client(owner, guarded)):
+                return None  # a project: an ordinary repository URL
+        return owner
+
+    def org_of(self, host: str, owner: str) -> str | None:
+        row = self.rows.org_for(host, owner)
+        return row.name if row else None
+
+    def _client(self, owner: OwnerRef, guarded: bool, progress: OrgProgressFn | None = None,
+                org: str = "") -> ForgeClient:
+        def said(phase: str, done: int, total: int) -> None:
+            if progress is not None:
+                progress(OrgProgress(org or owner.owner, phase, done if phase == "listing" else 0, 0, 0,
+                                     waiting=done if phase == "rate limit" else 0))
+
+        token = self.settings.https_tokens.get(owner.forge.hostname)
+        return ForgeClient(token=token, guard=self.engine.policy if guarded else None, progress=said)
+
+    def _listing(self, owner: OwnerRef, guarded: bool, progress: OrgProgressFn | None, org: str) -> Listing:
+        check = None
+        if guarded:
+            from ..store.sources import check_remote_source
+
+            policy = self.engine.policy
+
+            def check(url: str) -> str:
+                return check_remote_source(url, policy)
+        return list_owner(owner, self._client(owner, guarded, progress, org),
+                          max_repos=self.settings.forge_max_repos, policy_check=check)
+
+    # -- tracking ----------------------------------------------------------------------------------
+    def track(self, owner: OwnerRef, *, forks: bool = False, guarded: bool = False,
+              progress: OrgProgressFn | None = None) -> OrgTrackResult:
+        """List `owner`, track each repository (one per CPU), and make the project; again: go on with the rest."""
+        started = time.monotonic()
+        name = project_name_for(owner)
+        org = self.rows.org_for(owner.forge.host, owner.owner)
+        if org is None:
+            if self.engine.index.repo(name):
+                raise QueryError(f"`{name}` is already a repository's name, so the organization cannot be a project "
+                                 "of that name; untrack that repository first.")
+            if name in self.engine.index.projects():
+                raise QueryError(f"A project named `{name}` already exists; remove it with `project remove {name}` "
+                                 "to track the organization under that name.")
+        listing = self._listing(owner, guarded, progress, name)  # nothing is stored before the listing is good
+        if org is None:
+            org = self.rows.add_org(name, owner.forge.host, owner.forge.kind, owner.owner, owner.url, forks, guarded)
+        elif org.forks != forks:
+            self.rows.set_forks(org.id, forks)
+            org = self.rows.org(org.name)  # type: ignore[assignment]
+        outcome = self._reconcile(org, listing, progress, announce_new=False)
+        self.rows.listed(org.id, None)
+        self.engine.index.set_project(org.name, self._member_ids(org))
+        return OrgTrackResult(
+            org=org.name, url=owner.url, repositories=len(self._member_ids(org)), archived=outcome.archived,
+            forks_left_out=outcome.forks_left_out, empty_left_out=outcome.empty_left_out, new=outcome.new,
+            commits=outcome.commits, refused=listing.refused, failed=tuple(outcome.failed),
+            changes=tuple(outcome.changes), seconds=time.monotonic() - started, waited_seconds=listing.waited_seconds)
+
+    def sync(self, names: list[str] | None = None, progress: OrgProgressFn | None = None) -> list[OrgSyncResult]:
+        """List each organization again: track new repositories, rename renamed ones, mark deleted ones gone."""
+        orgs = self.rows.orgs()
+        if names is not None:
+            wanted = set(names)
+            orgs = [o for o in orgs if o.name in wanted]
+        results = []
+        for org in orgs:
+            owner = self._owner_of_row(org)
+            try:
+                listing = self._listing(owner, org.guarded, progress, org.name)
+            except GadError as error:
+                self.rows.listed(org.id, str(error))
+                log.warning("listing %s failed: %s", org.name, error)
+                results.append(OrgSyncResult(org.name, len(self._member_ids(org)), error=str(error)))
+                continue
+            outcome = self._reconcile(org, listing, progress, announce_new=True)
+            self.rows.listed(org.id, None)
+            self.engine.index.set_project(org.name, self._member_ids(org))
+            results.append(OrgSyncResult(org.name, len(self._member_ids(org)), tuple(outcome.changes),
+                                         tuple(outcome.failed)))
+        return results
+
+    def _owner_of_row(self, org: OrgRow) -> OwnerRef:
+        forge = self.forges.forge_for(org.host)
+        if forge is None or forge.kind != org.kind:
+            raise ForgeError(f"The forge {org.host} of `{org.name}` is no longer declared; add it to GAD_FORGES again.")
+        return OwnerRef(forge, org.owner, org.url)
+
+    def _member_ids(self, org: OrgRow) -> list[int]:
+        return [r.repo_id for r in self.rows.repos(org.id) if r.repo_id is not None and r.state in (TRACKED, GONE)]
+
+    # -- listing against what is tracked --------------------------------------------------------------
+    def _reconcile(self, org: OrgRow, listing: Listing, progress: OrgProgressFn | None, *,
+                   announce_new: bool) -> "_Outcome":
+        outcome = _Outcome()
+        known = {r.forge_id: r for r in self.rows.repos(org.id)}
+        listed_ids = set()
+        to_track: list[OrgRepoRow] = []
+        now = utcnow()
+        for repo in listing.repos:
+            listed_ids.add(repo.forge_id)
+            if repo.fork and not org.forks:
+                outcome.forks_left_out += 1
+                continue
+            if repo.empty:
+                outcome.empty_left_out += 1
+                continue
+            outcome.archived += repo.archived
+            row = known.get(repo.forge_id)
+            self.rows.upsert(org.id, repo.forge_id, repo.full_name, repo.clone_url, repo.archived, PENDING)
+            if row is None or row.state in (PENDING, FAILED):
+                to_track.append(OrgRepoRow(org.id, repo.forge_id, repo.full_name, repo.clone_url,
+                                           row.repo_id if row else None, PENDING, repo.archived, None))
+                continue
+            if row.state == DROPPED:
+                continue
+            tracked = self.engine.index.repo_by_id(row.repo_id) if row.repo_id is not None else None
+            if tracked is None:  # an admin untracked it: leave it out from now on
+                self.rows.set_state(org.id, repo.forge_id, DROPPED)
+                continue
+            if row.state == GONE:
+                self.rows.set_state(org.id, repo.forge_id, TRACKED, repo_id=tracked.id)
+                self.engine.index.record_attempt(tracked.id, None, now)
+                outcome.changes.append(OrgChange(org.name, "back", tracked.name))
+            wanted_name = repo_name_for(repo.full_name)
+            if tracked.name != wanted_name or tracked.source != repo.clone_url:
+                new_name = wanted_name if not self.engine.index.repo(wanted_name) else tracked.name
+                self.rows.rename_repo(tracked.id, tracked.name, new_name, repo.clone_url)
+                self._set_remote(tracked, repo.clone_url)
+                if new_name != tracked.name:
+                    outcome.changes.append(OrgChange(org.name, "renamed", new_name, tracked.name))
+        for row in known.values():
+            if row.forge_id in listed_ids or row.state != TRACKED or row.repo_id is None:
+                continue
+            tracked = self.engine.index.repo_by_id(row.repo_id)
+            if tracked is None:
+                self.rows.set_state(org.id, row.forge_id, DROPPED)
+                continue
+            self.rows.set_state(org.id, row.forge_id, GONE, repo_id=tracked.id)
+            self.engine.index.record_attempt(tracked.id, GONE_NOTE.format(org=org.name), now, now + GONE_RETRY)
+            outcome.changes.append(OrgChange(org.name, "gone", tracked.name))
+        if to_track:
+            self._track_rows(org, to_track, progress, outcome, announce_new)
+        return outcome
+
+    def _set_remote(self, repo, url: str) -> None:
+        """A renamed repository's mirror fetches from its new URL (the old one may redirect, or not)."""
+        if repo.in_place:
+            return
+        try:
+            from ..store.mirrors import Mirror
+
+            Mirror(repo.mirror_path).set_origin(url)
+        except (GadError, OSError, AttributeError) as error:
+            log.warning("could not point %s at its new URL: %s", repo.name, error)
+
+    # -- tracking many repositories at once ------------------------------------------------------------
+    def _track_rows(self, org: OrgRow, rows: list[OrgRepoRow], progress: OrgProgressFn | None,
+                    outcome: "_Outcome", announce_new: bool) -> None:
+        engine, index = self.engine, self.engine.index
+        guard = engine.policy if org.guarded else None
+        clock = _Clock(len(rows))
+
+        def say(phase: str = "repositories") -> None:
+            if progress is not None:
+                progress(OrgProgress(org.name, phase, clock.done, clock.total, clock.commits, clock.seconds_left()))
+
+        def finished(row: OrgRepoRow, repo_id: int, result: _Indexed | None, error: str | None) -> None:
+            clock.done += 1
+            if error is not None:
+                outcome.failed.append((row.full_name, error))
+                repo = index.repo_by_id(repo_id) if repo_id else None
+                if repo is not None:
+                    engine.untrack(repo.name)
+                self.rows.set_state(org.id, row.forge_id, FAILED, error=error)
+            else:
+                clock.commits += result.new_commits if result else 0
+                outcome.commits += result.new_commits if result else 0
+                outcome.new += 1
+                self.rows.set_state(org.id, row.forge_id, TRACKED, repo_id=repo_id)
+                index.set_project(org.name, [repo_id])  # counted from now on, whatever happens next
+                if announce_new:
+                    outcome.changes.append(OrgChange(org.name, "new", index.repo_by_id(repo_id).name))
+            say()
+
+        say()
+        to_clone: list[tuple[OrgRepoRow, str]] = []
+        to_index: list[tuple[OrgRepoRow, int]] = []
+        for row in rows:
+            name = repo_name_for(row.full_name)
+            existing = index.repo(name)
+            if existing is not None and existing.source == row.clone_url:
+                to_index.append((row, existing.id))  # cloned before an interruption, or tracked on its own
+                continue
+            if existing is not None:
+                name = f"{name}-{row.forge_id}"
+                again = index.repo(name)
+                if again is not None and again.source == row.clone_url:
+                    to_index.append((row, again.id))
+                    continue
+            to_clone.append((row, name))
+        workers = _index_workers(len(rows))
+        with _IndexPool(engine, workers) as pool, \
+                ThreadPoolExecutor(max_workers=max(1, min(self.settings.forge_fetches, len(to_clone) or 1)),
+                                   thread_name_prefix="org-clone") as clones:
+            pending: dict[Future, tuple[str, OrgRepoRow, object]] = {}
+            for row, repo_id in to_index:
+                pending[pool.submit(repo_id)] = ("index", row, repo_id)
+            for row, name in to_clone:
+                pending[clones.submit(engine.store.create, row.clone_url, name, None, guard=guard)] = ("clone", row, name)
+            while pending:
+                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for future in done:
+                    stage, row, what = pending.pop(future)
+                    if stage == "clone":
+                        try:
+                            path = future.result()
+                        except GadError as error:
+                            finished(row, 0, None, str(error))
+                            continue
+                        repo_id = index.add_repo(str(what), row.clone_url, path, False, guarded=org.guarded)
+                        pending[pool.submit(repo_id)] = ("index", row, repo_id)
+                        continue
+                    try:
+                        result = future.result()
+                    except Exception as error:  # a worker that died (kill, out of memory): the repository stays pending
+                        log.warning("indexing %s stopped: %s", row.full_name, error)
+                        finished(row, int(what), None, "indexing stopped; track the organization again to go on")
+                        continue
+                    finished(row, int(what), result, result.error)
+
+
+@dataclass
+class _Outcome:
+    archived: int = 0
+    forks_left_out: int = 0
+    empty_left_out: int = 0
+    new: int = 0
+    commits: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    changes: list[OrgChange] = field(default_factory=list)
+
+
+@dataclass
+class _Clock:
+    total: int
+    done: int = 0
+    commits: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def seconds_left(self) -> float | None:
+        if not self.done or self.done >= self.total:
+            return None
+        return (time.monotonic() - self.started) * (self.total - self.done) / self.done
+
+
+def _index_workers(count: int) -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, count))
+
+
+class _IndexPool:
+    """Indexing in worker processes (one per CPU), never in the caller: a serving process stays responsive."""
+
+    def __init__(self, engine, workers: int):
+        self.engine, self.workers = engine, workers
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> "_IndexPool":
+        return self
+
+    def submit(self, repo_id: int) -> Future:
+        if self._executor is None:
+            context = multiprocessing.get_context("spawn")
+            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+                                                 initializer=_init_index_worker, initargs=(type(self.engine), self.engine.settings, os.getpid()))
+        return self._executor.submit(_index_in_worker, repo_id)
+
+    def __exit__(self, *exc) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+_worker_engine = None
+
+
+def _init_index_worker(engine_class, settings, parent: int) -> None:
+    """Die with the process that asked (kill -9 included), and open the Engine once."""
+    global _worker_engine
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(4)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _worker_engine = engine_class(settings)
+
+
+def _index_in_worker(repo_id: int) -> _Indexed:
+    engine = _worker_engine
+    repo = engine.index.repo_by_id(repo_id)
+    if repo is None:
+        return _Indexed(0, "the repository was untracked while it was being indexed")
+    result = engine.sync_one(repo, fetch=False)
+    return _Indexed(result.new_commits, result.error)

@@ -1,0 +1,130 @@
+"""The forge organizations the index tracks (tables `forge_orgs`, `forge_org_repos`) as typed rows.
+
+An organization's repositories are ordinary `repos`; these tables remember which forge repository
+(by the forge's own id, which survives renames and transfers) each one is, so that the next listing
+can tell new, renamed and deleted repositories apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from .index import Index, _iso, parse_time, utcnow
+
+__all__ = ["OrgRow", "OrgRepoRow", "OrgIndex", "PENDING", "TRACKED", "GONE", "DROPPED", "FAILED"]
+
+PENDING, TRACKED, GONE, DROPPED, FAILED = "pending", "tracked", "gone", "dropped", "failed"
+
+
+@dataclass(frozen=True)
+class OrgRow:
+    id: int
+    name: str  # the project's name
+    host: str
+    kind: str
+    owner: str
+    url: str
+    forks: bool
+    guarded: bool
+    created_at: datetime | None
+    last_listed_at: datetime | None
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class OrgRepoRow:
+    org_id: int
+    forge_id: str
+    full_name: str
+    clone_url: str
+    repo_id: int | None
+    state: str
+    archived: bool
+    error: str | None
+
+
+class OrgIndex:
+    """Reads and writes of the organization tables, each write in one transaction."""
+
+    def __init__(self, index: Index):
+        self.index = index
+
+    def orgs(self) -> list[OrgRow]:
+        return [_org(r) for r in self.index.rows("SELECT * FROM forge_orgs ORDER BY name")]
+
+    def org(self, name: str) -> OrgRow | None:
+        rows = self.index.rows("SELECT * FROM forge_orgs WHERE name = ?", (name,))
+        return _org(rows[0]) if rows else None
+
+    def org_for(self, host: str, owner: str) -> OrgRow | None:
+        rows = self.index.rows("SELECT * FROM forge_orgs WHERE host = ? AND owner = ?", (host.lower(), owner.lower()))
+        return _org(rows[0]) if rows else None
+
+    def add_org(self, name: str, host: str, kind: str, owner: str, url: str, forks: bool, guarded: bool) -> OrgRow:
+        with self.index.transaction() as db:
+            db.execute("INSERT INTO forge_orgs (name, host, kind, owner, url, forks, guarded, created_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (name, host.lower(), kind, owner.lower(), url, int(forks), int(guarded), _iso(utcnow())))
+        return self.org(name)  # type: ignore[return-value]
+
+    def set_forks(self, org_id: int, forks: bool) -> None:
+        self.index.execute("UPDATE forge_orgs SET forks = ? WHERE id = ?", (int(forks), org_id))
+
+    def listed(self, org_id: int, error: str | None, at: datetime | None = None) -> None:
+        """Note a listing's outcome (the time of the last good one stays when it failed)."""
+        if error is None:
+            self.index.execute("UPDATE forge_orgs SET last_listed_at = ?, last_error = NULL WHERE id = ?",
+                               (_iso(at or utcnow()), org_id))
+        else:
+            self.index.execute("UPDATE forge_orgs SET last_error = ? WHERE id = ?", (error, org_id))
+
+    def remove_org(self, org_id: int) -> None:
+        self.index.execute("DELETE FROM forge_orgs WHERE id = ?", (org_id,))
+
+    def repos(self, org_id: int) -> list[OrgRepoRow]:
+        return [_repo(r) for r in self.index.rows(
+            "SELECT * FROM forge_org_repos WHERE org_id = ? ORDER BY full_name", (org_id,))]
+
+    def upsert(self, org_id: int, forge_id: str, full_name: str, clone_url: str, archived: bool, state: str) -> None:
+        """A listed repository: new rows get `state`; known ones take the listing's name and URL."""
+        self.index.execute(
+            "INSERT INTO forge_org_repos (org_id, forge_id, full_name, clone_url, state, archived) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (org_id, forge_id) DO UPDATE SET "
+            "full_name = excluded.full_name, clone_url = excluded.clone_url, archived = excluded.archived",
+            (org_id, forge_id, full_name, clone_url, state, int(archived)))
+
+    def set_state(self, org_id: int, forge_id: str, state: str, *, repo_id: int | None = None,
+                  error: str | None = None) -> None:
+        if repo_id is None:
+            self.index.execute("UPDATE forge_org_repos SET state = ?, error = ? WHERE org_id = ? AND forge_id = ?",
+                               (state, error, org_id, forge_id))
+        else:
+            self.index.execute("UPDATE forge_org_repos SET state = ?, error = ?, repo_id = ? "
+                               "WHERE org_id = ? AND forge_id = ?", (state, error, repo_id, org_id, forge_id))
+
+    def rename_repo(self, repo_id: int, old: str, new: str, source: str) -> None:
+        """A repository renamed or transferred upstream: its name and source follow, history stays; so do the
+        subscriptions that name it."""
+        with self.index.transaction() as db:
+            db.execute("UPDATE repos SET name = ?, source = ? WHERE id = ?", (new, source, repo_id))
+            db.execute("UPDATE subscription_repos SET name = ? WHERE name = ?", (new, old))
+
+    def subscribed_channels(self, name: str) -> list[str]:
+        """The channels whose digest subscription names `name` (a project or repository)."""
+        return [r[0] for r in self.index.execute(
+            "SELECT DISTINCT s.channel_id FROM subscriptions s JOIN subscription_repos r ON r.subscription_id = s.id "
+            "WHERE r.name = ? ORDER BY s.channel_id", (name,))]
+
+
+def _org(row: dict) -> OrgRow:
+    return OrgRow(id=row["id"], name=row["name"], host=row["host"], kind=row["kind"], owner=row["owner"],
+                  url=row["url"], forks=bool(row["forks"]), guarded=bool(row["guarded"]),
+                  created_at=parse_time(row["created_at"]), last_listed_at=parse_time(row["last_listed_at"]),
+                  last_error=row["last_error"])
+
+
+def _repo(row: dict) -> OrgRepoRow:
+    return OrgRepoRow(org_id=row["org_id"], forge_id=row["forge_id"], full_name=row["full_name"],
+                      clone_url=row["clone_url"], repo_id=row["repo_id"], state=row["state"],
+                      archived=bool(row["archived"]), error=row["error"])

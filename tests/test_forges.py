@@ -1,0 +1,200 @@
+"""Whole forge organizations: listing through each forge's REST API (a loopback forge shaped as the public docs
+describe), tracking every repository, and staying in step (new, renamed, deleted upstream).
+
+Expected figures come from git over the forge's own repositories (tests/gitbuild.py oracle_pairs).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.config import Settings
+from bot.engine.engine import Engine
+from bot.engine.query import Query
+from bot.errors import GadError
+from tests.forgestub import ForgeStub
+from tests.gitbuild import oracle_pairs
+
+TOKEN = "forge-token-123"
+
+
+@pytest.fixture
+def forge(request, tmp_path):
+    kind = getattr(request, "param", "github")
+    with ForgeStub(tmp_path / "srv", kind, token=TOKEN, max_per_page=2) as stub:
+        yield stub
+
+
+def engine_for(forge: ForgeStub, tmp_path, **env) -> Engine:
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "GAD_FORGES": forge.forges_setting,
+                                  "GAD_HTTPS_TOKENS": f"127.0.0.1={TOKEN}", **env})
+    return Engine.open(settings)
+
+
+def gad(engine: Engine, name: str) -> int:
+    return engine.report(Query(repos=(name,))).totals.two_gad
+
+
+def oracle(forge: ForgeStub, full_names) -> int:
+    pairs = set()
+    for full_name in full_names:
+        pairs |= oracle_pairs(forge.base / f"{full_name}.git")
+    return 2 * len(pairs)
+
+
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
+def test_an_organization_is_tracked_whole(forge, tmp_path):
+    owner_path = "acme/platform" if forge.kind == "gitlab" else "acme"
+    names = [f"{owner_path}/web", f"{owner_path}/api", f"{owner_path}/old", f"{owner_path}/secret"]
+    if forge.kind == "gitlab":
+        names.append("acme/platform/infra/deploy")  # a subgroup's project
+    forge.add(names[0], commits=[("ann@acme.example", "2024-03-01"), ("bob@acme.example", "2024-03-01")])
+    forge.add(names[1], commits=[("ann@acme.example", "2024-03-01"), ("cy@acme.example", "2024-03-05")])
+    forge.add(names[2], archived=True)
+    forge.add(names[3], private=True, commits=[("dee@acme.example", "2024-04-01")])
+    for extra in names[4:]:
+        forge.add(extra, commits=[("eve@acme.example", "2024-05-01")])
+    forge.add(f"{owner_path}/fork-of-x", fork=True)
+    forge.add(f"{owner_path}/nothing", empty=True)
+    forge.add("other/thing")  # another owner: not listed
+    engine = engine_for(forge, tmp_path)
+
+    owner = engine.org_owner(forge.owner_url(owner_path))
+    assert owner is not None and owner.owner == owner_path
+    result = engine.track_org(owner)
+
+    project = owner_path.replace("/", "/")
+    assert result.sentence() == (f"{project}: {len(names)} repositories (1 archived), 1 fork and 1 empty one left out.")
+    assert sorted(engine.projects()[result.org]) == sorted(n.lower() for n in names)
+    assert gad(engine, result.org) == oracle(forge, names)
+    assert engine.org_of("127.0.0.1:%d" % forge.port, owner_path.upper()) == result.org
+    assert engine.org_of("127.0.0.1:%d" % forge.port, "nobody") is None
+    # the token went with every API request; pages were followed (2 a page)
+    assert all(TOKEN in auth for _, auth in forge.api_requests)
+    assert sum("page=" in path for path, _ in forge.api_requests) >= 2
+
+
+def test_forks_on_keeps_forks(forge, tmp_path):
+    forge.add("acme/web")
+    forge.add("acme/fork", fork=True, commits=[("zed@else.example", "2024-06-01")])
+    engine = engine_for(forge, tmp_path)
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")), forks=True)
+    assert result.sentence() == "acme: 2 repositories."
+    assert gad(engine, "acme") == oracle(forge, ["acme/web", "acme/fork"])
+
+
+def test_private_repositories_need_the_token(forge, tmp_path):
+    forge.add("acme/web")
+    forge.add("acme/secret", private=True)
+    engine = engine_for(forge, tmp_path, GAD_HTTPS_TOKENS="example.com=nothing-here")
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert engine.projects()["acme"] == ["acme/web"]
+    assert result.repositories == 1
+
+
+def test_a_user_is_listed_when_no_organization_has_the_name(forge, tmp_path):
+    forge.add("ann/dots")
+    forge.answers.append((404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}'))  # orgs/ann
+    engine = engine_for(forge, tmp_path)
+    result = engine.track_org(engine.org_owner(forge.owner_url("ann")))
+    assert result.repositories == 1
+    assert [p for p, _ in forge.api_requests][:2] == ["/api/v3/orgs/ann/repos?type=all&per_page=100",
+                                                      "/api/v3/users/ann/repos?type=owner&per_page=100"]
+
+
+def test_sync_tracks_new_renames_and_marks_gone(forge, tmp_path):
+    web = forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01")])
+    api = forge.add("acme/api", commits=[("bob@acme.example", "2024-03-02")])
+    engine = engine_for(forge, tmp_path)
+    engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    before = gad(engine, "acme")
+
+    forge.rename(web, "acme/website")
+    forge.delete(api)
+    forge.add("acme/new", commits=[("cy@acme.example", "2024-03-03")])
+    (result,) = engine.sync_orgs()
+    kinds = sorted((c.kind, c.name, c.old_name) for c in result.changes)
+    assert kinds == [("gone", "acme/api", None), ("new", "acme/new", None), ("renamed", "acme/website", "acme/web")]
+    assert sorted(engine.projects()["acme"]) == ["acme/api", "acme/new", "acme/website"]
+    assert gad(engine, "acme") == before + 2  # cy's day; the gone repository's history stays counted
+    assert engine.repo("acme/website").source == forge.clone_url("acme/website")
+    # the renamed one fetches from its new home
+    engine.sync(["acme/website"])
+    assert engine.repo("acme/website").last_error is None
+    assert engine.sync_orgs() == [type(result)("acme", 3)]  # nothing changed: nothing said
+
+
+def test_rate_limits_are_waited_out(forge, tmp_path):
+    forge.add("acme/web")
+    forge.answers.append((429, {"Retry-After": "1", "Content-Type": "application/json"}, b"{}"))
+    forge.answers.append((403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"}, b"{}"))
+    engine = engine_for(forge, tmp_path)
+    seen = []
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")), progress=seen.append)
+    assert result.repositories == 1
+    assert result.waited_seconds >= 2
+    assert any(p.phase == "rate limit" for p in seen)
+
+
+def test_a_long_rate_limit_is_said_not_waited(forge, tmp_path):
+    forge.add("acme/web")
+    forge.answers.append((429, {"Retry-After": "86400"}, b"{}"))
+    engine = engine_for(forge, tmp_path)
+    with pytest.raises(GadError, match="rate limit .* spent until about"):
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert engine.repos() == [] and engine.projects() == {}
+
+
+def test_clone_urls_off_the_forge_are_not_fetched(forge, tmp_path):
+    forge.add("acme/web")
+    row = {"id": 1, "full_name": "acme/evil", "clone_url": "file:///etc", "archived": False, "fork": False,
+           "private": False, "size": 1}
+    rows = [row, dict(row, id=2, full_name="acme/ext", clone_url="ext::sh -c touch% /tmp/pwned"),
+            dict(row, id=3, full_name="acme/meta", clone_url="http://169.254.169.254/latest.git")]
+    forge.answers.append((200, {"Content-Type": "application/json"}, json.dumps(rows).encode()))
+    engine = engine_for(forge, tmp_path)
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert result.repositories == 0 and len(result.refused) == 3
+    assert "3 not fetched because its clone URL" in result.sentence()
+    assert engine.repos() == []
+
+
+def test_a_huge_body_is_refused(forge, tmp_path):
+    forge.answers.append((200, {"Content-Type": "application/json"}, b"[" + b" " * (50 * 1024 * 1024) + b"]"))
+    engine = engine_for(forge, tmp_path)
+    with pytest.raises(GadError, match="MB"):
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert engine.projects() == {}
+
+
+def test_too_many_repositories_are_refused(forge, tmp_path):
+    for n in range(4):
+        forge.add(f"acme/r{n}", empty=True)
+    engine = engine_for(forge, tmp_path, GAD_FORGE_MAX_REPOS="3")
+    with pytest.raises(GadError, match="more than 3 repositories"):
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert engine.projects() == {} and engine.repos() == []
+
+
+def test_an_index_from_before_organizations_is_upgraded(tmp_path, monkeypatch):
+    """Migration 9 adds the organization tables to an index of version 8; its repositories stay as they were."""
+    import bot.store.index as index_module
+    from bot.store.index import Index
+    from bot.store.orgindex import OrgIndex
+
+    path = tmp_path / "index.sqlite"
+    old = [m for m in index_module.MIGRATIONS if m[0] < 9]
+    monkeypatch.setattr(index_module, "MIGRATIONS", old)
+    monkeypatch.setattr(index_module, "SCHEMA_VERSION", 8)
+    before = Index(path)
+    before.add_repo("web", "https://github.com/acme/web", tmp_path / "m", False, guarded=True)
+    before.close()
+    monkeypatch.undo()
+    after = Index(path)
+    assert after.schema_version() == 9
+    assert [(r.name, r.guarded) for r in after.repos()] == [("web", True)]
+    rows = OrgIndex(after)
+    org = rows.add_org("acme", "github.com", "github", "Acme", "https://github.com/Acme", False, True)
+    assert rows.org_for("GitHub.com", "ACME") == org and org.owner == "acme"
