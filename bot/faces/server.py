@@ -102,6 +102,104 @@ def wsgi_app(bolt_app, gate, hooks=None):
     return application
 
 
+# Slowloris: a stranger may open many connections and send nothing, or a byte now and then.
+# Slack sends a whole request at once and within seconds, so connections are plentiful, idle ones
+# are closed soon, a request must arrive whole within REQUEST_SECONDS, and at the limit the
+# connections idle longest are closed to make room (docs/operations.md: the proxy in front).
+CONNECTION_LIMIT = 1000
+IDLE_SECONDS = 10  # no byte received for this long, and no request being answered: closed
+REQUEST_SECONDS = 10  # from a request's first byte to its last (headers and body)
+SHED_LOG_EVERY_SECONDS = 60
+ACCEPT_BATCH = 256  # connections taken from the kernel's queue in one turn of the loop
+
+
+def http_server(application, *, host: str, port: int, threads: int = 16, max_body_bytes: int | None = None):
+    """A waitress server for `application` that sheds idle and trickling connections (see above).
+
+    Larger bodies than `max_body_bytes` (default: Slack's bound) are refused with 413 unread."""
+    import resource
+
+    from waitress.adjustments import Adjustments
+    from waitress.channel import HTTPChannel
+    from waitress.server import MultiSocketServer, TcpWSGIServer
+    from waitress.task import ThreadedTaskDispatcher
+
+    from .slack import MAX_BODY_BYTES
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = CONNECTION_LIMIT + 256  # the connections, the index, the mirrors, the workers' pipes
+    if soft != resource.RLIM_INFINITY and soft < wanted and (hard == resource.RLIM_INFINITY or hard >= wanted):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+    class Channel(HTTPChannel):
+        request_started: float | None = None  # when the first byte of the request being read arrived
+
+        def received(self, data):
+            if data and self.request is None:
+                self.request_started = time.time()
+            result = super().received(data)
+            if self.request is None:
+                self.request_started = None  # whole: it is being answered, or it was
+            return result
+
+    class Server(TcpWSGIServer):
+        channel_class = Channel
+        last_shed_log = 0.0
+
+        def maintenance(self, now):
+            for channel in list(self.active_channels.values()):
+                if channel.requests:
+                    continue  # a whole request is being answered
+                started = getattr(channel, "request_started", None)
+                if channel.last_activity < now - IDLE_SECONDS or (started and now - started > REQUEST_SECONDS):
+                    channel.will_close = True
+
+        def readable(self):
+            now = time.time()
+            if now >= self.next_channel_cleanup:
+                self.next_channel_cleanup = now + self.adj.cleanup_interval
+                self.maintenance(now)
+            if not self.accepting:
+                return False
+            if len(self._map) < self.adj.connection_limit:
+                return True
+            self._shed(now)
+            return False  # accepting again once the shed connections are closed, a moment later
+
+        def handle_accept(self):
+            # waitress takes one connection per turn of its loop, and a turn looks at every open
+            # connection: behind a hundred queued ones, a real request waited seconds
+            for _ in range(ACCEPT_BATCH):
+                before = len(self._map)
+                super().handle_accept()
+                if len(self._map) == before or len(self._map) >= self.adj.connection_limit:
+                    break  # nothing more waiting (or no room)
+
+        def _shed(self, now: float) -> None:
+            """Close the quarter of the connections that have been idle longest (none being answered)."""
+            idle = sorted((c for c in self.active_channels.values() if not c.requests and not c.will_close),
+                          key=lambda c: c.last_activity)
+            for channel in idle[:max(1, len(idle) // 4)]:
+                channel.will_close = True
+            if idle and now - self.last_shed_log > SHED_LOG_EVERY_SECONDS:
+                self.last_shed_log = now
+                log.warning("%d connections open (the limit): closed the %d idle longest", len(self._map),
+                            max(1, len(idle) // 4))
+
+    # waitress answers 413 to a larger Content-Length (or chunked body) before reading it; poll(),
+    # not select(), since select() cannot watch descriptors above 1024
+    adj = Adjustments(host=host, port=port, threads=threads, ident="gad-bot", connection_limit=CONNECTION_LIMIT,
+                      channel_timeout=IDLE_SECONDS, cleanup_interval=1, asyncore_use_poll=True,
+                      max_request_body_size=max_body_bytes or MAX_BODY_BYTES, max_request_header_size=65536)
+    sockets, dispatcher = {}, ThreadedTaskDispatcher()
+    dispatcher.set_thread_count(adj.threads)
+    servers = [Server(application, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info) for info in adj.listen]
+    if len(servers) == 1:
+        return servers[0]
+    return MultiSocketServer(sockets, adj, [(s.effective_host, s.effective_port) for s in servers], dispatcher,
+                             servers[0].log_info)
+
+
 def _digests(settings: Settings, engine: Engine, syncer=None):
     """The subscriptions face and the scheduler that delivers digests and has repositories synced (by `syncer`)."""
     from ..digests.schedule import DigestScheduler
@@ -125,12 +223,9 @@ def _webhooks(settings: Settings, engine: Engine, syncs):
 
 def _hook_server(hooks, host: str, port: int):
     """Socket Mode has no HTTP server for Slack: the forges' webhooks get their own, on GAD_WEBHOOK_PORT."""
-    import waitress
-
     from .webhooks import MAX_BODY_BYTES
 
-    server = waitress.create_server(hooks, host=host, port=port, threads=4, ident="gad-bot", channel_timeout=30,
-                                    max_request_body_size=MAX_BODY_BYTES, max_request_header_size=65536)
+    server = http_server(hooks, host=host, port=port, threads=4, max_body_bytes=MAX_BODY_BYTES)
     log.info("gad-bot taking forge webhooks on %s:%s (/hooks/github|gitlab|gitea)", host, port)
     print(f"gad-bot: taking webhooks on {host}:{port}", flush=True)
     return server
@@ -223,14 +318,10 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
             stop.wait()
             handler.close()
         else:
-            import waitress
+            from .slack import RequestGate
 
-            from .slack import MAX_BODY_BYTES, RequestGate
-
-            # waitress answers 413 to a larger Content-Length (or chunked body) before reading it
-            server = waitress.create_server(wsgi_app(app, RequestGate(settings.slack_signing_secret), hooks), host=host,
-                                            port=port, threads=16, ident="gad-bot", channel_timeout=30,
-                                            max_request_body_size=MAX_BODY_BYTES, max_request_header_size=65536)
+            server = http_server(wsgi_app(app, RequestGate(settings.slack_signing_secret), hooks), host=host,
+                                 port=port)
             log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz%s)", host, port,
                      ", /hooks/github|gitlab|gitea" if hooks is not None else "")
             print(f"gad-bot: serving HTTP on {host}:{port}", flush=True)

@@ -642,26 +642,102 @@ def _shape(content_type: str, text: str) -> Verdict:
     """Whether a signed body has the shape Bolt assumes (it answers 500 to anything else)."""
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind == "application/json":
-        try:
-            envelope = json.loads(text)
-        except ValueError:
-            return Verdict(400, "JSON body does not parse")
-        return PASS if isinstance(envelope, dict) else Verdict(400, "JSON body is not an object")
+        envelope = _parse_json(text)
+        if isinstance(envelope, Verdict):
+            return Verdict(400, "JSON body " + envelope.reason)
+        return _fields(envelope, "JSON body")
     if kind != "application/x-www-form-urlencoded":
         return Verdict(415, "neither form-encoded nor JSON")
     fields = urllib.parse.parse_qs(text, keep_blank_values=True)
     if "payload" not in fields:
-        return PASS  # a slash command or ssl_check: flat fields
+        return PASS  # a slash command or ssl_check: flat fields, each a string
+    payload = _parse_json(fields["payload"][0])
+    if isinstance(payload, Verdict):
+        return Verdict(400, "payload " + payload.reason)
+    shape = _fields(payload, "payload")
+    if shape is PASS and payload.get("type") == "block_actions" and not payload.get("actions"):
+        return Verdict(400, "block_actions without actions")
+    return shape
+
+
+# Real Slack bodies nest a dozen levels at most (Block Kit inside a view inside a payload).
+MAX_JSON_DEPTH = 64
+# The fields Bolt reads, and what it takes for granted about them (it indexes or .get()s into them
+# without a check): an object, a string (or null), an object or a string, a list of objects.
+_OBJECTS = frozenset({"event", "view", "container", "message", "previous_message", "item", "assistant_thread",
+                      "function_data", "workflow_step", "state"})
+_STRINGS = frozenset({"type", "command", "text", "callback_id", "action_id", "block_id", "trigger_id",
+                      "response_url", "team_id", "user_id", "channel_id", "enterprise_id", "api_app_id", "token",
+                      "challenge", "subtype", "tab", "bot_id", "thread_ts", "channel_type", "value"})
+_OBJECTS_OR_STRINGS = frozenset({"team", "enterprise", "user", "channel"})
+_LISTS_OF_OBJECTS = frozenset({"authorizations", "actions", "response_urls"})
+# Inside the items of those lists Bolt reads only these, each a string (a button's `text` is an object).
+_ITEM_STRINGS = frozenset({"action_id", "block_id", "type", "team_id", "user_id", "enterprise_id", "channel_id",
+                           "response_url"})
+# Objects whose own fields Bolt reads in turn (the rules apply inside them too).
+_READ_INSIDE = frozenset({"event", "view", "message", "previous_message", "item", "assistant_thread"})
+
+
+def _parse_json(text: str) -> dict | Verdict:
+    """The JSON object in `text`, or a Verdict saying (after "JSON body"/"payload") what is wrong with it."""
     try:
-        payload = json.loads(fields["payload"][0])
+        value = json.loads(text)
+    except RecursionError:
+        return Verdict(400, f"is nested more than {MAX_JSON_DEPTH} levels deep")
     except ValueError:
-        return Verdict(400, "payload does not parse")
-    if not isinstance(payload, dict):
-        return Verdict(400, "payload is not an object")
-    if payload.get("type") == "block_actions":
-        actions = payload.get("actions")
-        if not isinstance(actions, list) or not actions or not all(isinstance(a, dict) for a in actions):
-            return Verdict(400, "block_actions without actions")
+        return Verdict(400, "does not parse")
+    if not isinstance(value, dict):
+        return Verdict(400, "is not an object")
+    if _depth(value) > MAX_JSON_DEPTH:
+        return Verdict(400, f"is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _depth(value: object) -> int:
+    """How deep lists and objects nest in a parsed JSON value (without recursion: the value is a stranger's)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def _fields(body: dict, what: str) -> Verdict:
+    """The rules above over `body` and the objects Bolt reads inside it: PASS, or a 400 naming the field."""
+    stack: list[tuple[dict, str]] = [(body, what)]
+    while stack:
+        obj, where = stack.pop()
+        for key, value in obj.items():
+            if key in _OBJECTS:
+                ok = isinstance(value, dict)
+            elif key in _STRINGS:
+                ok = value is None or isinstance(value, str)
+            elif key in _OBJECTS_OR_STRINGS:
+                ok = value is None or isinstance(value, (str, dict))
+            elif key in _LISTS_OF_OBJECTS:
+                ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
+            else:
+                continue
+            if not ok:  # the field's name is Slack's (one of the sets above), not the request's
+                return Verdict(400, f"{where}: `{key}` has the wrong type")
+            if key in _READ_INSIDE:
+                stack.append((value, f"{where}.{key}"))
+            elif key in _LISTS_OF_OBJECTS:
+                for item in value:
+                    wrong = next((k for k in _ITEM_STRINGS if k in item and not isinstance(item[k], (str, type(None)))),
+                                 None)
+                    if wrong:
+                        return Verdict(400, f"{where}.{key}[]: `{wrong}` has the wrong type")
+    if what == "JSON body" and body.get("type") == "event_callback" and not isinstance(
+            body.get("event", {}).get("type"), str):
+        return Verdict(400, f"{what}: an event without a type")
     return PASS
 
 

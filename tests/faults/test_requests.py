@@ -16,6 +16,7 @@ import socket
 import statistics
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -150,10 +151,33 @@ def _malformed_cases(stub) -> dict[str, tuple[bytes, dict[str, str]]]:
     }
 
 
+def _odd_shapes() -> dict[str, tuple[bytes, dict[str, str]]]:
+    """Issue 22: signed, well-formed JSON, but not the shape Bolt assumes (each was a 500 and a traceback).
+
+    Only the holder of the signing secret can send these, so they are not part of the strangers'
+    burst below; they must still end in one status and one log line.
+    """
+    return {
+        "event nested 100,000 deep (signed)": _signed('{"type":"event_callback","event":' + "[" * 100_000
+                                                      + "]" * 100_000 + "}", "application/json"),
+        "event as a string (signed)": _signed(json.dumps({"type": "event_callback", "event": MARK}),
+                                              "application/json"),
+        "event type not a string (signed)": _signed(json.dumps({"type": "event_callback",
+                                                                "event": {"type": [MARK]}}), "application/json"),
+        "view as a number (signed)": _signed("payload=" + urllib.parse.quote(json.dumps(
+            {"type": "view_submission", "view": 5, "user": {"id": "U1"}, "x": MARK}))),
+        "actions' action_id a list (signed)": _signed("payload=" + urllib.parse.quote(json.dumps(
+            dict(block_actions_payload("gad_share", f"web {MARK}"),
+                 actions=[{"action_id": [MARK], "value": "web"}])))),
+        "payload nested 5,000 deep (signed)": _signed("payload=" + urllib.parse.quote(
+            '{"type":"block_actions","x":' + "{\"a\":" * 5_000 + "1" + "}" * 5_000 + "}")),
+    }
+
+
 def test_malformed_requests_get_400_or_401_and_one_log_line(data, stub, tmp_path):
     with Serve(data, stub, logs=tmp_path / "logs") as serve:
         results = {}
-        for case, (body, headers) in _malformed_cases(stub).items():
+        for case, (body, headers) in (_malformed_cases(stub) | _odd_shapes()).items():
             lines = len(serve.stderr.splitlines())
             status, _, took = _post(serve.port, body, headers)
             deadline = time.monotonic() + 3
@@ -288,3 +312,68 @@ def test_acks_stay_fast_during_a_burst_of_oversized_and_malformed_requests(data,
     assert tally["oversized"] > 100 and tally["malformed"] > 100  # the burst really ran alongside
     assert p95 < max(0.3, 2 * calm_p95) and acks[-1] < 3
     _no_request_content(serve)
+
+
+def _idle_sockets(port: int, count: int) -> list[socket.socket]:
+    """`count` connections that send nothing (each accepted by the kernel, then left to the server)."""
+    return [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    """Whether the server closes `sock` within `within` seconds (read returns end of file or a reset)."""
+    sock.settimeout(within)
+    try:
+        return sock.recv(1) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except (socket.timeout, OSError):
+        return False
+
+
+def test_idle_and_trickling_connections_do_not_silence_the_endpoint(data, stub, tmp_path):
+    """Slowloris (issue 22): idle and trickling sockets, unauthenticated, must not keep Slack out.
+
+    Before: waitress's 100 connections were taken by 150 idle sockets and a signed command waited
+    for their 30 s timeout (the ack never came within Slack's 3 s). Now: 150 idle sockets are
+    nothing; 1,100 (more than the 1,000 allowed) make room by closing the ones idle longest; one
+    that trickles a header byte every half second is closed once its request has taken 10 s.
+    """
+    from bot.faces.server import CONNECTION_LIMIT, REQUEST_SECONDS
+
+    with Serve(data, stub, logs=tmp_path / "logs") as serve:
+        idle = _idle_sockets(serve.port, 150)
+        status, _, ack = serve.post(stub.slash_fields("web", response_name="past-150"), timeout=10)
+        assert status == 200 and ack < 3, (status, ack)
+        stub.wait_for_response("past-150", timeout=15)
+
+        idle += _idle_sockets(serve.port, CONNECTION_LIMIT + 100 - len(idle))
+        time.sleep(0.5)  # the server has taken them all in (or had to make room)
+        status, _, ack = serve.post(stub.slash_fields("web", response_name="past-limit"), timeout=10)
+        assert status == 200 and ack < 3, (status, ack)
+        stub.wait_for_response("past-limit", timeout=15)
+        shed = sum(_closed_by_server(sock, 0.01) for sock in idle[:200])  # the oldest went first
+        for sock in idle:
+            sock.close()
+
+        trickler = socket.create_connection(("127.0.0.1", serve.port), timeout=10)
+        head = b"POST /slack/events HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 1000
+        started, closed = time.monotonic(), False
+        for byte in head:
+            try:
+                trickler.send(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            if _closed_by_server(trickler, 0.5):
+                closed = True
+                break
+            if time.monotonic() - started > REQUEST_SECONDS + 10:
+                break
+        trickled = time.monotonic() - started
+        trickler.close()
+        assert serve.stop() == 0
+    print(f"150 idle: ack {ack:.3f}s; at the limit {shed} of the 200 oldest idle connections were closed; "
+          f"a trickling request was closed after {trickled:.1f}s")
+    assert shed > 0
+    assert closed and trickled < REQUEST_SECONDS + 5
+    assert "Traceback" not in serve.stderr
