@@ -97,11 +97,18 @@ def test_slack_compare_reads_as_a_table_and_attaches_every_column(bot, stub):
 def test_slack_compare_limits_and_share(bot, stub):
     response, _ = dispatch(bot, stub, "compare " + " ".join(f"r{i}" for i in range(11)))
     assert "`compare` takes up to 10 items and 11 were given" in json.dumps(ack_body(response))
+    _, name = dispatch(bot, stub, "compare web lib")
+    private = answer(stub, name)
+    (button,) = [e for b in private["blocks"] if b["type"] == "actions" for e in b["elements"]]
     url = stub.response_url("share")
-    body, headers = signed_interaction(SECRET, block_actions_payload("gad_share", "compare web lib", response_url=url))
+    body, headers = signed_interaction(SECRET, block_actions_payload("gad_share", button["value"], response_url=url))
     bot.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
-    message = answer(stub, "share")
+    replaced, message = stub.wait_for_response("share", count=2, timeout=10)
+    # a compare answer's private copy is replaced too (without its button), then everyone sees the same cards
+    assert replaced["replace_original"] is True and "gad_share" not in json.dumps(replaced)
     assert message["response_type"] == "in_channel" and "Shared by <@U123>" in read(message)
+    assert [b for b in message["blocks"] if b["type"] == "section"] == \
+        [b for b in private["blocks"] if b["type"] == "section"]
 
 
 # -- the CLI, as a process ------------------------------------------------------------------------------

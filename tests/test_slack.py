@@ -155,8 +155,10 @@ def test_forged_and_replayed_requests_get_401(bot, stub):
 
 def test_share_button_posts_for_everyone(bot, stub):
     app, _ = bot
+    _, name = dispatch(app, stub, "web since:2024-01")
+    (button,) = [e for b in answer(stub, name)["blocks"] if b["type"] == "actions" for e in b["elements"]]
     url = stub.response_url("share")
-    payload = block_actions_payload("gad_share", "web since:2024-01", response_url=url)
+    payload = block_actions_payload("gad_share", button["value"], response_url=url)
     body, headers = signed_interaction(SECRET, payload)
     response = app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
     assert response.status == 200

@@ -171,6 +171,47 @@ def test_share_posts_the_private_answer_for_everyone_once(bot, stub):
     assert stub.responses(again) == []
 
 
+def test_share_posts_what_was_seen_after_a_sync_and_says_newer_data_exists(bot, stub):
+    private = bot.ask("web since:2026-11-23 until:2026-11-29")
+    assert private["text"] == "web: 2GAD 6 person-days, 2026-11-23 to 2026-11-29"
+    # di commits on Thursday of that week, and web is synced: the same query now counts 4 person-days
+    bot.web.commit(name="Di", email="di@example.com", date="2026-11-26")
+    bot.engine.sync(["web"])
+    assert bot.ask("web since:2026-11-23 until:2026-11-29")["text"] == "web: 2GAD 8 person-days, 2026-11-23 to 2026-11-29"
+    replaced, shared = bot.stub.wait_for_response(bot.click_share(private), count=2, timeout=15)
+    assert shared["text"] == private["text"] and "*2GAD 6 person-days*" in read(shared)  # what the person saw
+    assert figure_and_rows(shared).startswith(figure_and_rows(private))
+    assert "Newer data has been indexed since this answer" in read(shared)
+    assert "`/gad web since:2026-11-23 until:2026-11-29` gives today's figures." in read(shared)
+    assert "Newer data" not in read(replaced) and "*2GAD 6 person-days*" in read(replaced)
+
+
+def test_a_second_share_click_from_another_process_posts_nothing(bot, stub):
+    """Two serving processes on one data directory: the database, not a process's memory, remembers."""
+    private = bot.ask("web since:2024-01 until:2024-01")
+    (button,) = [e for b in private["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert len(button["value"]) < 40  # an id, not the query
+    other_app, _ = build_app(bot.settings, Engine.open(bot.settings), socket_mode=False, today=lambda: TODAY)
+    first = bot.click_share(private)
+    assert len(stub.wait_for_response(first, count=2, timeout=15)) == 2
+    name = f"share-{uuid.uuid4().hex[:8]}"
+    payload = block_actions_payload("gad_share", button["value"], response_url=stub.response_url(name))
+    body, headers = signed_interaction(SECRET, payload)
+    other = other_app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+    assert other.status == 200
+    time.sleep(0.5)
+    assert stub.responses(name) == []
+    assert len(stub.responses(first)) == 2
+
+
+def test_a_share_button_that_holds_no_kept_answer_says_so(bot, stub):
+    payload = block_actions_payload("gad_share", "web since:2024-01", response_url=stub.response_url("old"))
+    assert bot._dispatch(*signed_interaction(SECRET, payload)).status == 200
+    (message,) = stub.wait_for_response("old", count=1, timeout=15)
+    assert "That Share button has expired (answers are kept 7 days); ask again with `/gad`" in read(message)
+    assert message["response_type"] == "ephemeral"
+
+
 def test_mistyped_command_and_names_get_suggestions(bot):
     message = bot.ask("subscibe web")
     assert "`subscibe` is not a tracked repository or project; did you mean the command `/gad subscribe`?" in read(message)

@@ -7,6 +7,8 @@ reports on a real index.
 
 from __future__ import annotations
 
+import json
+
 import os
 import threading
 import time
@@ -240,11 +242,13 @@ def test_compare_and_its_share_run_in_the_workers_not_in_serve(tmp_path):
             assert "The CSV is in your direct messages" in read(message)
             (upload,) = stub.uploaded_files()
             assert upload.filename == "gad-compare.csv" and upload.data.decode().splitlines()[1].startswith("web,web,3,6,")
+            (button,) = [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
             url = stub.response_url("share")
-            body, headers = signed_interaction(SECRET, block_actions_payload("gad_share", "compare web lib",
+            body, headers = signed_interaction(SECRET, block_actions_payload("gad_share", button["value"],
                                                                              response_url=url))
             app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
-            shared = answer(stub, "share")
+            replaced, shared = stub.wait_for_response("share", count=2, timeout=10)  # Share posts the kept answer
+            assert replaced["replace_original"] is True and "gad_share" not in json.dumps(replaced)
             assert shared["response_type"] == "in_channel" and "Shared by <@U123>" in read(shared)
             assert "web 2GAD 6; lib 2GAD 2" in shared["text"]
             assert engine._cache == {}  # the serving process computed neither: it never loaded a repository

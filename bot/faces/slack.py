@@ -35,7 +35,9 @@ from ..engine import periods
 from ..render import blocks as kit
 from ..render import words
 from ..engine.rows import HomeRow, RepoSummary
+from ..metric import CompareReport
 from ..store.sources import SourcePolicy, check_remote_source, redact
+from . import share as sharing
 from .slacktext import decode
 from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 
@@ -45,7 +47,6 @@ RESPONSE_URL_LIFETIME = timedelta(minutes=29)  # Slack keeps a response_url for 
 RESPONSE_URL_USES = 5  # ... and 5 uses
 PROGRESS_EVERY_SECONDS = 10.0
 ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove)
-SHARE_DEDUP_SECONDS = 600  # a second click on the same Share button within this long posts nothing
 CSV_INLINE_LIMIT = 2500  # characters of CSV shown in the answer when no file could be delivered
 # A resolver that vouches for every host: the ack checks a /gad track source for everything but DNS
 # (which may take longer than Slack's 3 seconds); the lazy work checks it again, with DNS.
@@ -152,7 +153,6 @@ class SlackFace:
                                    allow_ssh=settings.ssh_key is not None)
         self._ack_policy = dataclasses.replace(self.policy, resolver=lambda host: list(_NO_DNS))
         self._admin_cache: dict[str, tuple[float, bool]] = {}
-        self._shared: dict[tuple, float] = {}
         self._lock = threading.Lock()
 
     # -- listeners -------------------------------------------------------------
@@ -211,10 +211,12 @@ class SlackFace:
         """Queue the report (or compare) for a worker process and acknowledge at once: where it stands, or why not."""
         user, channel, text = command.get("user_id", ""), command.get("channel_id", ""), typed(command)
         responder = Responder(respond, client, user)
-        job = ReportJob(query, text, user, self.today(), csv=query.format == "csv", compare=compare)
+        share_id = None if query.public else sharing.new_share_id()
+        job = ReportJob(query, text, user, self.today(), csv=query.format == "csv", compare=compare,
+                        share_id=share_id)
         try:
             ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
-                                                                         text))
+                                                                         text, share_id))
         except BusyError as error:
             log.info("/gad report refused: the queue is full for this user or for everyone",
                      extra={"request_id": request_id(command)})
@@ -228,7 +230,7 @@ class SlackFace:
             blocks=[kit.context([f":hourglass_flowing_sand: Queued: {waiting}. I will answer here."])])
 
     def _deliver(self, answer: ReportAnswer, responder: Responder, client: WebClient, channel: str, user: str,
-                 query_text: str) -> None:
+                 query_text: str, share_id: str | None = None) -> None:
         """Post a worker's answer (and its CSV) the way `_report` would have."""
         text, blocks = answer.text, answer.blocks
         if answer.csv is not None and isinstance(answer.report, CompareReport) and not answer.failed:
@@ -239,7 +241,10 @@ class SlackFace:
             # where the file went (or the CSV itself) is part of the answer: rendered once it is known
             notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
                                       content=answer.csv)
-            text, blocks = kit.report_blocks(answer.report, query_text, public=answer.public, notice=notice)
+            text, blocks = kit.report_blocks(answer.report, query_text, public=answer.public, notice=notice,
+                                             share_id=share_id)
+        if share_id is not None and answer.report is not None and not answer.failed:
+            self._keep(share_id, user, query_text, text, blocks, answer.report)
         responder.final(text, blocks, public=answer.public)
 
     def run_command(self, command, respond, client) -> None:
@@ -334,19 +339,31 @@ class SlackFace:
         notice = None
         if query.format == "csv":
             notice = self._attach_csv(client, channel, user, report, query_text, public=query.public)
-        text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice)
+        share_id = None if query.public else sharing.new_share_id()
+        text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice, share_id=share_id)
+        if share_id is not None:
+            self._keep(share_id, user, query_text, text, blocks, report)
         responder.final(text, blocks, public=query.public)
+
+    def _keep(self, share_id: str, user: str, query_text: str, text: str, blocks: list[dict], report) -> None:
+        """Keep a private answer for its Share button (a Report or a CompareReport)."""
+        repos = [n for row in report.rows for n in row.repos] if isinstance(report, CompareReport) else report.repos
+        sharing.keep_answer(self.engine.index, share_id, user=user, query_text=query_text, text=text, blocks=blocks,
+                            data_as_of=report.data_as_of, repos=repos)
 
     def _compare(self, parsed: q.Compare, query_text: str, responder: Responder, client: WebClient,
                  channel: str, user: str) -> None:
         from ..render.compare import compare_blocks, compare_to_csv
 
         report = self.engine.compare(parsed, self.today())
-        text, blocks = compare_blocks(report, query_text, public=parsed.query.public)
+        share_id = None if parsed.query.public else sharing.new_share_id()
+        text, blocks = compare_blocks(report, query_text, public=parsed.query.public, share_id=share_id)
         if parsed.query.format == "csv":
             notice = self._attach_csv(client, channel, user, report, query_text, public=parsed.query.public,
                                       content=compare_to_csv(report), filename="gad-compare.csv")
             blocks = [*blocks, kit.section(notice)]
+        if share_id is not None:
+            self._keep(share_id, user, query_text, text, blocks, report)
         responder.final(text, blocks, public=parsed.query.public)
 
     def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str,
@@ -391,78 +408,17 @@ class SlackFace:
         ack()
 
     def run_share(self, body, respond, client) -> None:
-        """The Share button: the same query, answered for everyone in the channel, once.
-
-        The private answer is replaced first by one without the button (so it cannot be pressed
-        again), then the shared answer is posted; a second click that arrives before the first
-        replacement (a double click) is recognised and posts nothing.
-        """
+        """The Share button: the answer the person saw, posted for everyone once (bot/faces/share.py)."""
         user = body.get("user", {}).get("id", "")
         responder = Responder(respond, client, user)
         try:
-            value = body["actions"][0].get("value", "")
-            container = body.get("container") or {}
-            key = (container.get("channel_id"), container.get("message_ts"), user, value)
-            if not self._first_share(key):
-                log.info("ignored a second click on the same Share button")
-                return
-            parsed = q.parse_command(value, self.today())
-            if isinstance(parsed, q.Compare) and self.reports is not None:  # in the workers' turns, like reports
-                job = ReportJob(parsed.query, value, user, self.today(), shared_by=user, compare=parsed)
-                ahead = self.reports.submit(job, lambda answer: responder.final(answer.text, answer.blocks,
-                                                                                public=not answer.failed))
-                if ahead >= self.reports.workers:
-                    responder.notice(f"Queued: {ahead:,} reports ahead of this one. I will post it here.")
-                return
-            if isinstance(parsed, q.Compare):
-                from ..render.compare import compare_blocks
-
-                text, blocks = compare_blocks(self.engine.compare(parsed, self.today()), value, shared_by=user,
-                                              public=True)
-                responder.final(text, blocks, public=True)
-                return
-            if not isinstance(parsed, q.ShowReport):
-                raise QueryError("That button no longer holds a report; ask again with `/gad`.")
-            if self.reports is not None:
-                job = ReportJob(parsed.query, value, user, self.today(), shared_by=user)
-
-                def deliver(answer: ReportAnswer) -> None:
-                    if answer.failed or answer.report is None:
-                        responder.final(answer.text, answer.blocks)
-                    else:
-                        self._post_share(answer.report, value, user, responder)
-
-                ahead = self.reports.submit(job, deliver)
-                if ahead >= self.reports.workers:
-                    responder.notice(f"Queued: {ahead:,} reports ahead of this one. I will post it here.")
-                return
-            self._post_share(self.engine.report(parsed.query, self.today()), value, user, responder)
+            sharing.share(self.engine.index, str(body["actions"][0].get("value", "")), user, responder)
         except GadError as error:
             responder.final(*kit.error_blocks(str(error)))
         except Exception:
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error sharing a report (reference %s)", reference)
             responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
-
-    def _post_share(self, report, value: str, user: str, responder: Responder) -> None:
-        """Replace the private answer (without its button), then post the shared one."""
-        private_text, private_blocks = kit.report_blocks(report, value, public=True,
-                                                         notice="You shared this in the channel.")
-        responder.final(private_text, private_blocks, replace=True)
-        text, blocks = kit.report_blocks(report, value, shared_by=user, public=True)
-        responder.final(text, blocks, public=True)
-
-    def _first_share(self, key: tuple) -> bool:
-        """Whether this is the first click on this Share button (per process, for SHARE_DEDUP_SECONDS)."""
-        now = time.monotonic()
-        with self._lock:
-            for old, at in list(self._shared.items()):
-                if now - at > SHARE_DEDUP_SECONDS:
-                    del self._shared[old]
-            if key in self._shared:
-                return False
-            self._shared[key] = now
-            return True
 
     # -- tracking ----------------------------------------------------------------
     def _track(self, parsed: q.Track, responder: Responder) -> None:

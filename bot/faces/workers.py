@@ -69,6 +69,7 @@ class ReportJob:
     shared_by: str | None = None  # the Share button: rendered for the channel, naming who shared it
     csv: bool = False  # also render the CSV attachment
     compare: Compare | None = None  # a `compare ...`: `query` is its shared query, the items are here
+    share_id: str | None = None  # the id its Share button carries (the face keeps the answer under it)
 
 
 @dataclass(frozen=True)
@@ -402,12 +403,13 @@ def run_report(job: ReportJob) -> ReportAnswer:
         except UnknownRepoError as error:
             raise explain_unknown(error, job.query_text) from None
         public = job.shared_by is not None or job.query.public
-        text, blocks = kit.report_blocks(report, job.query_text, shared_by=job.shared_by, public=public)
+        text, blocks = kit.report_blocks(report, job.query_text, shared_by=job.shared_by, public=public,
+                                         share_id=job.share_id)
         if job.csv:
             from ..render.csvout import report_to_csv
 
             return ReportAnswer(text, blocks, public=public, csv=report_to_csv(report), report=report)
-        if job.shared_by is not None:  # the face also replaces the private answer it was shared from
+        if job.shared_by is not None or job.share_id is not None:  # the face keeps or re-renders it
             return ReportAnswer(text, blocks, public=public, report=report)
         return ReportAnswer(text, blocks, public=public)
     except GadError as error:
@@ -425,7 +427,9 @@ def _run_compare(job: ReportJob) -> ReportAnswer:
 
     report = _engine.compare(job.compare, job.today)  # type: ignore[union-attr]
     public = job.shared_by is not None or job.query.public
-    text, blocks = compare_blocks(report, job.query_text, shared_by=job.shared_by, public=public)
+    text, blocks = compare_blocks(report, job.query_text, shared_by=job.shared_by, public=public,
+                                  share_id=job.share_id)
     if job.csv:
         return ReportAnswer(text, blocks, public=public, csv=compare_to_csv(report), report=report)
-    return ReportAnswer(text, blocks, public=public, report=report if job.shared_by is not None else None)
+    kept = job.shared_by is not None or job.share_id is not None  # the face keeps or re-renders it
+    return ReportAnswer(text, blocks, public=public, report=report if kept else None)

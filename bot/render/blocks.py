@@ -259,8 +259,24 @@ def share_value(query_text: str) -> str:
     return cut[:space] if space > 0 else cut
 
 
+def share_button(query_text: str, share_id: str | None = None) -> dict:
+    """The "Share in channel" button: its value is the kept answer's id (bot/store/answers.py) when
+    there is one, else the query (cut at 2,000 characters; only for callers that keep nothing)."""
+    return {"type": "actions", "elements": [{
+        "type": "button", "action_id": SHARE_ACTION_ID, "text": plain("Share in channel", BUTTON_TEXT_LIMIT),
+        "value": share_id if share_id is not None else share_value(query_text)}]}
+
+
+def shared_copy(blocks: list[dict], notes: Sequence[str]) -> list[dict]:
+    """An answer's blocks without its Share button, with a context line of `notes` (mrkdwn) at the end."""
+    kept = [b for b in blocks if not (b.get("type") == "actions" and any(
+        e.get("action_id") == SHARE_ACTION_ID for e in b.get("elements", ())))]
+    return fit_blocks([*kept, context(list(notes))]) if notes else kept
+
+
 def report_blocks(report: Report, query_text: str, *, shared_by: str | None = None,
-                  public: bool = False, notice: str | None = None) -> tuple[str, list[dict]]:
+                  public: bool = False, notice: str | None = None,
+                  share_id: str | None = None) -> tuple[str, list[dict]]:
     """The answer to `/gad ...`: figure, period, scope, trend, breakdown, COCOMO, footnotes, share button.
 
     `notice` (mrkdwn, already escaped) is a sentence about this answer shown under the figure, such
@@ -308,9 +324,7 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
         notes.insert(0, f"Shared by {_sharer(shared_by)}")
     tail = [context(notes)] if notes else []
     if not public:
-        tail.append({"type": "actions", "elements": [{
-            "type": "button", "action_id": SHARE_ACTION_ID,
-            "text": plain("Share in channel", BUTTON_TEXT_LIMIT), "value": share_value(query_text)}]})
+        tail.append(share_button(query_text, share_id))
 
     room = MAX_BLOCKS - len(head) - len(tail)
     if report.by:

@@ -129,7 +129,7 @@ def _bar(value: int, top: int, width: int = 10) -> str:
 
 
 def compare_blocks(report: CompareReport, query_text: str, *, public: bool = False,
-                   shared_by: str | None = None) -> tuple[str, list[dict]]:
+                   shared_by: str | None = None, share_id: str | None = None) -> tuple[str, list[dict]]:
     """Block Kit that reads as a table on a phone: a bar chart of 2GAD, then one two-column card per item."""
     from . import blocks as kit
 
@@ -149,7 +149,5 @@ def compare_blocks(report: CompareReport, query_text: str, *, public: bool = Fal
         notes.insert(0, f"Shared by {kit._sharer(shared_by)}")
     out.append(kit.context(notes))
     if not public:
-        out.append({"type": "actions", "elements": [{
-            "type": "button", "action_id": kit.SHARE_ACTION_ID,
-            "text": kit.plain("Share in channel", kit.BUTTON_TEXT_LIMIT), "value": kit.share_value(query_text)}]})
+        out.append(kit.share_button(query_text, share_id))
     return fallback, kit.fit_blocks(out)

@@ -273,6 +273,22 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             PRIMARY KEY (org_id, forge_id)) WITHOUT ROWID""",
         "CREATE INDEX forge_org_repos_repo ON forge_org_repos (repo_id)",
     ]),
+    (10, "kept_answers", [
+        # A private Slack answer as the person saw it, so its Share button posts exactly that
+        # (bot/store/answers.py); `shared_at` set once, by whichever process takes the click first.
+        """CREATE TABLE kept_answers (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            query TEXT NOT NULL,
+            text TEXT NOT NULL,
+            blocks TEXT NOT NULL,
+            data_as_of TEXT,
+            generations TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            shared_at TEXT,
+            shared_by TEXT)""",
+        "CREATE INDEX kept_answers_created ON kept_answers (created_at)",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
