@@ -251,6 +251,7 @@ def test_compare_and_its_share_run_in_the_workers_not_in_serve(tmp_path):
             assert replaced["replace_original"] is True and "gad_share" not in json.dumps(replaced)
             assert shared["response_type"] == "in_channel" and "Shared by <@U123>" in read(shared)
             assert "web 2GAD 6; lib 2GAD 2" in shared["text"]
+            assert "direct messages" not in read(shared)  # where the asker's CSV went is no one else's business
             assert engine._cache == {}  # the serving process computed neither: it never loaded a repository
         finally:
             pool.shutdown()

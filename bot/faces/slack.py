@@ -233,6 +233,8 @@ class SlackFace:
                  query_text: str, share_id: str | None = None) -> None:
         """Post a worker's answer (and its CSV) the way `_report` would have."""
         text, blocks = answer.text, answer.blocks
+        if share_id is not None and answer.report is not None and not answer.failed:
+            self._keep(share_id, user, query_text, text, blocks, answer.report)  # Share posts it without the CSV's place
         if answer.csv is not None and isinstance(answer.report, CompareReport) and not answer.failed:
             notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
                                       content=answer.csv, filename="gad-compare.csv")
@@ -243,8 +245,6 @@ class SlackFace:
                                       content=answer.csv)
             text, blocks = kit.report_blocks(answer.report, query_text, public=answer.public, notice=notice,
                                              share_id=share_id)
-        if share_id is not None and answer.report is not None and not answer.failed:
-            self._keep(share_id, user, query_text, text, blocks, answer.report)
         responder.final(text, blocks, public=answer.public)
 
     def run_command(self, command, respond, client) -> None:
@@ -336,13 +336,13 @@ class SlackFace:
             report = self.engine.report(query, self.today())
         except UnknownRepoError as error:
             raise q.explain_unknown(error, query_text) from None
-        notice = None
+        share_id = None if query.public else sharing.new_share_id()
+        text, blocks = kit.report_blocks(report, query_text, public=query.public, share_id=share_id)
+        if share_id is not None:
+            self._keep(share_id, user, query_text, text, blocks, report)  # Share posts it without the CSV's place
         if query.format == "csv":
             notice = self._attach_csv(client, channel, user, report, query_text, public=query.public)
-        share_id = None if query.public else sharing.new_share_id()
-        text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice, share_id=share_id)
-        if share_id is not None:
-            self._keep(share_id, user, query_text, text, blocks, report)
+            text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice, share_id=share_id)
         responder.final(text, blocks, public=query.public)
 
     def _keep(self, share_id: str, user: str, query_text: str, text: str, blocks: list[dict], report) -> None:
@@ -358,12 +358,12 @@ class SlackFace:
         report = self.engine.compare(parsed, self.today())
         share_id = None if parsed.query.public else sharing.new_share_id()
         text, blocks = compare_blocks(report, query_text, public=parsed.query.public, share_id=share_id)
+        if share_id is not None:
+            self._keep(share_id, user, query_text, text, blocks, report)
         if parsed.query.format == "csv":
             notice = self._attach_csv(client, channel, user, report, query_text, public=parsed.query.public,
                                       content=compare_to_csv(report), filename="gad-compare.csv")
             blocks = [*blocks, kit.section(notice)]
-        if share_id is not None:
-            self._keep(share_id, user, query_text, text, blocks, report)
         responder.final(text, blocks, public=parsed.query.public)
 
     def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str,
