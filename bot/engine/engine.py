@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import columns as col
+from .caches import BoundedCache
 from ..store import store
 from ..config import Settings
 from ..errors import GadError, MirrorError, QueryError, UnknownRepoError, command, nearest
@@ -64,7 +65,11 @@ class Engine:
         self._store: MirrorStore | None = None
         self._indexer: Indexer | None = None
         self._cache: dict[int, col.RepoColumns] = {}
-        self._people: dict[int, str] = {}
+        # What members' questions key (ranges, branches, paths; people's e-mails): within
+        # GAD_QUERY_CACHE_MB, least recently used out first (bot/engine/caches.py)
+        budget = settings.query_cache_mb * 1024 * 1024
+        self._masks = BoundedCache("commit masks", budget - budget // 8)
+        self._people = BoundedCache("people's e-mails", budget // 8)
         self._globs: dict[tuple, np.ndarray] = {}
         self._cache_lock = threading.Lock()
         self._refresh_bot_patterns()
@@ -438,22 +443,25 @@ class Engine:
                 raise QueryError(f"`{repo.name}` has no branch `{branch}`; did you mean `branch:{close[0]}`?")
             hint = ", ".join(f"`{b}`" for b in names[:8]) + (" ..." if len(names) > 8 else "")
             raise QueryError(f"`{repo.name}` has no branch `{branch}`; its branches are {hint or 'none'}.")
-        key = ("branch", tip)
-        cache = columns.store.extras
-        if key not in cache:
-            cache[key] = self.reachable_rows(columns, [tip])
-        return columns.in_rows(cache[key])
+        reached = self._masks.get_or_compute(_snapshot_key(columns, "branch", tip),
+                                             lambda: self.reachable_rows(columns, [tip]))
+        return columns.in_rows(reached)
 
     def _people_names(self, person_ids: np.ndarray) -> dict[int, str]:
-        """E-mail of each person id; people rows never change once written, so they are cached."""
-        with self._cache_lock:
-            names = self._people
-            missing = [p for p in person_ids.tolist() if p not in names]
+        """E-mail of each person id; people rows never change once written, so they are cached (within a budget)."""
+        names: dict[int, str] = {}
+        missing = []
+        for person in person_ids.tolist():
+            email = self._people.get(person)
+            if email is None:
+                missing.append(person)
+            else:
+                names[person] = email
         if missing:
             found = self.index.people_matching(missing)
-            with self._cache_lock:
-                self._people = {**self._people, **found}
-                names = self._people
+            for person, email in found.items():
+                self._people.put(person, email)
+            names.update(found)
         return names
 
     def _allowed_people(self, globs: tuple[str, ...]) -> np.ndarray:
@@ -478,17 +486,21 @@ class Engine:
 
     def report(self, query: Query, today: date | None = None) -> Report:
         """Answer a Query from the index alone (reachability over its graph for `branch:`)."""
+        with self._masks.staged():  # a refused question caches nothing
+            return self._report(query, today)
+
+    def _report(self, query: Query, today: date | None) -> Report:
         today = today or datetime.now(timezone.utc).date()
         repos = self.resolve(query.repos)
         scope_bit = {"default": IN_DEFAULT, "all": IN_ALL, "branch": IN_HEAD}[query.scope.kind]
+        if query.scope.kind == "all":
+            self._require_other_refs(repos, "`refs:all`")
+        check_filters(self.index, repos, query, self._touches(repos))  # `path:nosuch` is a typo, not a quiet period
         flt = col.Filter(scope_bit=scope_bit,
                          since_day=to_epoch_day(query.since) if query.since else None,
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
-        if query.scope.kind == "all":
-            self._require_other_refs(repos, "`refs:all`")
-        check_filters(self.index, repos, query, self._touches(repos))  # `path:nosuch` is a typo, not a quiet period
         selections = []
         data_ends = None  # the newest commit in scope, whatever the filters: where the data ends
         for repo in repos:
@@ -630,12 +642,11 @@ class Engine:
 
     def _reach_from_row(self, columns: col.RepoColumns, row: int) -> np.ndarray:
         """Per store row: reachable from the commit at `row` (cached per generation)."""
-        cache = columns.store.extras
-        key = ("reach", row)
-        if key not in cache:
+        def reach() -> np.ndarray:
             offsets, parents, _ = self._graph(columns)
-            cache[key] = store.reachable(offsets, parents, np.array([row], np.int64))
-        return cache[key]
+            return store.reachable(offsets, parents, np.array([row], np.int64))
+
+        return self._masks.get_or_compute(_snapshot_key(columns, "reach", row), reach)
 
     def _range_mask(self, repo: RepoRow, columns: col.RepoColumns, span: RefRange) -> np.ndarray:
         """Membership of `range:A..B` over the columns: reachable from B and not from A (git's `A..B`)."""
@@ -645,14 +656,13 @@ class Engine:
         except QueryError:
             self._require_other_refs([repo], f"`range:{span.start or ''}..{span.end}`")
             raise
-        cache = columns.store.extras
-        key = ("range", start, end)
-        if key not in cache:
+        def between() -> np.ndarray:
             rows = self._reach_from_row(columns, end)
             if start is not None:
                 rows = rows & ~self._reach_from_row(columns, start)
-            cache[key] = columns.in_rows(rows)
-        return cache[key]
+            return columns.in_rows(rows)
+
+        return self._masks.get_or_compute(_snapshot_key(columns, "range", start, end), between)
 
     def range_end_oid(self, repo: RepoRow, span: RefRange) -> bytes:
         """The full id of a range's end (for `vs:cocomo`: lines are counted at B)."""
@@ -727,12 +737,10 @@ class Engine:
         """One row per item over the same tokens (each item's report, by month, boiled down)."""
         from ..metric import CompareReport, CompareRow
 
-        rows = []
-        reports = []
-        for item in command.items:
-            report = self.report(dataclasses.replace(command.item_query(item), by="month"), today)
-            reports.append(report)
-            rows.append(CompareRow.from_report(item.label, report))
+        with self._masks.staged():  # one item refused: nothing cached for the others either
+            reports = [self.report(dataclasses.replace(command.item_query(item), by="month"), today)
+                       for item in command.items]
+        rows = [CompareRow.from_report(item.label, report) for item, report in zip(command.items, reports)]
         query = command.query
         as_of = [r.data_as_of for r in reports]
         cocomo_notes = tuple(dict.fromkeys(n for r in reports for n in r.notes if n.startswith(("COCOMO", "vs:cocomo"))))
@@ -754,13 +762,13 @@ class Engine:
         if "paths" not in cache:
             cache["paths"] = store.PathIndex.from_chunks(self.index.chunks(repo.id, limit=columns.store.history.chunks,
                                                                            columns=("path_offsets", "path_ids")))
-        key = ("paths", query.paths, query.exclude_paths)
-        if key not in cache:  # a subsystem's commits do not change until the next sync
+        def touching() -> np.ndarray:  # a subsystem's commits do not change until the next sync
             size = self.index.max_path_id() + 1
             include = np.array(self.index.path_ids_under(query.paths), np.int64) if query.paths else None
             exclude = np.array(self.index.path_ids_under(query.exclude_paths), np.int64) if query.exclude_paths else None
-            cache[key] = columns.in_rows(cache["paths"].rows_touching(include, exclude, size))
-        return cache[key]
+            return columns.in_rows(cache["paths"].rows_touching(include, exclude, size))
+
+        return self._masks.get_or_compute(_snapshot_key(columns, "paths", query.paths, query.exclude_paths), touching)
 
     @staticmethod
     def _trend_bucket(query: Query, keys: np.ndarray, today: date) -> str:
@@ -771,3 +779,8 @@ class Engine:
             days = keys & 0xFFFFFFFF
             return "week" if int(days.max() - days.min()) <= 26 * 7 else "month"
         return "month"
+
+
+def _snapshot_key(columns: col.RepoColumns, *what) -> tuple:
+    """A cache key for one repository at one generation (a sync makes a new one; the old ages out)."""
+    return (columns.repo_id, columns.generation, *what)
