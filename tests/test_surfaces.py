@@ -396,3 +396,25 @@ def test_digest_post_is_what_the_channel_reads(bot, stub):
     assert post.args["text"].startswith("Weekly 2GAD digest, 2026-11-23 to 2026-11-29 (2026-W48): 2GAD 8 person-days")
     assert "▲ 6 (+300%) vs last week (2)" in shown
     assert "3 developers active · 5 commits" in shown
+
+
+def test_a_paused_digest_tells_the_person_who_subscribed_why_and_how_to_resume(bot, stub):
+    """The bot was removed from the channel: Slack answers not_in_channel; the subscriber gets a DM."""
+    from bot.digests.digest import ChannelPacer, run_due_digests
+    from bot.faces.slack import web_client
+
+    stub.user_tz = "UTC"
+    assert "Mondays at 09:00 (UTC)" in read(bot.ask("subscribe web api", user="USUB"))
+    stub.fail_next("chat.postMessage", error="not_in_channel")
+    due = datetime(2026, 12, 7, 9, 0, tzinfo=timezone.utc)  # the first Monday after subscribing
+    results = run_due_digests(bot.engine, lambda: web_client(bot.settings), at=due, clock=lambda: due,
+                              pacer=ChannelPacer(0), sync=False, charts=False)
+    assert [(r.state, r.detail) for r in results] == [("paused", "not_in_channel")]
+    (dm,) = [c for c in stub.calls_to("chat.postMessage") if c.ok]
+    assert dm.args["channel"] == "USUB"
+    assert dm.args["text"] == ("The weekly 2GAD digest you set up in <#C123> is paused: gad-bot is no longer a member "
+                               "of <#C123> (it was removed).")
+    assert "To resume: `/invite @gad-bot` in <#C123>, then type `/gad subscribe api web` there." in read(dm.args)
+    # and resuming as told works: the channel's listing is no longer paused
+    bot.ask("subscribe web api", user="USUB")
+    assert "Paused" not in read(bot.ask("subscriptions"))

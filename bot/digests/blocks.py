@@ -29,7 +29,7 @@ from ..render.blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrk
 
 if TYPE_CHECKING:  # the types these renderers read (below them: rows and subscriptions)
     from .rows import Digest, Figures
-    from .subscriptions import ChannelView, SubscribeResult, UnsubscribeResult
+    from .subscriptions import ChannelView, SubscribeResult, Subscription, UnsubscribeResult
 
 REPO_SECTIONS = 30  # at most this many blocks of per-repository lines
 TOP_PEOPLE = 5
@@ -429,3 +429,27 @@ def subscriptions_blocks(view: ChannelView | None, page: int = 1) -> tuple[str, 
                                + (f" · `/gad subscriptions {page + 1}` for the next" if page < pages else "")]))
     fallback = f"Weekly digest {sub.schedule_words()} for {words.plural(len(names), 'repository', 'repositories')}"
     return fallback, blocks
+
+
+# Why a digest stopped, in words, and what the subscriber does about it (PERMANENT_ERRORS in digest.py).
+_PAUSE_WHY = {
+    "not_in_channel": ("gad-bot is no longer a member of {channel} (it was removed)",
+                       "`/invite @gad-bot` in {channel}, then type {command} there"),
+    "channel_not_found": ("Slack cannot find {channel} any more (it was deleted, or made private without gad-bot)",
+                          "in a channel gad-bot can post to, type {command}"),
+    "is_archived": ("{channel} was archived",
+                    "unarchive {channel}, then type {command} there"),
+}
+
+
+def paused_dm_blocks(sub: Subscription, reason: str) -> tuple[str, list[dict]] | None:
+    """The direct message to the person who subscribed a channel whose digest just paused (None: nothing to say
+    that a DM could carry, e.g. the app's token itself was revoked)."""
+    if reason not in _PAUSE_WHY:
+        return None
+    channel = f"<#{sub.channel_id}>"
+    command = code("/gad subscribe " + " ".join(sub.repos), 300)
+    why, how = (part.format(channel=channel, command=command) for part in _PAUSE_WHY[reason])
+    text = f"The weekly 2GAD digest you set up in {channel} is paused: {why}."
+    return text, [section(f":double_vertical_bar: {text}\nTo resume: {how}. The schedule and repositories are kept "
+                          f"until then (Slack said `{escape_mrkdwn(reason)}`).")]

@@ -493,6 +493,22 @@ class Deliverer:
             log.warning("uploading the digest chart for %s failed (%s); using a sparkline", digest.channel_id, error)
         return None
 
+    def _tell_subscriber(self, sub: Subscription, reason: str) -> None:
+        """A direct message to whoever subscribed the channel: why its digest paused and how to resume."""
+        from slack_sdk.errors import SlackApiError
+
+        from .blocks import paused_dm_blocks
+
+        message = paused_dm_blocks(sub, reason)
+        if message is None or not sub.created_by:
+            return
+        try:  # posting to a user id opens the app's DM with them
+            self.client().chat_postMessage(channel=sub.created_by, text=message[0], blocks=message[1],
+                                           unfurl_links=False, unfurl_media=False)
+        except SlackApiError as error:  # the pause stands and `/gad subscriptions` shows it; the DM is a courtesy
+            log.info("could not tell %s that the digest of %s paused: %s", sub.created_by, sub.channel_id,
+                     _slack_error(error)[1])
+
     # -- one digest ----------------------------------------------------------
     def deliver(self, sub: Subscription, digest: Digest, due_at: datetime | None) -> DeliveryResult:
         from slack_sdk.errors import SlackApiError
@@ -542,6 +558,7 @@ class Deliverer:
                     self.ledger.finish(claim, "failed", self.clock(), error=code)
                     subs.pause(self.engine.index, sub.channel_id, code, self.clock())
                     log.warning("digest for %s paused: %s", sub.channel_id, code)
+                    self._tell_subscriber(sub, code)
                     return replace(base, state="paused", detail=code, post_attempts=attempts, chart=chart)
                 return self._failed(claim, base, attempts, chart, code or f"HTTP {status}")
             except Exception as error:
