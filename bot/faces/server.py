@@ -320,8 +320,8 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
         else:
             from .slack import RequestGate
 
-            server = http_server(wsgi_app(app, RequestGate(settings.slack_signing_secret), hooks), host=host,
-                                 port=port)
+            gate = RequestGate(settings.slack_signing_secret, engine.index)
+            server = http_server(wsgi_app(app, gate, hooks), host=host, port=port)
             log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz%s)", host, port,
                      ", /hooks/github|gitlab|gitea" if hooks is not None else "")
             print(f"gad-bot: serving HTTP on {host}:{port}", flush=True)

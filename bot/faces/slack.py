@@ -35,7 +35,7 @@ from ..engine import periods
 from ..render import blocks as kit
 from ..render import words
 from ..engine.rows import HomeRow, RepoSummary
-from ..metric import CompareReport
+from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import share as sharing
 from .slacktext import decode
@@ -531,17 +531,16 @@ class RequestGate:
     Bolt would decode and log the whole body of a request with a bad signature, and answer a
     malformed signed one with a 500 and a traceback; here each is one status and one reason.
     A replay of bytes already accepted (same timestamp, same signature) within the window is
-    refused: the signature covers the timestamp and the body, so it names the request.
+    refused: the signature covers the timestamp and the body, so it names the request. The
+    signatures are kept in the index (`Index.record_slack_request`), so a restart forgets none.
     """
 
-    def __init__(self, signing_secret: str, clock: Callable[[], float] = time.time, max_remembered: int = 100_000):
+    def __init__(self, signing_secret: str, index: Index, clock: Callable[[], float] = time.time):
         from slack_sdk.signature import SignatureVerifier
 
         self._verifier = SignatureVerifier(signing_secret, clock=_Clock(clock))
         self._clock = clock
-        self._seen: dict[str, float] = {}  # signature -> when it may be forgotten; insertion order = time order
-        self._max = max_remembered
-        self._lock = threading.Lock()
+        self._index = index
 
     def check_length(self, content_length: str | None) -> Verdict:
         """Before anything is read: Slack always sends Content-Length, and never more than MAX_BODY_BYTES."""
@@ -569,19 +568,10 @@ class RequestGate:
         shape = _shape(headers.get("content-type", ""), text)
         if shape is not PASS:
             return shape
-        with self._lock:
-            if signature in self._seen:
-                return Verdict(401, "replay of a request already accepted")
-            self._forget(now)
-            # kept while a copy could still pass the window check, clock skew included
-            self._seen[signature] = int(timestamp) + SIGNATURE_WINDOW_SECONDS + 1
+        # kept while a copy could still pass the window check, clock skew included
+        if not self._index.record_slack_request(signature, int(timestamp) + SIGNATURE_WINDOW_SECONDS + 1, now):
+            return Verdict(401, "replay of a request already accepted")
         return PASS
-
-    def _forget(self, now: float) -> None:
-        for key, until in list(self._seen.items()):
-            if until >= now and len(self._seen) < self._max:
-                break
-            del self._seen[key]
 
 
 class _Clock:

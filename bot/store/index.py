@@ -289,6 +289,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             shared_by TEXT)""",
         "CREATE INDEX kept_answers_created ON kept_answers (created_at)",
     ]),
+    (11, "slack_requests", [
+        # The signature of every Slack request accepted over HTTP, until its timestamp leaves the
+        # five-minute window: the same signed bytes posted again are a replay, after a restart too.
+        """CREATE TABLE slack_requests (
+            signature TEXT PRIMARY KEY,
+            until INTEGER NOT NULL) WITHOUT ROWID""",
+        "CREATE INDEX slack_requests_until ON slack_requests (until)",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -507,6 +515,14 @@ class Index:
         with self.transaction() as db:
             db.execute("DELETE FROM webhook_deliveries WHERE received_at < ?", (_iso(at - keep),))
             cursor = db.execute("INSERT OR IGNORE INTO webhook_deliveries VALUES (?, ?, ?)", (delivery, host, _iso(at)))
+            return cursor.rowcount == 1
+
+    def record_slack_request(self, signature: str, until: int, now: float) -> bool:
+        """Remember a Slack request's signature until `until` (epoch seconds); False when it was
+        already there (a replay). Signatures whose time has passed are forgotten first."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM slack_requests WHERE until < ?", (int(now),))
+            cursor = db.execute("INSERT OR IGNORE INTO slack_requests VALUES (?, ?)", (signature, until))
             return cursor.rowcount == 1
 
     def last_deliveries(self) -> dict[str, datetime]:

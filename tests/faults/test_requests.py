@@ -196,20 +196,48 @@ def test_malformed_requests_get_400_or_401_and_one_log_line(data, stub, tmp_path
     _no_request_content(serve)
 
 
-def test_a_replayed_request_is_refused(data, stub, tmp_path):
+def test_a_replayed_request_is_refused_even_after_a_restart(data, stub, tmp_path):
+    """Issue 22: the guard lived in memory, so the same signed bytes ran again after a restart."""
+    body, headers = signed_slash_command(SIGNING_SECRET, stub.slash_fields("web", response_name="once"))
     with Serve(data, stub, logs=tmp_path / "logs") as serve:
-        body, headers = signed_slash_command(SIGNING_SECRET, stub.slash_fields("web", response_name="once"))
         first = _post(serve.port, body, headers)
         stub.wait_for_response("once", timeout=15)
         second = _post(serve.port, body, headers)
         fresh = serve.post(stub.slash_fields("web", response_name="fresh"))  # a new request still works
         stub.wait_for_response("fresh", timeout=15)
+        assert serve.stop() == 0
+    with Serve(data, stub, logs=tmp_path / "logs-2") as again:
+        third = _post(again.port, body, headers)
         time.sleep(1)
         answers = stub.responses("once")
-        assert serve.stop() == 0
+        assert again.stop() == 0
     assert first[0] == 200 and second[0] == 401 and fresh[0] == 200
+    assert third[0] == 401  # the restarted server remembers the signature
     assert len(answers) == 1  # the command ran once
-    assert "replay" in serve.stderr
+    assert "replay" in serve.stderr and "replay" in again.stderr
+
+
+def test_remembered_signatures_are_forgotten_once_out_of_the_window(tmp_path):
+    """The table holds a signature while a copy could pass the window check, then prunes it."""
+    from bot.faces.slack import SIGNATURE_WINDOW_SECONDS, RequestGate
+    from bot.store.index import Index
+
+    index = Index(tmp_path / "index.sqlite")
+    clock = [1_800_000_000.0]
+    gate = RequestGate(SIGNING_SECRET, index, clock=lambda: clock[0])
+    fields = {"command": "/gad", "text": "help", "user_id": "U1", "team_id": "T1"}
+    body = urllib.parse.urlencode(fields).encode()
+    headers = {"x-slack-request-timestamp": str(int(clock[0])), "content-type": "application/x-www-form-urlencoded",
+               "x-slack-signature": slack_signature(SIGNING_SECRET, str(int(clock[0])), body)}
+    assert gate.check(headers, body).status == 200
+    assert gate.check(headers, body).status == 401
+    clock[0] += SIGNATURE_WINDOW_SECONDS + 2  # the timestamp is stale now: refused for that, and forgotten
+    other = {"x-slack-request-timestamp": str(int(clock[0])), "content-type": "application/x-www-form-urlencoded",
+             "x-slack-signature": slack_signature(SIGNING_SECRET, str(int(clock[0])), body)}
+    assert gate.check(headers, body).status == 401
+    assert gate.check(other, body).status == 200  # writing this one pruned the first
+    remembered = [row[0] for row in index.execute("SELECT signature FROM slack_requests")]
+    assert remembered == [other["x-slack-signature"]]
 
 
 def test_no_request_content_reaches_the_log_even_at_debug(data, stub, tmp_path):
