@@ -198,3 +198,88 @@ def test_an_index_from_before_organizations_is_upgraded(tmp_path, monkeypatch):
     rows = OrgIndex(after)
     org = rows.add_org("acme", "github.com", "github", "Acme", "https://github.com/Acme", False, True)
     assert rows.org_for("GitHub.com", "ACME") == org and org.owner == "acme"
+
+
+# -- the faces ----------------------------------------------------------------------------------------
+
+
+def test_track_an_organization_from_slack(forge, tmp_path, monkeypatch):
+    """A signed `/gad track URL` -> Bolt -> the engine lists the loopback forge and tracks each repository ->
+    one progress message, updated, then the answer replacing it; the project answers reports."""
+    import dataclasses
+    import time
+
+    from bot.faces import slack as face_module
+    from tests.slackstub import SlackStub
+    from tests.test_surfaces import ADMIN, Bot, read
+
+    forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01"), ("bob@acme.example", "2024-03-02")])
+    forge.add("acme/api", archived=True, commits=[("ann@acme.example", "2024-03-01")])
+    forge.add("acme/fork", fork=True)
+    with SlackStub() as stub:
+        bot = Bot(tmp_path, stub)
+        bot.engine.settings = dataclasses.replace(bot.settings, forges=Settings.from_env(
+            {"GAD_FORGES": forge.forges_setting}).forges, https_tokens={"127.0.0.1": TOKEN})
+        # The source policy and the egress guard refuse every loopback address (tested with public-looking
+        # hosts in test_hostile_listings_from_slack_are_refused and tests/faults/test_egress.py); here the
+        # face's flow is what is tested, so the listing and its clones are unguarded.
+        monkeypatch.setattr(face_module, "check_remote_source", lambda text, policy: text)
+        owner_of, track_org = bot.engine.org_owner, bot.engine.track_org
+        monkeypatch.setattr(bot.engine, "org_owner", lambda url, guarded=False: owner_of(url))
+        monkeypatch.setattr(bot.engine, "track_org", lambda owner, guarded=False, **k: track_org(owner, **k))
+        ack, name = bot.slash(f"track {forge.owner_url('acme')}", user=ADMIN)
+        assert ack["text"].startswith("Tracking") and "I will update this message as it goes" in ack["text"]
+        deadline = time.monotonic() + 120
+        while not any(b["text"].startswith("acme:") for b in stub.responses(name)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        bodies = stub.responses(name)
+        final = bodies[-1]
+        assert final["text"] == "acme: 2 repositories (1 archived), 1 fork left out."
+        assert final["replace_original"] is True
+        assert "Reports, compare and subscriptions can name `acme`" in read(final)
+        assert all(b.get("replace_original") for b in bodies)  # progress updated in place, never repeated
+        expected = oracle(forge, ["acme/web", "acme/api"])
+        assert bot.ask("acme")["text"] == f"acme (acme/api and acme/web): 2GAD {expected} person-days, all history"
+
+
+def test_track_an_organization_from_the_cli(forge, tmp_path):
+    from click.testing import CliRunner
+
+    from bot.faces.cli import cli
+
+    forge.add("acme/web")
+    forge.add("acme/fork", fork=True, commits=[("zed@else.example", "2024-06-01")])
+    env = {"GAD_DATA_DIR": str(tmp_path / "data"), "GAD_FORGES": forge.forges_setting,
+           "GAD_HTTPS_TOKENS": f"127.0.0.1={TOKEN}"}
+    result = CliRunner().invoke(cli, ["track", forge.owner_url("acme"), "--forks"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == "acme: 2 repositories."
+    engine = Engine.open(Settings.from_env(env))
+    assert gad(engine, "acme") == oracle(forge, ["acme/web", "acme/fork"])
+
+
+def test_a_guarded_listing_never_reaches_a_private_address(tmp_path):
+    """An organization typed in Slack: its API requests go through the egress proxy, which refuses a forge whose
+    name is (or resolves to) a loopback or private address; nothing is stored."""
+    from tests.faults import StallServer
+
+    with StallServer() as server:
+        host = f"127.0.0.1:{server.port}"
+        settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"),
+                                      "GAD_FORGES": f"{host}=gitea:https://{host}/api/v1"})
+        engine = Engine.open(settings)
+        owner = engine.org_owner(f"https://{host}/acme", guarded=True)
+        with pytest.raises(GadError, match="Listing the organization was stopped: .*127.0.0.1"):
+            engine.track_org(owner, guarded=True)
+        assert server.accepted == 0  # not a single connection reached it
+    assert engine.projects() == {} and engine.repos() == []
+
+
+def test_forks_on_is_part_of_the_one_grammar():
+    from datetime import date
+
+    from bot.engine.query import Track, parse_command
+
+    assert parse_command("track https://github.com/acme forks:on", date(2026, 12, 4)) == \
+        Track("https://github.com/acme", None, True)
+    assert parse_command("track https://github.com/acme", date(2026, 12, 4)).forks is False

@@ -133,6 +133,7 @@ class ShowReport:
 class Track:
     source: str
     name: str | None = None
+    forks: bool = False  # `forks:on`: an organization's forks are tracked too (they are left out by default)
 
 
 @dataclass(frozen=True)
@@ -617,15 +618,17 @@ def parse_command(text: str, today: date) -> Command:
     if head == "track":
         if not rest:
             raise QueryError("Say what to track, e.g. `track https://github.com/owner/name`.")
-        source, name = rest[0], None
+        source, name, forks = rest[0], None, False
         for word in rest[1:]:
             if word.lower().startswith("as:") and len(word) > 3:
                 if name is not None:
                     raise QueryError(f"`as:` is given twice; keep one of `as:{name}` and `{word}`.")
                 name = _check_repo_word(word[3:])
+            elif word.lower() in ("forks:on", "forks:off"):
+                forks = word.lower() == "forks:on"
             else:
                 raise QueryError(f"`{word}` is not understood after the URL; to name the repository use `as:NAME`.")
-        return Track(source, name)
+        return Track(source, name, forks)
     if head == "untrack":
         if len(rest) != 1:
             raise QueryError("Name one repository to untrack, e.g. `untrack myrepo`.")

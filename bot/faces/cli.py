@@ -83,14 +83,14 @@ class _ProgressBar:
         if self._progress:
             self._progress.stop()
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
+    def __call__(self, phase: str, done: int, total: int, label: str | None = None) -> None:
         if not self._progress:
             return
-        label = {"fetch": "Fetching objects", "index": "Indexing commits",
-                 "paths": "Indexing changed paths"}.get(phase, phase)
+        label = label or {"fetch": "Fetching objects", "index": "Indexing commits",
+                          "paths": "Indexing changed paths"}.get(phase, phase)
         if phase not in self._tasks:
             self._tasks[phase] = self._progress.add_task(label, total=total or None)
-        self._progress.update(self._tasks[phase], completed=done, total=total or None)
+        self._progress.update(self._tasks[phase], completed=done, total=total or None, description=label)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -127,9 +127,15 @@ def _summary(result, paths: bool = True) -> str:
 @click.argument("source")
 @click.option("--name", help="Name to use in queries (default: owner/name for forge URLs, the directory name for paths).")
 @click.option("--in-place", is_flag=True, help="Register an existing local repository without copying it.")
+@click.option("--forks", is_flag=True, help="For an organization's URL: track its forks too (left out by default).")
 @friendly
-def track(source, name, in_place):
-    """Mirror SOURCE (URL, user@host:path, or local path) and index it."""
+def track(source, name, in_place, forks):
+    """Mirror SOURCE (URL, user@host:path, or local path) and index it.
+
+    The URL of a forge organization, group or user (https://github.com/ORG, https://gitlab.com/GROUP,
+    https://codeberg.org/ORG, or a host in GAD_FORGES) tracks each of its repositories, and a project
+    named after it; tracking it again goes on with the ones not finished.
+    """
     from ..engine.query import _check_repo_word
 
     if name:
@@ -142,6 +148,10 @@ def track(source, name, in_place):
 
         open_local(source)  # refuse a non-repository before the data directory is touched
     engine = _engine()
+    owner = None if is_local_path(source) or in_place else engine.org_owner(source)
+    if owner is not None:
+        _track_org(engine, owner, name, forks)
+        return
     with _ProgressBar(True) as progress:
         result = engine.track(source, name, in_place=in_place, progress=progress, paths=False)
     click.echo(_summary(result, paths=False))  # the commits are in: reports work from here on
@@ -153,6 +163,27 @@ def track(source, name, in_place):
     with _ProgressBar(True) as progress:
         count, seconds = engine.index_paths(result.name, progress)
     click.echo(f"{result.name}: changed paths of {count:,} commits indexed in {seconds:.1f} s (for path:)")
+
+
+def _track_org(engine, owner, name, forks: bool) -> None:
+    """Every repository of a forge organization: one progress line, then what was found."""
+    if name:
+        raise QueryError("An organization is tracked under its own name (its project's); leave out --name.")
+
+    with _ProgressBar(True) as bar:
+        def progress(state) -> None:
+            if state.phase == "repositories":
+                bar("repositories", state.done, state.total,
+                    f"{state.org}: repositories ({state.commits:,} commits indexed)")
+            elif state.phase == "rate limit":
+                bar("rate limit", 0, 0, f"{state.org}: waiting {state.waiting:.0f} s for the API's rate limit")
+            else:
+                bar("listing", state.done, 0, f"{state.org}: listing repositories")
+
+        result = engine.track_org(owner, forks=forks, progress=progress)
+    click.echo(result.sentence())
+    click.echo(f"{result.org}: {result.new:,} repositories tracked now, {result.commits:,} commits indexed in "
+               f"{result.seconds:.1f} s; reports, compare and subscriptions can name `{result.org}`.")
 
 
 def _normalise_source(source: str) -> str:

@@ -424,6 +424,10 @@ class SlackFace:
     def _track(self, parsed: q.Track, responder: Responder) -> None:
         url = check_remote_source(parsed.source, self.policy)
         shown = redact(url)
+        owner = self.engine.org_owner(url, guarded=True)
+        if owner is not None:
+            self._track_org(owner, parsed, shown, responder)
+            return
         clock = PhaseClock()
 
         def progress(phase: str, done: int, total: int) -> None:
@@ -442,6 +446,30 @@ class SlackFace:
         responder.final(f"{result.name} is fully indexed: path: works now.",
                         [kit.section(f"{name} is fully indexed: `path:` works now (the changed paths of {count:,} "
                                      f"commits, indexed in {seconds:.0f} s).")])
+
+    def _track_org(self, owner, parsed: q.Track, shown: str, responder: Responder) -> None:
+        """A forge organization: one progress message for all its repositories, updated; then what was found."""
+        if parsed.name:
+            raise QueryError("An organization is tracked under its own name (its project's); leave out `as:`.")
+
+        def progress(state) -> None:
+            if state.phase == "repositories":
+                phase = f"repositories tracked ({state.commits:,} commits indexed)"
+                responder.progress(*kit.progress_blocks(f"Tracking {shown}", state.done, state.total, phase,
+                                                        state.seconds_left))
+            elif state.phase == "rate limit":
+                responder.progress(*kit.progress_blocks(f"Tracking {shown}", 0, None, "waiting "
+                                                        f"{state.waiting:.0f} s for the forge's API rate limit"))
+            else:
+                responder.progress(*kit.progress_blocks(f"Tracking {shown}", state.done, None, "listing repositories"))
+
+        result = self.engine.track_org(owner, forks=parsed.forks, guarded=True, progress=progress)
+        sentence = result.sentence()
+        responder.final(sentence, [kit.section(kit.escape_mrkdwn(sentence)),
+                                   kit.context([f"Reports, compare and subscriptions can name {kit.code(result.org)}, "
+                                                f"e.g. `/gad {kit.escape_mrkdwn(result.org)} since:12w by:repo`; "
+                                                "each sync lists the organization again."])],
+                        replace=True)
 
     # -- people ------------------------------------------------------------------
     def _may_administer(self, client: WebClient, user: str) -> bool:
