@@ -179,21 +179,22 @@ def test_too_many_repositories_are_refused(forge, tmp_path):
 
 
 def test_an_index_from_before_organizations_is_upgraded(tmp_path, monkeypatch):
-    """Migration 9 adds the organization tables to an index of version 8; its repositories stay as they were."""
+    """Migration 9 (forge_orgs) adds the organization tables to an older index; its repositories stay as they were."""
     import bot.store.index as index_module
     from bot.store.index import Index
     from bot.store.orgindex import OrgIndex
 
     path = tmp_path / "index.sqlite"
-    old = [m for m in index_module.MIGRATIONS if m[0] < 9]
+    (number,) = [m[0] for m in index_module.MIGRATIONS if m[1] == "forge_orgs"]
+    old = [m for m in index_module.MIGRATIONS if m[0] < number]
     monkeypatch.setattr(index_module, "MIGRATIONS", old)
-    monkeypatch.setattr(index_module, "SCHEMA_VERSION", 8)
+    monkeypatch.setattr(index_module, "SCHEMA_VERSION", number - 1)
     before = Index(path)
     before.add_repo("web", "https://github.com/acme/web", tmp_path / "m", False, guarded=True)
     before.close()
     monkeypatch.undo()
     after = Index(path)
-    assert after.schema_version() == 9
+    assert after.schema_version() == index_module.SCHEMA_VERSION
     assert [(r.name, r.guarded) for r in after.repos()] == [("web", True)]
     rows = OrgIndex(after)
     org = rows.add_org("acme", "github.com", "github", "Acme", "https://github.com/Acme", False, True)
@@ -239,7 +240,9 @@ def test_track_an_organization_from_slack(forge, tmp_path, monkeypatch):
         assert "Reports, compare and subscriptions can name `acme`" in read(final)
         assert all(b.get("replace_original") for b in bodies)  # progress updated in place, never repeated
         expected = oracle(forge, ["acme/web", "acme/api"])
-        assert bot.ask("acme")["text"] == f"acme (acme/api and acme/web): 2GAD {expected} person-days, all history"
+        answer = bot.ask("acme")["text"]
+        assert answer in (f"acme ({a} and {b}): 2GAD {expected} person-days, all history"
+                          for a, b in (("acme/api", "acme/web"), ("acme/web", "acme/api")))
 
 
 def test_track_an_organization_from_the_cli(forge, tmp_path):
