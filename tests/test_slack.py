@@ -141,7 +141,13 @@ def test_track_refuses_unsafe_sources(bot, stub):
 def test_untrack_by_admin(bot, stub):
     app, engine = bot
     _, name = dispatch(app, stub, "untrack web", user="UADMIN")
-    assert "Untracked" in all_text(answer(stub, name))
+    question = answer(stub, name)
+    assert "Untrack `web`?" in all_text(question) and engine.known_names() == ["web"]  # asked first
+    url = stub.response_url("confirm")
+    payload = block_actions_payload("gad_untrack", "web", user_id="UADMIN", response_url=url)
+    body, headers = signed_interaction(SECRET, payload)
+    app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+    assert "Untracked `web`." in all_text(answer(stub, "confirm"))
     assert engine.known_names() == []
 
 

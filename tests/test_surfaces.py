@@ -108,6 +108,16 @@ class Bot:
         assert self._dispatch(*signed_interaction(SECRET, payload)).status == 200
         return name
 
+    def click(self, message: dict, action_id: str, *, user: str = "U123") -> str:
+        """Press the button `action_id` of a message; return the name of its response_url."""
+        (button,) = [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]
+                     if e["action_id"] == action_id]
+        name = f"click-{uuid.uuid4().hex[:8]}"
+        payload = block_actions_payload(action_id, button.get("value"), user_id=user,
+                                        response_url=self.stub.response_url(name))
+        assert self._dispatch(*signed_interaction(SECRET, payload)).status == 200
+        return name
+
     def open_home(self, user: str = "U123") -> dict:
         response = self._dispatch(*signed_event(SECRET, event_callback(app_home_opened_event(user))))
         assert response.status == 200
@@ -371,14 +381,32 @@ def test_subscribe_in_the_subscribers_time_zone_then_preview_list_and_unsubscrib
     assert "This channel has no digest subscription." in read(bot.ask("subscriptions"))
 
 
-def test_untrack_from_slack_leaves_every_subscription(bot):
+def test_untrack_asks_first_then_tells_each_subscribed_channel(bot, stub):
     bot.ask("subscribe web api")
     bot.ask("subscribe web", channel="C999")
-    assert "Untracked `web`." in read(bot.ask("untrack web", user=ADMIN))
+    question = bot.ask("untrack web", user=ADMIN)
+    assert ("Untrack `web`? Its mirror and index are deleted and no report counts it any more. The weekly digests "
+            "of <#C123>, <#C999> stop counting it; I will say so in each.") in read(question)
+    assert bot.engine.known_names() == ["api", "web"]  # nothing happened yet
+    # Cancel keeps it
+    cancelled = stub.wait_for_response(bot.click(question, "gad_untrack_cancel", user=ADMIN), timeout=15)[-1]
+    assert cancelled["replace_original"] is True
+    assert "Nothing was untracked: `web` is still tracked." in read(cancelled)
+    # a member cannot press the admin's button
+    refused = stub.wait_for_response(bot.click(question, "gad_untrack", user="U999"), timeout=15)[-1]
+    assert "Only the people gad-bot's operator listed can untrack a repository" in read(refused)
+    assert bot.engine.known_names() == ["api", "web"]
+    done = stub.wait_for_response(bot.click(question, "gad_untrack", user=ADMIN), timeout=15)[-1]
+    assert done["replace_original"] is True and "Untracked `web`. Told <#C123>, <#C999>." in read(done)
+    assert bot.engine.known_names() == ["api"]
+    told = {c.args["channel"]: read(c.args) for c in stub.calls_to("chat.postMessage") if c.ok}
+    assert told["C123"] == ("<@UADMIN> stopped tracking `web`: this channel's weekly digest no longer counts it; "
+                            "it still counts `api`.")
+    assert told["C999"] == ("<@UADMIN> stopped tracking `web`: it was all this channel's weekly digest counted, so "
+                            "the digest has ended; `/gad subscribe REPO` starts a new one.")
     assert subs.get(bot.engine.index, "C123").repos == ("api",)
     assert subs.get(bot.engine.index, "C999") is None  # nothing left there
     assert "`web`" not in read(bot.ask("subscriptions"))
-
 
 def test_digest_post_is_what_the_channel_reads(bot, stub):
     """The scheduler's path: Monday 2026-11-30 09:00 UTC posts the week of 23 November."""

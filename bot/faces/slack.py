@@ -160,6 +160,8 @@ class SlackFace:
         app.command("/gad")(ack=self.ack_command, lazy=[self.run_command])
         app.action("gad_share")(ack=self.ack_share, lazy=[self.run_share])
         app.event("app_home_opened")(self.home_opened)
+        app.action(kit.UNTRACK_ACTION_ID)(ack=self.ack_button, lazy=[self.run_untrack])
+        app.action(kit.UNTRACK_CANCEL_ACTION_ID)(self.cancel_untrack)
         app.error(self.on_error)
 
     def ack_command(self, ack, command, respond, client) -> None:
@@ -295,11 +297,9 @@ class SlackFace:
             responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths) for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
-        elif isinstance(parsed, q.Untrack):
-            self.engine.untrack(parsed.name)
-            if self.digests is not None:
-                self.digests.forget_repo(parsed.name)
-            responder.final(f"Untracked `{parsed.name}`.", [kit.section(f"Untracked {kit.code(parsed.name)}.")])
+        elif isinstance(parsed, q.Untrack):  # asked first: the buttons land in run_untrack
+            name = self.engine.repo(parsed.name).name
+            responder.final(*kit.untrack_question_blocks(name, self._digest_channels(name)))
         elif isinstance(parsed, q.Sync):
             names = parsed.names or tuple(r.name for r in self.engine.repos())
             results = self.engine.sync(names)
@@ -407,6 +407,9 @@ class SlackFace:
     def ack_share(self, ack) -> None:
         ack()
 
+    def ack_button(self, ack) -> None:
+        ack()
+
     def run_share(self, body, respond, client) -> None:
         """The Share button: the answer the person saw, posted for everyone once (bot/faces/share.py)."""
         user = body.get("user", {}).get("id", "")
@@ -418,6 +421,52 @@ class SlackFace:
         except Exception:
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error sharing a report (reference %s)", reference)
+            responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
+
+    # -- untracking --------------------------------------------------------------
+    def _digest_channels(self, name: str) -> list[str]:
+        """The channels whose digest counts `name` (none when digests are off)."""
+        if self.digests is None:
+            return []
+        from ..digests import subscriptions as subs
+
+        return [s.channel_id for s in subs.all_subscriptions(self.engine.index) if name in s.repos]
+
+    def cancel_untrack(self, ack, body, respond) -> None:
+        ack()
+        name = str(body["actions"][0].get("value", ""))
+        respond(text=f"Nothing was untracked: {name} is still tracked.", replace_original=True,
+                blocks=[kit.section(f"Nothing was untracked: {kit.code(name)} is still tracked.")])
+
+    def run_untrack(self, body, respond, client) -> None:
+        """The confirmation's Untrack button: untrack, then tell each channel whose digest counted it."""
+        from ..digests import subscriptions as subs
+
+        user = body.get("user", {}).get("id", "")
+        responder = Responder(respond, client, user)
+        try:
+            self._require_admin(client, user, "untrack a repository")
+            name = self.engine.repo(str(body["actions"][0].get("value", ""))).name
+            self.engine.untrack(name)
+            channels = self.digests.forget_repo(name) if self.digests is not None else []
+            told = []
+            for channel in channels:
+                left = subs.get(self.engine.index, channel)
+                text, blocks = kit.untrack_announcement(name, user, left.repos if left else ())
+                try:
+                    client.chat_postMessage(channel=channel, text=text, blocks=blocks, unfurl_links=False,
+                                            unfurl_media=False)
+                    told.append(f"<#{channel}>")
+                except SlackApiError as error:  # untracked all the same; the listing there says so
+                    log.info("could not announce the untrack of %s in %s: %s", name, channel,
+                             error.response.get("error"))
+            said = f" Told {', '.join(told)}." if told else ""
+            responder.final(f"Untracked {name}.", [kit.section(f"Untracked {kit.code(name)}.{said}")], replace=True)
+        except GadError as error:
+            responder.final(*kit.error_blocks(str(error)), replace=True)
+        except Exception:
+            reference = uuid.uuid4().hex[:8]
+            log.exception("internal error untracking (reference %s)", reference)
             responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
 
     # -- tracking ----------------------------------------------------------------

@@ -460,3 +460,35 @@ def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool) -> dict:
                                                            if is_admin else " Ask an admin to track one.")))
     return {"type": "home", "blocks": fit_blocks([*blocks, *tail], MAX_HOME_BLOCKS)}
 
+
+
+# -- untrack: asked, then announced ---------------------------------------------------------------
+UNTRACK_ACTION_ID = "gad_untrack"
+UNTRACK_CANCEL_ACTION_ID = "gad_untrack_cancel"
+
+
+def untrack_question_blocks(name: str, channels: Sequence[str]) -> tuple[str, list[dict]]:
+    """`/gad untrack NAME` asks first: what goes, which channels' digests lose it, and two buttons."""
+    where = (" The weekly digests of " + ", ".join(f"<#{c}>" for c in channels[:20])
+             + (f" and {len(channels) - 20} more channels" if len(channels) > 20 else "")
+             + " stop counting it; I will say so in each.") if channels else ""
+    text = f"Untrack {name}? Its mirror and index are deleted and no report counts it any more."
+    return text, [section(f"Untrack {code(name)}? Its mirror and index are deleted and no report counts it any "
+                          f"more.{where}"),
+                  {"type": "actions", "elements": [
+                      {"type": "button", "action_id": UNTRACK_ACTION_ID, "style": "danger", "value": name,
+                       "text": plain(f"Untrack {name}", BUTTON_TEXT_LIMIT)},
+                      {"type": "button", "action_id": UNTRACK_CANCEL_ACTION_ID, "value": name,
+                       "text": plain("Cancel", BUTTON_TEXT_LIMIT)}]}]
+
+
+def untrack_announcement(name: str, by: str, still: Sequence[str]) -> tuple[str, list[dict]]:
+    """Told in a channel whose digest counted NAME: what changed, and what the digest counts now."""
+    if still:
+        rest = "this channel's weekly digest no longer counts it; it still counts " + ", ".join(
+            code(n) for n in still[:20]) + ("…" if len(still) > 20 else "") + "."
+    else:
+        rest = ("it was all this channel's weekly digest counted, so the digest has ended; "
+                "`/gad subscribe REPO` starts a new one.")
+    line = f"{mention(by)} stopped tracking {code(name)}: {rest}"
+    return f"{name} is no longer tracked.", [section(line)]
