@@ -7,6 +7,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from datetime import datetime, timezone
 
 _CREDENTIAL_URL = re.compile(r"(?<=://)[^/@\s:]+(:[^/@\s]*)?@")
 _SLACK_TOKEN = re.compile(r"\bxox[abposr]-[A-Za-z0-9-]+|\bxapp-[A-Za-z0-9-]+")
@@ -57,11 +58,26 @@ class WithholdRequestContent(logging.Filter):
         return True
 
 
+# Libraries whose INFO lines are routine chatter for an operator (APScheduler logs "Running job" and
+# "executed successfully" for every job run: every minute). Their warnings and errors still show;
+# GAD_LOG_LEVEL=DEBUG shows everything.
+QUIET_LIBRARIES = ("apscheduler",)
+
+# Fields a log call may pass with `extra=` and the JSON line carries as its own keys: what the
+# line is about (a repository, a channel), and a completion line's outcome and duration.
+FIELDS = ("request_id", "reference", "repo", "channel", "outcome", "seconds")
+
+
+def _utc_ms(record: logging.LogRecord) -> str:
+    """ISO 8601 in UTC with milliseconds: 2026-12-04T16:21:29.708Z."""
+    return datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname,
+        entry = {"time": _utc_ms(record), "level": record.levelname,
                  "logger": record.name, "message": record.getMessage()}
-        for key in ("request_id", "reference", "repo", "channel"):
+        for key in FIELDS:
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
         if record.exc_text:
@@ -70,10 +86,13 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """`time LEVEL logger: message [request=...]`: one line per event."""
+    """`time LEVEL logger: message [request=...]`: one line per event, the time in UTC with milliseconds."""
 
     def __init__(self):
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return _utc_ms(record)
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
@@ -93,3 +112,5 @@ def setup_logging(level: str = "INFO", json_lines: bool = False, secrets: Iterab
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
