@@ -474,7 +474,7 @@ def serve(port, host):
 @friendly
 def healthcheck():
     """Exit 0 when a `serve` process is alive (its heartbeat is fresh), 1 otherwise; for containers."""
-    from .server import heartbeat_age
+    from .liveness import heartbeat_age
 
     age = heartbeat_age(_settings())
     if age is None or age > 120:

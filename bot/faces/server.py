@@ -13,39 +13,9 @@ from pathlib import Path
 from ..config import Settings
 from ..engine.engine import Engine
 from ..errors import ConfigError
+from .liveness import Heartbeat, ServeLock
 
 log = logging.getLogger(__name__)
-
-HEARTBEAT_SECONDS = 30
-
-
-def heartbeat_path(settings: Settings) -> Path:
-    return settings.data_dir / "serve.heartbeat"
-
-
-def heartbeat_age(settings: Settings) -> float | None:
-    """Seconds since the serving process last said it was alive, or None."""
-    try:
-        return time.time() - heartbeat_path(settings).stat().st_mtime
-    except OSError:
-        return None
-
-
-class _Heartbeat(threading.Thread):
-    def __init__(self, settings: Settings):
-        super().__init__(name="heartbeat", daemon=True)
-        self.path = heartbeat_path(settings)
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.is_set():
-            self.path.touch()
-            self.stopped.wait(HEARTBEAT_SECONDS)
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.path.unlink(missing_ok=True)
-
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
             411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type"}
@@ -247,7 +217,19 @@ def sweep_leftovers(settings: Settings) -> None:
 
 
 def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -> None:
-    """Serve until SIGTERM or SIGINT; then stop taking requests, stop the scheduler, exit."""
+    """Serve until SIGTERM or SIGINT; then stop taking requests, let queued reports finish within
+    GAD_SHUTDOWN_GRACE_SECONDS (telling each person whose report is cut off), stop the scheduler, exit.
+
+    One `serve` per data directory: a second is refused at once (ServeLock), before it touches anything.
+    """
+    lock = ServeLock.acquire(settings)
+    try:
+        _run_locked(settings, lock, socket_mode=socket_mode, host=host, port=port)
+    finally:
+        lock.release()
+
+
+def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host: str, port: int) -> None:
     from slack_bolt.error import BoltError
 
     from .slack import build_app, web_client
@@ -270,7 +252,7 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
     except BoltError as error:
         raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
     stop = threading.Event()
-    heartbeat = _Heartbeat(settings)
+    heartbeat = Heartbeat(settings, lock)
 
     def on_signal(signum, frame):
         log.info("received signal %s, shutting down", signum)
@@ -302,9 +284,15 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
                               "app-level token with connections:write under Basic Information.") from None
         finally:
             quiet.setLevel(level)
-    reports.start()  # once the settings are known to work: a refused token exits without workers to stop
-    syncs.start()
-    log.info("computing reports in %d worker processes, syncs in %d", reports.workers, syncs.workers)
+    from ..version import package_version
+
+    # once the settings are known to work: a refused token is the one line, not a start-up line before it
+    log.info("gad-bot %s starting: schema %s, mode %s, data directory %s", package_version(),
+             engine.index.schema_version(), "Socket Mode" if socket_mode else f"HTTP on {host}:{port}", settings.data_dir)
+    if not stop.is_set():  # a SIGTERM during the connect: no workers to start only to stop them again
+        reports.start()  # once the settings are known to work: a refused token exits without workers to stop
+        syncs.start()
+        log.info("computing reports in %d worker processes, syncs in %d", reports.workers, syncs.workers)
     heartbeat.start()
     if scheduler is not None:
         scheduler.start()
@@ -335,7 +323,10 @@ def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -
         if scheduler is not None:
             scheduler.shutdown(wait=False)
         syncs.shutdown()  # a sync in flight rolls back; the next run redoes it
-        reports.shutdown()
+        if stop.is_set():
+            reports.drain(settings.shutdown_grace_seconds)
+        else:
+            reports.shutdown()
         heartbeat.stop()
         engine.index.close()
         log.info("gad-bot stopped")

@@ -91,7 +91,13 @@ class SyncQueue:
             self._waiting.clear()
             executor, self._executor = self._executor, None
         if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+            # Terminate, then one shutdown that waits: the pool's manager thread ends and drops its queues,
+            # whose semaphores are unregistered; shutdown(wait=False) would leave them to os._exit, and the
+            # resource tracker's "leaked semaphore objects" line (issue 20).
+            for process in list((getattr(executor, "_processes", None) or {}).values()):
+                if process.is_alive():
+                    process.terminate()
+            executor.shutdown(wait=True, cancel_futures=True)
 
     # -- requests ---------------------------------------------------------------------------------
     def request_repo(self, name: str, delay: float | None = None) -> None:

@@ -120,6 +120,9 @@ class ReportPool:
         self._count = 0  # jobs waiting, everyone's
         self._cond = threading.Condition()
         self._closed = False
+        self._draining = False  # drain() has begun: new reports are refused, the queued ones still run
+        self._in_flight: dict[object, tuple[ReportJob, Callable]] = {}  # running now, by a token per run
+        self._deliveries_closed = False
         self._processes: list[_Worker | None] = [None] * self.workers
         self._deliveries = ThreadPoolExecutor(max_workers=4, thread_name_prefix="report-delivery")
         self._dispatchers: list[threading.Thread] = []
@@ -136,17 +139,44 @@ class ReportPool:
             thread.start()
             self._dispatchers.append(thread)
 
+    def drain(self, grace: float) -> int:
+        """Stop taking reports; let the waiting and running ones finish for up to `grace` seconds; tell each
+        person whose report did not finish by then that it was cut off and to ask again. Then `shutdown()`.
+
+        Returns how many reports were cut off. Every answer (finished or cut off) is handed to its
+        delivery before this returns, so a restart loses no one silently.
+        """
+        with self._cond:
+            self._draining = True
+            self._cond.wait_for(lambda: not self._count and not self._in_flight, timeout=max(0.0, grace))
+            waiting = sorted((entry for jobs in self._waiting.values() for entry in jobs), key=lambda entry: entry[0])
+            cut = [*self._in_flight.values(), *((job, deliver) for _, job, deliver in waiting)]
+            self._in_flight.clear()  # a report finishing after this is not delivered: its person was told
+            self._waiting.clear()
+            self._count = 0
+            self._closed = True
+            self._cond.notify_all()
+        for job, deliver in cut:
+            self._deliveries.submit(_deliver, deliver, cut_off(job))
+        if cut:
+            log.warning("shutting down: %d report(s) did not finish within %s s; each person was told to ask again",
+                        len(cut), grace)
+        self.shutdown()
+        return len(cut)
+
     def shutdown(self) -> None:
-        """Stop taking reports; drop the waiting ones; workers are stopped (running reports are abandoned)."""
+        """Stop taking reports; drop the waiting ones; workers are stopped (running reports are abandoned);
+        the answers already handed over (cut-offs included) are delivered before this returns."""
         with self._cond:
             self._closed = True
             self._waiting.clear()
             self._count = 0
+            self._deliveries_closed = True
             self._cond.notify_all()
             workers = [w for w in self._processes if w is not None]
         for worker in workers:
             worker.kill()
-        self._deliveries.shutdown(wait=False, cancel_futures=True)
+        self._deliveries.shutdown(wait=True)
 
     def pids(self) -> list[int]:
         """The worker processes' ids (for tests and the benchmark's memory figures)."""
@@ -160,7 +190,7 @@ class ReportPool:
             return self._refusal(user)
 
     def _refusal(self, user: str) -> str | None:
-        if self._closed:
+        if self._closed or self._draining:
             return "gad-bot is shutting down; ask again in a minute."
         mine = self._running[user] + len(self._waiting.get(user, ()))
         if mine >= self.per_user:
@@ -219,6 +249,8 @@ class ReportPool:
                 if self._closed:
                     return
                 job, deliver = picked
+                token = object()
+                self._in_flight[token] = picked
             try:
                 answer = self._compute(slot, job)
             finally:
@@ -228,12 +260,13 @@ class ReportPool:
                         del self._running[job.user]
                         if job.user not in self._waiting:
                             self._last_start.pop(job.user, None)  # nothing of theirs left: forget them
+                    if self._in_flight.pop(token, None) is None:
+                        answer = None  # cut off by drain(): its person has been told already
+                    # handed over under the lock: shutdown() closes the deliveries only after taking it,
+                    # so an answer made before the drain ended is never dropped between the two
+                    if answer is not None and not self._deliveries_closed:
+                        self._deliveries.submit(_deliver, deliver, answer)
                     self._cond.notify_all()
-            if answer is not None:
-                try:
-                    self._deliveries.submit(_deliver, deliver, answer)
-                except RuntimeError:  # shutting down
-                    return
 
     def _compute(self, slot: int, job: ReportJob) -> ReportAnswer | None:
         worker = self._processes[slot]
@@ -329,6 +362,11 @@ class _Worker:
             pass
         self.process.join(5)
         self.conn.close()
+
+
+def cut_off(job: ReportJob) -> ReportAnswer:
+    """What a person is told when a restart stops their report before it is done."""
+    return _failure(f"gad-bot restarted before your report `{job.query_text[:200]}` was done; ask again in a minute.")
 
 
 def _deliver(deliver: Callable[[ReportAnswer], None], answer: ReportAnswer) -> None:
