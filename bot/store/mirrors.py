@@ -55,6 +55,12 @@ class _Callbacks(pygit2.RemoteCallbacks):
         if self._tried_credentials:  # libgit2 asks again after a refusal; do not loop forever
             raise MirrorError("The remote refused the configured credentials; check GAD_HTTPS_TOKENS or GAD_SSH_KEY.")
         self._tried_credentials = True
+        if _origin(url) != _origin(self._url):
+            # a redirect led elsewhere: a host's token goes to the source that names that host,
+            # never to a stranger's source that sends the fetch there (a confused deputy)
+            raise MirrorError(f"{redact(self._url)} sent the fetch to another host that asks for credentials; "
+                              "gad-bot gives a host's token only to sources that name that host: track that "
+                              "host's URL instead.")
         host = (urlsplit(url).hostname or "").lower()
         if allowed_types & pygit2.enums.CredentialType.USERPASS_PLAINTEXT and host in self._tokens:
             return pygit2.UserPass("gad-bot", self._tokens[host])
@@ -76,6 +82,20 @@ class _Callbacks(pygit2.RemoteCallbacks):
         if self._progress:
             self._progress("fetch", stats.received_objects + stats.indexed_deltas,
                            stats.total_objects + stats.total_deltas)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port of a URL (the port spelled out), the unit credentials belong to."""
+    scp = re.fullmatch(r"(?:[^@/]+@)?([^/:]+):(?!//).*", url)  # git@host:path, ssh's short form
+    if scp and "://" not in url:
+        return "ssh", scp.group(1).lower(), 22
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), port or {"https": 443, "http": 80, "ssh": 22}.get(scheme)
 
 
 @dataclass

@@ -168,6 +168,30 @@ def test_deleted_refs_are_followed(small, tmp_path):
     assert index_problems(data) == []
 
 
+def test_a_redirect_to_another_host_is_not_given_that_hosts_token(small, tmp_path):
+    """Confused deputy (issue 22): a source on host A that redirects to host B, whose token the
+    operator configured, must not get B's token sent (B's private repository under A's URL).
+
+    Host A is `127.0.0.1`, host B `localhost` (both loopback, different names and ports).
+    """
+    data = tmp_path / "data"
+    with GitHttpServer(tmp_path / "srv", mode="auth", password="tok-B", hostname="localhost") as private:
+        with GitHttpServer(tmp_path / "nothing", mode="redirect", redirect_to=private.url("small.git")) as stranger:
+            lure = run_cli("track", stranger.url("org/repo.git"), "--name", "lure", data=data,
+                           GAD_HTTPS_TOKENS="localhost=tok-B")
+        lured = list(private.requests)
+        direct = run_cli("track", private.url("small.git"), "--name", "small", data=data,
+                         GAD_HTTPS_TOKENS="localhost=tok-B")
+    assert lured, "the redirect never reached host B: the test would prove nothing"
+    assert [auth for _, _, auth in lured if auth] == []  # before the fix: B's token, and B's repository
+    assert lure.returncode != 0 and "Traceback" not in lure.stderr
+    assert "credentials" in lure.stderr
+    assert "lure" not in {r["name"] for r in repos_json(data)}
+    # B's own URL still gets B's token
+    assert direct.returncode == 0, direct.stderr
+    assert any(auth for _, _, auth in private.requests[len(lured):])
+
+
 def test_private_https_repository_with_a_token(small, tmp_path):
     data = tmp_path / "data"
     with GitHttpServer(tmp_path / "srv", mode="auth", password="tok-123") as server:
