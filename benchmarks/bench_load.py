@@ -20,9 +20,15 @@ What it does, against tests/slackstub.py (the Web API and the response_urls answ
    --heavy-commits commits (160,000; its changed paths indexed too): every ack within 3 s (p95
    at most 300 ms), every report answered, and the peak memory of serve and its worker processes
    (the sum of their VmRSS, sampled every 50 ms).
+6. issue 22's figures (`--fair` runs only this, on the same history): 100 heavy `compare`s at once
+   from 100 people (computed in the report workers, not in serve), then one person's 20 slow
+   reports in flight (GAD_REPORTS_PER_USER, all accepted) while 20 other people each ask a quick
+   one: every ack within 3 s (p95 at most 300 ms), and the quick answers arrive while the slow
+   ones are still being computed (people take turns; one person never holds every worker).
 
 Results are printed as a markdown table and written into docs/reliability.md between the
-`bench_load` markers, or the `bench_load_heavy` ones for --heavy (unless --no-doc).
+`bench_load` markers, the `bench_load_heavy` ones for --heavy or the `bench_load_fair` ones for
+--fair (those in docs/benchmarks.md too), unless --no-doc.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DOC = ROOT / "docs" / "reliability.md"
+BENCH_DOC = ROOT / "docs" / "benchmarks.md"
 WORK = HERE / "work"
 sys.path.insert(0, str(ROOT))
 
@@ -55,6 +62,10 @@ ACK_LIMIT = 3.0
 EVERYDAY = ["web", "web by:month", "web since:2024-01 by:person", "repos", "big since:2019-01 until:2019-03",
             "web author:dev1@* by:week"]
 LARGE = "big branch:dev by:person"
+COMPARES = ["compare synth:drivers synth:net synth:fs", "compare synth synth:docs refs:all",
+            "compare synth:net synth:drivers since:2015", "compare synth:docs synth:fs author:*a*"]
+SLOW = ["synth refs:all by:person", "synth since:2010 refs:all by:person", "synth author:*e* refs:all by:week"]
+QUICK = "synth since:2024-10 by:month"
 HEAVY = ["synth by:person", "synth refs:all by:person", "synth path:drivers by:person",
          "synth author:*a* by:month", "synth refs:all path:net by:week", "synth author:*.org by:person",
          "synth since:2015 refs:all by:person", "synth path:docs author:*e* by:quarter"]
@@ -139,6 +150,19 @@ class Load:
                 return len(names), time.monotonic() - started
             time.sleep(0.05)
         return len(names) - len([n for n in names if not self.stub.responses(n)]), time.monotonic() - started
+
+
+def answered_at(stub: SlackStub, names: list[str], timeout: float) -> dict[str, float]:
+    """When (time.monotonic()) each of `names` was first seen answered at its response_url (polled every 20 ms)."""
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < len(names) and time.monotonic() < deadline:
+        now = time.monotonic()
+        for name in names:
+            if name not in seen and stub.responses(name):
+                seen[name] = now
+        time.sleep(0.02)
+    return seen
 
 
 def build(work: Path, big_commits: int) -> Path:
@@ -241,6 +265,90 @@ def heavy(work: Path, stub: SlackStub, commits: int, count: int, workers: int | 
     return rows, problems
 
 
+def fair(work: Path, stub: SlackStub, commits: int, count: int, workers: int | None) -> tuple[list, list]:
+    """Phase 6: `count` heavy compares at once, then one person's slow reports beside others' quick ones."""
+    rows: list[tuple[str, str]] = []
+    problems: list[str] = []
+    data = WORK / f"heavy-data-{commits}"
+    indexed = build_heavy(data, commits)
+    env = {"GAD_LOG_LEVEL": "WARNING"}
+    if workers:
+        env["GAD_REPORT_WORKERS"] = str(workers)
+    with Serve(data, stub, logs=work / "serve-fair", **env) as serve:
+        load = Load(serve, stub)
+        load.one("synth since:2024", "warm")
+        load.one("compare synth:net synth:docs since:2024", "warm")
+        load.wait_answered(load.names, 120)
+        serve_kb = rss_kb(serve.proc.pid)
+
+        # a. heavy compares at once, one per person
+        started = time.monotonic()
+        acks = load.concurrent([COMPARES[i % len(COMPARES)] for i in range(count)], "cmp", distinct_users=True)
+        names = [n for n in load.names if n.startswith("cmp-")]
+        answered, _ = load.wait_answered(names, 1800)
+        wall = time.monotonic() - started
+        over = sum(a >= ACK_LIMIT for a in acks)
+        rows.append((f"{count} heavy compares at once on {indexed:,} commits (`{COMPARES[0]}`, ...): ack p50 / p95 / max",
+                     f"{ms(pct(acks, 50))} / {ms(pct(acks, 95))} / {ms(max(acks))}"))
+        rows.append((f"{count} heavy compares: acks over {ACK_LIMIT:.0f} s; answered at response_url",
+                     f"{over}; {answered} / {len(names)} (the last {wall:.1f}s after they were sent)"))
+        rows.append(("serve's own RSS before / after the compares (they are computed in the workers)",
+                     f"{serve_kb / 1024:.0f} MiB / {rss_kb(serve.proc.pid) / 1024:.0f} MiB"))
+        if over or pct(acks, 95) > 0.3 or answered < len(names):
+            problems.append("compares: an ack over 300 ms at p95 or over 3 s, or a missing answer")
+
+        # b. one person's slow reports in flight, then others' quick ones
+        greedy = 20  # GAD_REPORTS_PER_USER's default: all accepted, none refused
+        posted: dict[str, float] = {}
+        slow_texts = [SLOW[i % len(SLOW)] for i in range(greedy)]
+        first = load._n
+        started = time.monotonic()
+        slow_acks = [_timed_post(load, text, "UGREEDY", posted) for text in slow_texts]  # one after another
+        slow_names = [f"slow-{first + i + 1}" for i in range(greedy)]
+        time.sleep(1.0)  # the slow ones are running on the workers now
+        quick_first = load._n
+        barrier = threading.Barrier(count // 5)
+
+        def quick(i: int) -> float:
+            barrier.wait()
+            return _timed_post(load, QUICK, f"UQ{i:05d}", posted)
+
+        with ThreadPoolExecutor(count // 5) as pool:
+            quick_acks = list(pool.map(quick, range(count // 5)))
+        quick_names = [f"slow-{quick_first + i + 1}" for i in range(count // 5)]
+        seen = answered_at(stub, slow_names + quick_names, 1800)
+        acks = slow_acks + quick_acks
+        waits = [seen[n] - posted[n] for n in quick_names if n in seen]
+        slow_done = [seen[n] - started for n in slow_names if n in seen]
+        refused = sum(1 for failure in load.failures if "already have" in failure)
+        rows.append((f"one person's {greedy} slow reports (`{SLOW[0]}`, ...) in flight, {len(quick_names)} other people "
+                     f"ask `{QUICK}`: ack p50 / p95 / max", f"{ms(pct(acks, 50))} / {ms(pct(acks, 95))} / {ms(max(acks))}"))
+        rows.append(("the others' quick answers: wait p50 / max (from their request)",
+                     f"{ms(pct(waits, 50))} / {ms(max(waits))}" if waits else "none answered"))
+        rows.append((f"the person's {greedy} slow reports: first / last answered (from their first request)",
+                     f"{ms(min(slow_done))} / {ms(max(slow_done))}; {greedy - refused} of {greedy} accepted" if slow_done else
+                     "none answered"))
+        if (max(acks) >= ACK_LIMIT or pct(acks, 95) > 0.3 or len(waits) < len(quick_names)
+                or len(slow_done) < greedy or refused or (waits and slow_done and max(waits) >= max(slow_done))):
+            problems.append("fair: a slow ack, a missing answer, or the quick answers waited for the slow ones")
+        rows.append(("report workers (GAD_REPORT_WORKERS)", str(workers or default_workers())))
+        rows.append(("serve exit status after SIGTERM", str(serve.stop())))
+    return rows, problems
+
+
+def _timed_post(load: Load, text: str, user: str, posted: dict[str, float]) -> float:
+    """One signed slash command from `user`; its name's posting time goes in `posted`; the ack's latency."""
+    with load._lock:
+        load._n += 1
+        name = f"slow-{load._n}"
+        load.names.append(name)
+    posted[name] = time.monotonic()
+    status, body, took = load.serve.post(load.stub.slash_fields(text, response_name=name, user_id=user), timeout=30)
+    if status != 200 or b"already have" in body:
+        load.failures.append(f"{name}: HTTP {status} {body[:80]!r}")
+    return took
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--concurrent", type=int, default=100)
@@ -250,10 +358,16 @@ def main() -> int:
     parser.add_argument("--big-commits", type=int, default=100_000)
     parser.add_argument("--no-doc", action="store_true", help="do not write docs/reliability.md")
     parser.add_argument("--heavy", action="store_true", help="run only the heavy-queries phase (issue 11)")
+    parser.add_argument("--fair", action="store_true", help="run only the compares and one-person phase (issue 22)")
     parser.add_argument("--heavy-commits", type=int, default=160_000)
     parser.add_argument("--heavy-count", type=int, default=100)
     parser.add_argument("--workers", type=int, default=0, help="GAD_REPORT_WORKERS for the heavy phase (0: per CPU)")
     args = parser.parse_args()
+
+    if args.fair:
+        with tempfile.TemporaryDirectory(prefix="gad-load-") as tmp, SlackStub() as stub:
+            rows, problems = fair(Path(tmp), stub, args.heavy_commits, args.heavy_count, args.workers or None)
+        return report(rows, problems, args, "bench_load_fair", " --fair")
 
     if args.heavy:
         with tempfile.TemporaryDirectory(prefix="gad-load-") as tmp, SlackStub() as stub:
@@ -357,12 +471,12 @@ def report(rows: list[tuple[str, str]], problems: list[str], args, marker: str, 
     print(section)
     if problems:
         print("PROBLEMS:\n- " + "\n- ".join(problems))
-    if not args.no_doc and DOC.exists():
-        text = DOC.read_text()
+    for doc in () if args.no_doc else (DOC, BENCH_DOC):  # each document with this phase's markers
+        text = doc.read_text() if doc.exists() else ""
         pattern = re.compile(rf"(<!-- {marker}:start -->\n).*?(<!-- {marker}:end -->)", re.S)
         if pattern.search(text):
-            DOC.write_text(pattern.sub(lambda m: m.group(1) + section + m.group(2), text))
-            print(f"wrote {DOC.relative_to(ROOT)}")
+            doc.write_text(pattern.sub(lambda m: m.group(1) + section + m.group(2), text))
+            print(f"wrote {doc.relative_to(ROOT)}")
     return 1 if problems else 0
 
 
