@@ -225,16 +225,22 @@ def build_heavy(data: Path, commits: int) -> int:
     return indexed
 
 
-def heavy(work: Path, stub: SlackStub, commits: int, count: int, workers: int | None) -> tuple[list, list]:
-    """Phase 5: `count` heavy queries at once from `count` people; (rows, problems)."""
-    rows: list[tuple[str, str]] = []
-    problems: list[str] = []
+def serve_synth(work: Path, stub: SlackStub, commits: int, workers: int | None, logs: str) -> tuple[int, Serve]:
+    """The synth history indexed (once) and a serve over it, started by `with`; (commits indexed, serve)."""
     data = WORK / f"heavy-data-{commits}"
     indexed = build_heavy(data, commits)
     env = {"GAD_LOG_LEVEL": "WARNING"}
     if workers:
         env["GAD_REPORT_WORKERS"] = str(workers)
-    with Serve(data, stub, logs=work / "serve-heavy", **env) as serve:
+    return indexed, Serve(data, stub, logs=work / logs, **env)
+
+
+def heavy(work: Path, stub: SlackStub, commits: int, count: int, workers: int | None) -> tuple[list, list]:
+    """Phase 5: `count` heavy queries at once from `count` people; (rows, problems)."""
+    rows: list[tuple[str, str]] = []
+    problems: list[str] = []
+    indexed, serving = serve_synth(work, stub, commits, workers, "serve-heavy")
+    with serving as serve:
         load = Load(serve, stub)
         load.one("synth since:2024", "warm")  # every worker has its columns once a report of each kind ran
         load.wait_answered(load.names, 60)
@@ -269,12 +275,8 @@ def fair(work: Path, stub: SlackStub, commits: int, count: int, workers: int | N
     """Phase 6: `count` heavy compares at once, then one person's slow reports beside others' quick ones."""
     rows: list[tuple[str, str]] = []
     problems: list[str] = []
-    data = WORK / f"heavy-data-{commits}"
-    indexed = build_heavy(data, commits)
-    env = {"GAD_LOG_LEVEL": "WARNING"}
-    if workers:
-        env["GAD_REPORT_WORKERS"] = str(workers)
-    with Serve(data, stub, logs=work / "serve-fair", **env) as serve:
+    indexed, serving = serve_synth(work, stub, commits, workers, "serve-fair")
+    with serving as serve:
         load = Load(serve, stub)
         load.one("synth since:2024", "warm")
         load.one("compare synth:net synth:docs since:2024", "warm")
