@@ -108,6 +108,7 @@ class Report:
     mailmap: bool = True
     bots: bool = False
     more_rows: int = 0  # breakdown rows `top:N` left out ("and 2,541 more")
+    hint: str | None = None  # for a zero that is likely a mistake: one sentence on what was probably meant
 
     @property
     def two_gad(self) -> int:

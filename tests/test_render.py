@@ -137,13 +137,13 @@ def test_days_words_thresholds(days, expected):
 
 @pytest.mark.parametrize("values, expected", [
     ([], ""),
-    ([0, 0, 0], "▁▁▁"),
-    ([0, 1, 2, 3, 4, 5, 6, 7], "▁▂▃▄▅▆▇█"),
-    ([1, 100], "▂█"),
-    ([0, 1, 2], "▁▅█"),
+    ([0, 0, 0], "···"),  # empty buckets: never a bar, so that they differ from quiet ones
+    ([0, 1, 2, 3, 4, 5, 6, 7], "·▂▃▄▅▆▇█"),
+    ([1, 100], "▁█"),  # quiet, not empty: the lowest bar
+    ([0, 1, 2], "·▅█"),
     ([5], "█"),
     ([3, 3], "██"),
-    ([-4, 2], "▁█"),
+    ([-4, 2], "·█"),
     ([0.5, 1.0], "▅█"),
 ])
 def test_sparkline(values, expected):
@@ -198,7 +198,7 @@ def test_units_and_merges_notes_only_when_due(changes, has_units, has_merges):
 
 def test_trend_words_caption_and_cut():
     report = make_report(trend=monthly_trend([0, 10, 40, 20]))
-    assert words.trend_words(report) == ("2GAD per month, 2024-01 to 2024-04, peak 40 in 2024-03", "▁▃█▅")
+    assert words.trend_words(report) == ("2GAD per month, 2024-01 to 2024-04, peak 40 in 2024-03 (· = no commits)", "·▃█▅")
     long = make_report(trend=tuple(Row(f"2024-W{i:02d}", Totals(i, 1, i)) for i in range(1, 53)),
                        trend_bucket="week")
     caption, spark = words.trend_words(long, max_points=10)
@@ -351,8 +351,8 @@ def test_report_blocks_content():
         "*Period:* since 2024-01-01\n"
         "*Scope:* all branches and tags, author dates, mailmap applied, bots left out\n"
         "*Repositories:* `web`, `api`")
-    assert blocks[2]["text"]["text"] == ("*Monthly trend:* 2GAD per month, 2024-01 to 2024-06, peak 40 in 2024-04\n"
-                                         "`▁▃▅█▆▃`")
+    assert blocks[2]["text"]["text"] == ("*Monthly trend:* 2GAD per month, 2024-01 to 2024-06, peak 40 in 2024-04 "
+                                         "(· = no commits)\n`·▃▅█▆▃`")
     assert blocks[3]["text"]["text"] == ("*By month*\n`2024-01` — 2GAD 10 · 1 developer · 10 commits\n"
                                          "`2024-02` — 2GAD 20 · 1 developer · 20 commits")
     assert blocks[4]["text"]["text"] == ("*vs COCOMO* (basic, organic; SLOCCount 2.26, 45,000 SLOC)\n"
@@ -565,7 +565,7 @@ def test_home_view(is_admin, admin_section):
     assert view["type"] == "home"
     assert_within_limits(view["blocks"], max_blocks=100)
     texts = "\n".join(obj["text"] for obj in text_objects(view["blocks"]))
-    assert "`web` · 2GAD 24 person-days (1.3 person-months) in 2026-W48 · `▂▂▁█`" in texts
+    assert "`web` · 2GAD 24 person-days (1.3 person-months) in 2026-W48 · `▂▂·█`" in texts
     assert "`api` · no weekly figure yet · :warning: last sync failed" in texts
     assert "Tracked repositories (2)" in texts
     assert ("*Admin:*" in texts) is admin_section
@@ -616,7 +616,7 @@ def test_render_text_report():
     assert re.search(r"^api\s+100\s+50\s+4\s+100$", out, re.M)
     assert re.search(r"^total\s+412\s+206\s+12\s+3,456$", out, re.M)
     assert out.index("\nweb ") < out.index("\napi ")  # repositories by active days
-    assert "Trend: 2GAD per month, 2024-01 to 2024-06, peak 40 in 2024-04\n  ▁▃▅█▆▃\n" in out
+    assert "Trend: 2GAD per month, 2024-01 to 2024-06, peak 40 in 2024-04 (· = no commits)\n  ·▃▅█▆▃\n" in out
     assert "  - 3 commits with impossible author dates left out" in out
     assert f"  - {words.REPO_OVERLAP_NOTE[:60]}" in out
     assert "\x1b[" not in out

@@ -56,8 +56,8 @@ def test_an_ampersand_in_a_path_matches_and_is_escaped_once(bot, tmp_path):
                                    ("ann", "2025-03-05", {"R&D/notes.md": "b\n"})])
     bot.engine.track(str(rnd.path), "rnd")
     message = bot.ask("rnd path:R&amp;D")
-    # ann's two days, doubled; the fallback text states the filter, escaped once like any mrkdwn
-    assert message["text"] == "rnd: 2GAD 4 person-days, all history, only path:R&amp;D"
+    # ann's two days, doubled; all history shows its first and last day, and the path filter is stated
+    assert message["text"] == "rnd: 2GAD 4 person-days, all history (2025-03-03 to 2025-03-05), only path:R&amp;D"
     assert "R&amp;D" in read(message) and "&amp;amp;" not in json.dumps(message)
     # a path that matches nothing is quoted as typed, escaped once for mrkdwn (not `&amp;amp;`)
     miss = bot.ask("rnd path:R&amp;X")
@@ -68,7 +68,7 @@ def test_an_ampersand_in_a_path_matches_and_is_escaped_once(bot, tmp_path):
 def test_a_mailto_author_counts_that_author(bot):
     # ann on web: 2024-01-02, 2024-02-01, 2026-11-23, 2026-11-24, 2026-11-30 -> 5 days, 2GAD 10
     message = bot.ask("web author:<mailto:ann@example.com|ann@example.com>")
-    assert message["text"] == "web: 2GAD 10 person-days, all history, only author:ann@example.com"
+    assert message["text"] == "web: 2GAD 10 person-days, all history (2024-01-02 to 2026-11-30), only author:ann@example.com"
 
 
 # -- admin commands are refused in the ack ----------------------------------------------------------

@@ -328,7 +328,7 @@ def test_successful_track_from_slack(bot, stub, tmp_path, monkeypatch):
     assert tracked["text"] == "Tracked tools: 2 commits indexed."
     assert "Try `/gad tools since:12w by:week`" in read(tracked)
     assert bodies[-1]["text"] == "tools is fully indexed: path: works now."
-    assert bot.ask("tools")["text"] == "tools: 2GAD 4 person-days, all history"
+    assert bot.ask("tools")["text"] == "tools: 2GAD 4 person-days, all history (2026-11-26 to 2026-11-27)"
 
 
 def test_track_of_a_local_path_is_refused_in_the_ack(bot):

@@ -561,12 +561,27 @@ class Engine:
                       asked=query.repos, scope=query.scope.token(), authors=query.authors, orgs=query.orgs,
                       mailmap=query.mailmap, bots=query.bots,
                       more_rows=more_rows)
+        if totals.person_days == 0:
+            report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table))
         if query.vs_cocomo:
             from .cocomo import SlocCache, with_cocomo  # runs a line counter only when asked
 
             report = with_cocomo(self.cocomo_heads(repos, query), query, report, SlocCache(self.index),
                                  self.settings.data_dir / "tmp")
         return report
+
+    def _why_zero(self, query: Query, repos: list[RepoRow], data_ends: int | None, org_table) -> str | None:
+        """What a zero figure probably meant to ask (bot/engine/zeros.py words it)."""
+        from .zeros import why_zero
+
+        def reversed_range_counts() -> bool:
+            swapped = RefRange(query.range.end, query.range.start)
+            lists = lambda span: any(bool(self._range_mask(r, self.columns_of(r), span).any()) for r in repos)  # noqa: E731
+            return not lists(query.range) and lists(swapped)  # empty as asked (not just by the period), full reversed
+
+        return why_zero(query, data_ends=from_epoch_day(data_ends) if data_ends is not None else None,
+                        reversed_range_counts=reversed_range_counts,
+                        organizations=lambda: org_table.names if org_table else [])
 
     def cocomo_heads(self, repos: Iterable[RepoRow], query: Query) -> list:
         """Where `vs:cocomo` counts lines: each repository's range end, named branch, or default branch head."""

@@ -283,7 +283,7 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
     as where its CSV went.
     """
     totals = report.totals
-    period = words.period_words(report.since, report.until)
+    period = words.report_period_words(report)
     fallback = _fallback(words.headline_words(report, limit=3))
 
     head = [header(f"2GAD for {words.subject_words(report, limit=3)}")]
@@ -302,6 +302,8 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
         figure.append(f"*Asked:* {_names(report.asked)}")
     figure.append(f"*{'Repository' if len(report.repos) == 1 else 'Repositories'}:* {_names(report.repos)}")
     body = [section("\n".join(figure))]
+    if report.hint:
+        body.append(section(_prose(report.hint, 1000)))
     if notice:
         body.append(section(notice))
 

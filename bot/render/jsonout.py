@@ -55,6 +55,7 @@ def report_to_dict(report: Report) -> dict:
     c = report.cocomo
     return {
         "headline": words.headline_words(report),
+        "hint": report.hint,
         "active_days": t.active_days,
         "two_gad": t.two_gad,
         "two_gad_person_months": round(t.two_gad / DAYS_PER_PERSON_MONTH, 2),

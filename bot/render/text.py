@@ -49,7 +49,7 @@ def _totals_table(report: Report) -> Table:
     grid.add_row("active days", f"{words.number(t.person_days)} (GAD: days with commits, summed over people)")
     grid.add_row("developers", words.number(t.developers))
     grid.add_row("commits", words.number(t.commits))
-    grid.add_row("period", words.period_words(report.since, report.until))
+    grid.add_row("period", words.report_period_words(report))
     if report.range:
         grid.add_row("range", f"{report.range} (what git log {report.range} lists)")
         grid.add_row("span", words.span_words(report.first_day, report.last_day))
@@ -98,6 +98,8 @@ def _breakdown_table(report: Report) -> Table:
 def render_text(report: Report, *, width: int = 100, color: bool = False) -> str:
     """The report for a terminal: headline, totals, breakdown, trend sparkline and footnotes."""
     parts: list[RenderableType | str] = [Text(headline(report), style="bold"), "", _totals_table(report)]
+    if report.hint:
+        parts[1:1] = [report.hint]
     if report.by:
         parts += ["", _breakdown_table(report)]
     trend = words.trend_words(report, max_points=max(8, width - 4))

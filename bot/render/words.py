@@ -11,6 +11,7 @@ from datetime import date, datetime, timezone
 from ..metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, UNITS_NOTE, Report, Totals, table_order
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
+SPARK_EMPTY = "·"  # a bucket without a single commit: never the lowest bar, which a quiet bucket draws
 
 BUCKET_WORDS = {"week": ("weekly", "week", "weeks"), "month": ("monthly", "month", "months"),
                 "quarter": ("quarterly", "quarter", "quarters"), "year": ("yearly", "year", "years"),
@@ -106,6 +107,17 @@ def span_length(first: date | None, last: date | None) -> str:
     return plural(days, "day") if days < 61 else months_words(span_months(first, last))
 
 
+def report_period_words(report: Report) -> str:
+    """The period of a report: period_words, and for all history the first and last day counted:
+    'all history (2019-03-04 to 2026-11-30)'."""
+    period = period_words(report.since, report.until)
+    if report.since is None and report.until is None and report.first_day and report.last_day:
+        days = (report.first_day.isoformat() if report.first_day == report.last_day
+                else f"{report.first_day.isoformat()} to {report.last_day.isoformat()}")
+        return f"{period} ({days})"
+    return period
+
+
 def filter_tokens(report: Report) -> list[str]:
     """Every filter besides the period and range that shaped the figure, as the tokens that ask for it:
     ['branch:main', 'path:src/net', 'path:!docs', 'author:*@intel.com', 'org:intel*', 'mailmap:off', 'bots:on'].
@@ -147,7 +159,7 @@ def headline_words(report: Report, *, limit: int = 5) -> str:
         parts.append(ranged + ("" if report.since is None and report.until is None
                                else f" ({period_words(report.since, report.until)})"))
     else:
-        parts.append(period_words(report.since, report.until))
+        parts.append(report_period_words(report))
     filters = filters_words(report)
     if filters:
         parts.append(filters)
@@ -230,19 +242,16 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
 
 
 def sparkline(values: Iterable[float]) -> str:
-    """▁..█ scaled to the largest value (nearest of 8 steps); zero or less is ▁, any positive value at least ▂."""
+    """▁..█ scaled to the largest value (nearest of 8 steps, the smallest positive value at least ▁);
+    zero or less is · (SPARK_EMPTY), so an empty bucket never reads as a quiet one."""
     values = [max(0.0, float(v)) for v in values]
     if not values:
         return ""
     top = max(values)
-    if top <= 0:
-        return SPARK_CHARS[0] * len(values)
     steps = len(SPARK_CHARS) - 1
     out = []
     for v in values:
-        # rounded to the nearest step, but a non-zero value never looks like an idle period
-        index = 0 if v <= 0 else max(1, int(v * steps / top + 0.5))
-        out.append(SPARK_CHARS[min(steps, index)])
+        out.append(SPARK_EMPTY if v <= 0 else SPARK_CHARS[min(steps, int(v * steps / top + 0.5))])
     return "".join(out)
 
 
@@ -279,7 +288,7 @@ def trend_words(report: Report, *, max_points: int = 104) -> tuple[str, str] | N
     caption: '2GAD per month, 2024-01 to 2024-12, peak 40 in 2024-03'.
     """
     trend: Sequence = trend_rows(report)
-    if not trend:
+    if len(trend) < 2:  # one bucket (a one-week report) is the figure itself, not a trend
         return None
     _, one, many = bucket_words(report.trend_bucket)
     shown = list(trend[-max_points:]) if max_points > 0 else list(trend)
@@ -290,6 +299,8 @@ def trend_words(report: Report, *, max_points: int = 104) -> tuple[str, str] | N
     if len(shown) < len(trend):
         caption += f" (last {len(shown)} of {len(trend)} {many})"
     caption += f", peak {number(values[peak])} in {shown[peak].key}" if values[peak] else ", no activity"
+    if values[peak] and not all(values):
+        caption += f" ({SPARK_EMPTY} = no commits)"
     return caption, sparkline(values)
 
 
