@@ -259,6 +259,11 @@ def test_track_an_organization_from_the_cli(forge, tmp_path):
     assert result.output.splitlines()[0] == "acme: 2 repositories."
     engine = Engine.open(Settings.from_env(env))
     assert gad(engine, "acme") == oracle(forge, ["acme/web", "acme/fork"])
+    engine.index.close()
+    forge.add("acme/new", commits=[("cy@acme.example", "2024-03-03")])
+    synced = CliRunner().invoke(cli, ["sync", "acme"], env=env)
+    assert synced.exit_code == 0, synced.output
+    assert synced.output.splitlines()[-1] == "acme: 3 repositories; `acme/new` is new in acme: now tracked."
 
 
 def test_a_guarded_listing_never_reaches_a_private_address(tmp_path):
@@ -286,3 +291,74 @@ def test_forks_on_is_part_of_the_one_grammar():
     assert parse_command("track https://github.com/acme forks:on", date(2026, 12, 4)) == \
         Track("https://github.com/acme", None, True)
     assert parse_command("track https://github.com/acme", date(2026, 12, 4)).forks is False
+
+
+def test_each_periodic_sync_lists_the_organization_again_and_tells_its_channels(forge, tmp_path):
+    """The scheduler's sync: the organization listed again; the channel subscribed to its project told, in one
+    message, of each repository renamed, deleted upstream or new, as Slack received it."""
+    from datetime import date
+
+    from bot.digests import subscriptions as subs
+    from bot.digests.schedule import DigestScheduler
+    from bot.engine.query import parse_command
+    from tests.slackstub import SlackStub
+
+    web = forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01")])
+    api = forge.add("acme/api", commits=[("bob@acme.example", "2024-03-02")])
+    with SlackStub() as stub:
+        stub.add_channel("C1")
+        engine = engine_for(forge, tmp_path, SLACK_BOT_TOKEN=stub.good_token, SLACK_API_URL=stub.api_url)
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        subs.subscribe(engine, "C1", parse_command("subscribe acme", date(2026, 12, 4)))
+        subs.subscribe(engine, "C2", parse_command("subscribe acme/web", date(2026, 12, 4)))
+        forge.rename(web, "acme/website")
+        forge.delete(api)
+        forge.add("acme/new", commits=[("cy@acme.example", "2024-03-03")])
+        scheduler = DigestScheduler(engine.settings, engine)
+        scheduler.sync_all()
+        (call,) = stub.calls_to("chat.postMessage")
+        assert call.args["channel"] == "C1"
+        assert call.args["text"] == (
+            "acme changed on its forge:\n"
+            "• `acme/web` was renamed or moved upstream: now `acme/website`, its history kept.\n"
+            "• `acme/api` was deleted upstream: its history stays counted in acme.\n"
+            "• `acme/new` is new in acme: now tracked.")
+        assert subs.get(engine.index, "C2").repos == ("acme/website",)  # a subscription follows the rename
+        stub.clear_calls()
+        scheduler.sync_all()  # nothing changed: nothing said
+        assert stub.calls_to("chat.postMessage") == []
+    assert gad(engine, "acme") == oracle(forge, ["acme/website", "acme/new"]) + 2  # bob's day stays counted
+
+
+def test_serve_lists_an_organization_in_a_sync_worker_and_tells_its_channels(forge, tmp_path):
+    """In `serve` the periodic listing runs in the sync worker processes (bot/faces/syncs.py): a new repository
+    is cloned and indexed from there, and the worker tells the subscribed channel."""
+    import time
+    from datetime import date
+
+    from bot.digests import subscriptions as subs
+    from bot.engine.query import parse_command
+    from bot.faces.syncs import SyncQueue
+    from tests.slackstub import SlackStub
+
+    forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01")])
+    with SlackStub() as stub:
+        stub.add_channel("C1")
+        engine = engine_for(forge, tmp_path, SLACK_BOT_TOKEN=stub.good_token, SLACK_API_URL=stub.api_url)
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        subs.subscribe(engine, "C1", parse_command("subscribe acme", date(2026, 12, 4)))
+        forge.add("acme/new", commits=[("cy@acme.example", "2024-03-03")])
+        done = []
+        queue = SyncQueue(engine.settings, workers=1, on_done=done.append)
+        queue.start()
+        try:
+            assert queue.sync_orgs_due(["acme"]) == 1
+            deadline = time.monotonic() + 120
+            while not done and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            queue.shutdown()
+        assert [(d.job.kind, d.job.name, d.error) for d in done] == [("org", "acme", None)]
+        (call,) = stub.calls_to("chat.postMessage")
+        assert call.args["text"] == "acme changed on its forge:\n• `acme/new` is new in acme: now tracked."
+    assert gad(engine, "acme") == oracle(forge, ["acme/web", "acme/new"])

@@ -16,7 +16,9 @@ Jobs (a BackgroundScheduler with an in-memory job store, rebuilt from SQLite at 
   finding the ledger row already there.
 - `sync`: every GAD_SYNC_INTERVAL_MINUTES (GAD_WEBHOOK_SYNC_INTERVAL_MINUTES when webhooks are
   configured), fetch and index every tracked repository whose back-off (repos.next_attempt_at, set by
-  Engine.sync_one after a failure) has passed; in `serve`, in the sync worker processes.
+  Engine.sync_one after a failure) has passed; in `serve`, in the sync worker processes. Then every
+  tracked forge organization is listed again (bot/engine/forgeorgs.py) and the channels subscribed to
+  its project are told what changed (bot/digests/orgnews.py).
 - `subscriptions-watch`: every WATCH_SECONDS, rebuild the digest jobs if the subscriptions changed
   (e.g. from another process), so a missed `reload()` costs at most a minute.
 """
@@ -70,12 +72,14 @@ class DigestScheduler:
     def __init__(self, settings, engine, client_factory: ClientFactory | None = None, *,
                  clock: Callable[[], datetime] = utcnow, scheduler: BackgroundScheduler | None = None,
                  sweep_minutes: float = SWEEP_MINUTES, watch_seconds: float = WATCH_SECONDS, sync: bool = True,
-                 syncer: Callable[[list], object] | None = None):
+                 syncer: Callable[[list], object] | None = None, org_syncer: Callable[[list], object] | None = None):
         """`client_factory` returns a fresh WebClient per call (default: SLACK_API_URL with SLACK_BOT_TOKEN).
 
         `syncer`, when given, is handed the names of the repositories due a sync and syncs them
         elsewhere (serve: in the sync worker processes, bot/faces/syncs.py); without it the sync job
-        syncs them itself, one after the other.
+        syncs them itself, one after the other. `org_syncer` is handed the names of the forge
+        organizations to list again (serve: the same workers, which tell subscribed channels what
+        changed); without it they are listed here, and their changes announced, after the repositories.
         """
         from .digest import slack_client_factory
 
@@ -88,6 +92,7 @@ class DigestScheduler:
         self.watch_seconds = watch_seconds
         self.sync_enabled = sync
         self.syncer = syncer
+        self.org_syncer = org_syncer
         self.scheduler = scheduler or BackgroundScheduler(timezone=timezone.utc)
         self._lock = threading.RLock()
         self._signatures: dict[str, tuple] = {}
@@ -169,11 +174,30 @@ class DigestScheduler:
         try:
             if self.syncer is not None:
                 self.syncer([repo.name for repo in due_repos(self.engine, self.clock())])
-                return []
-            return sync_due_repos(self.engine, self.clock())
+                results = []
+            else:
+                results = sync_due_repos(self.engine, self.clock())
         except Exception:
             log.exception("the periodic sync failed")
             return []
+        self.sync_orgs()
+        return results
+
+    def sync_orgs(self) -> None:
+        """List every tracked forge organization again (new, renamed, gone upstream) and tell its channels."""
+        from ..store.orgindex import OrgIndex
+        from .orgnews import announce_org_changes
+
+        try:
+            names = [org.name for org in OrgIndex(self.engine.index).orgs()]
+            if not names:
+                return
+            if self.org_syncer is not None:
+                self.org_syncer(names)
+                return
+            announce_org_changes(self.engine.index, self.client_factory(), self.engine.sync_orgs(names))
+        except Exception:
+            log.exception("listing the forge organizations again failed")
 
     def watch(self) -> None:
         try:

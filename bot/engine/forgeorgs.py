@@ -425,6 +425,13 @@ class _IndexPool:
         return self
 
     def submit(self, repo_id: int) -> Future:
+        if multiprocessing.current_process().daemon:  # a daemonic worker may not have children: index here
+            future: Future = Future()
+            repo = self.engine.index.repo_by_id(repo_id)
+            result = self.engine.sync_one(repo, fetch=False) if repo is not None else None
+            future.set_result(_Indexed(result.new_commits, result.error) if result else
+                              _Indexed(0, "the repository was untracked while it was being indexed"))
+            return future
         if self._executor is None:
             context = multiprocessing.get_context("spawn")
             self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,

@@ -204,16 +204,29 @@ def _normalise_source(source: str) -> str:
                                               "keeps its projects and subscriptions.")
 @friendly
 def sync(names, reclone):
-    """Fetch (with prune) and index what is new, for NAMES or every tracked repository."""
+    """Fetch (with prune) and index what is new, for NAMES or every tracked repository.
+
+    A tracked forge organization (named, or all of them when no NAMES are given) is listed again:
+    new repositories are tracked, renamed ones renamed, deleted ones marked gone upstream.
+    """
+    from ..store.orgindex import OrgIndex
+
     engine = _engine()
     if reclone and not names:
         raise QueryError("Name the repositories to re-clone, e.g. `gad-bot sync --reclone myrepo`.")
+    known_orgs = [org.name for org in OrgIndex(engine.index).orgs()]
+    orgs = [n for n in names if n in known_orgs and not engine.index.repo(n)] if names else known_orgs
     failed = False
     with _ProgressBar(True) as progress:
-        for name in names or [r.name for r in engine.repos()]:
+        for name in [n for n in names if n not in orgs] or ([] if names else [r.name for r in engine.repos()]):
             result = engine.reclone(name, progress) if reclone else engine.sync([name], progress=progress)[0]
             failed |= bool(result.error)
             click.echo(_summary(result))
+    for listed in engine.sync_orgs(orgs) if orgs and not reclone else []:
+        failed |= bool(listed.error)
+        changes = " ".join(change.sentence() for change in listed.changes) or "nothing changed upstream."
+        click.echo(f"{listed.org}: listing failed: {listed.error}" if listed.error else
+                   f"{listed.org}: {listed.repositories:,} repositories; {changes}")
     if failed:
         sys.exit(1)
 

@@ -128,6 +128,12 @@ class SyncQueue:
             self.request_repo(name, delay=0)
         return len(names)
 
+    def sync_orgs_due(self, names: list[str]) -> int:
+        """Queue a new listing of each named forge organization at once (the periodic sync)."""
+        for name in names:
+            self.request_org(name, delay=0)
+        return len(names)
+
     def pending(self) -> int:
         with self._lock:
             return len(self._waiting) + len(self._running)
@@ -188,8 +194,9 @@ def run_sync(job: SyncJob) -> SyncDone:
     engine = workers._engine
     try:
         if job.kind == "org":
-            engine.sync_orgs(names=[job.name])
-            return SyncDone(job)
+            results = engine.sync_orgs(names=[job.name])
+            _announce_org_changes(engine, results)
+            return SyncDone(job, error=next((r.error for r in results if r.error), None))
         try:
             repo = engine.repo(job.name)
         except GadError as error:  # untracked since it was requested
@@ -198,3 +205,13 @@ def run_sync(job: SyncJob) -> SyncDone:
         return SyncDone(job, result.new_commits, result.error)
     except GadError as error:
         return SyncDone(job, error=str(error))
+
+
+def _announce_org_changes(engine, results) -> None:
+    """Tell the channels subscribed to an organization's project what its new listing changed."""
+    if not engine.settings.slack_bot_token or not any(r.changes for r in results):
+        return
+    from ..digests.orgnews import announce_org_changes
+    from .slack import web_client
+
+    announce_org_changes(engine.index, web_client(engine.settings), results)
