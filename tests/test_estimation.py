@@ -438,7 +438,7 @@ def test_compare_csv_has_every_column_and_json_every_field(two):
     assert lines[2].startswith("lib,lib,4,8,0.42,2,5,2021-05-05,2021-07-09,")
     doc = compare_to_dict(result)
     assert set(doc["compare"][0]) == set(COLUMNS)
-    assert any("seed study" in n for n in doc["footnotes"])
+    assert not any("seed study" in n for n in doc["footnotes"])  # the COCOMO paragraph only with vs:cocomo
 
 
 def test_compare_vs_cocomo_gives_sloc_effort_and_ratio(two, tmp_path, monkeypatch):
@@ -458,7 +458,7 @@ def test_compare_vs_cocomo_gives_sloc_effort_and_ratio(two, tmp_path, monkeypatc
     from bot.render.compare import render_compare_text
 
     text = render_compare_text(result)
-    assert "12,345" in text and "COCOMO" in text and "ratio" in text
+    assert "12,345" in text and "COCOMO person-months" in text and "ratio" in text and "seed study" in text
 
 
 def test_compare_renderers_take_the_producers_rows():
@@ -482,7 +482,7 @@ def test_compare_renderers_take_the_producers_rows():
     cards = [b for b in blocks if b.get("fields")]
     assert len(cards) == 2 and len(blocks) <= 50
     first = [f["text"] for f in cards[0]["fields"]]
-    assert first[:3] == ["*2GAD*\n60 pd (3.2 pm)", "*developers*\n4", "*commits*\n50"]
+    assert first[:3] == ["*2GAD person-days*\n60", "*developers*\n4", "*commits*\n50"]  # no pm without vs:cocomo
     assert "*busiest month*\n2024-03 (2GAD 40)" in first and "*2GAD / active month*\n30.0" in first
     assert "```mesa              ██████████ 60\nlinux:drivers/gpu █········· 6```" in blocks[1]["text"]["text"]
 

@@ -84,8 +84,8 @@ def test_slack_compare_reads_as_a_table_and_attaches_every_column(bot, stub):
     assert message["text"].startswith("Side by side: web, lib, lib:drivers/gpu (all history): web 2GAD 20; lib 2GAD 4; "
                                       "lib:drivers/gpu 2GAD 2")
     shown = read(message)
-    assert "*2GAD*\n20 pd (1.1 pm)" in shown and "*busiest month*\n2021-05 (2GAD 2)" in shown
-    assert "seed study" in shown
+    assert "*2GAD person-days*\n20" in shown and "*busiest month*\n2021-05 (2GAD 2)" in shown
+    assert "seed study" not in shown and "person-months" not in shown  # COCOMO's words only with vs:cocomo
     cards = [b for b in message["blocks"] if b.get("fields")]
     assert [c["text"]["text"] for c in cards] == ["*1.* `web`", "*2.* `lib`", "*3.* `lib:drivers/gpu`"]
     (upload,) = stub.uploaded_files()

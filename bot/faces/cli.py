@@ -389,7 +389,9 @@ def compare(words, as_json, as_csv):
     elif as_csv or parsed.query.format == "csv":
         click.echo(view.compare_to_csv(result), nl=False)
     else:
-        click.echo(view.render_compare_text(result))
+        import shutil
+
+        click.echo(view.render_compare_text(result, width=shutil.get_terminal_size((150, 24)).columns))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})

@@ -69,10 +69,13 @@ def _pm(value: float) -> str:
 
 
 def _cells(row: CompareRow) -> dict[str, str]:
-    """Each figure of a row as a person reads it."""
+    """Each figure of a row as a person reads it; units spelt out in the names, person-months and COCOMO
+    only beside `vs:cocomo` (where the two are compared in COCOMO's unit)."""
     mean = row.mean_two_gad_per_active_month
-    out = {
-        "2GAD": f"{words.number(row.two_gad)} pd ({_pm(row.two_gad_person_months)} pm)",
+    out = {"2GAD person-days": words.number(row.two_gad)}
+    if row.cocomo is not None:
+        out["2GAD person-months"] = _pm(row.two_gad_person_months)
+    out |= {
         "developers": words.number(row.totals.developers),
         "commits": words.number(row.totals.commits),
         "active": (f"{row.first_day.isoformat()} to {row.last_day.isoformat()}" if row.first_day and row.last_day
@@ -84,7 +87,7 @@ def _cells(row: CompareRow) -> dict[str, str]:
     if row.cocomo is not None:
         c = row.cocomo
         out["SLOC"] = words.number(c.sloc)
-        out["COCOMO"] = f"{_pm(c.person_months)} pm"
+        out["COCOMO person-months"] = _pm(c.person_months)
         out["ratio"] = "-" if math.isnan(c.ratio) else f"{c.ratio:.2f}"
     return out
 
@@ -97,7 +100,9 @@ def headline(report: CompareReport) -> str:
 
 
 def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
-    """A table, one row per item, then the footnotes."""
+    """A table, one row per item, when every figure fits on one line within `width`; otherwise one card
+    per item (its name on a line of its own, a figure per line), so that nothing is ever cut or wraps into
+    what looks like another row. Then the footnotes."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -106,19 +111,33 @@ def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
 
     cells = [_cells(r) for r in report.rows]
     names = list(dict.fromkeys(k for c in cells for k in c))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-    table.add_column("item", overflow="fold", min_width=12)
-    for name in names:
-        table.add_column(name, justify="left" if name in ("active", "busiest month") else "right", no_wrap=True)
-    for row, cell in zip(report.rows, cells):
-        table.add_row(row.item, *(cell.get(n, "-") for n in names))
+    columns = {"item": [r.item for r in report.rows]} | {n: [c.get(n, "-") for c in cells] for n in names}
+    needed = sum(max(len(head), *map(len, values)) for head, values in columns.items()) + len(columns) - 1
+    if needed <= width:
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+        for head in columns:
+            table.add_column(head, justify="left" if head in ("item", "active", "busiest month") else "right",
+                             no_wrap=True)
+        for i in range(len(report.rows)):
+            table.add_row(*(values[i] for values in columns.values()))
+        body = [table]
+    else:
+        label = max(map(len, names))
+        body = []
+        for rank, (row, cell) in enumerate(zip(report.rows, cells), 1):
+            card = Table.grid(padding=(0, 2))
+            card.add_column(no_wrap=True)
+            card.add_column(overflow="fold")
+            for name, value in cell.items():
+                card.add_row(f"    {name:<{label}}", value)
+            body += [Text(f"{rank}. {row.item}", style="bold", overflow="fold"), card, ""]
+        body = body[:-1]
     notes = Table.grid(padding=(0, 1))
     notes.add_column(no_wrap=True)
     notes.add_column(overflow="fold")
     for note in words.compare_footnotes(report):
         notes.add_row("  -", note)
-    return _render([Text(headline(report), style="bold"), "", table, "", "pd: person-days (2GAD); pm: person-months",
-                    "", "Notes:", notes], width, False)
+    return _render([Text(headline(report), style="bold"), "", *body, "", "Notes:", notes], width, False)
 
 
 def _bar(value: int, top: int, width: int = 10) -> str:

@@ -375,12 +375,13 @@ def time_left(seconds: float) -> str:
 
 def compare_footnotes(report) -> list[str]:
     """Footnotes of a `compare` answer (a metric.CompareReport): what the comparison means, scope, units, COCOMO."""
-    notes = [COMPARE_NOTE, f"Scope of every item: {report.scope_words}" + (
-        f", {period_words(report.since, report.until)}" if report.since or report.until else "")]
+    notes = [COMPARE_NOTE] if report.vs_cocomo else []  # what the two methods answer, only when both are shown
+    notes.append(f"Scope of every item: {report.scope_words}" + (
+        f", {period_words(report.since, report.until)}" if report.since or report.until else ""))
     moment = as_of_words(report.data_as_of)
     if moment:
         notes.append(moment)
-    notes.append("span: first to last author day counted; mean per active month: 2GAD / months with commits; "
-                 "" + UNITS_NOTE)
+    notes.append("span: first to last author day counted; mean per active month: 2GAD / months with commits"
+                 + ("; " + UNITS_NOTE if report.vs_cocomo else ""))
     notes.extend(n for n in report.notes if n)
     return notes
