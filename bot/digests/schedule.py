@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
@@ -159,15 +160,22 @@ class DigestScheduler:
         return self._run(channels=None)
 
     def _run(self, channels) -> list[DeliveryResult]:
+        from .. import metrics
+
+        started = time.monotonic()
         try:
             results = run_due_digests(self.engine, self.client_factory, at=self.clock(), channels=channels,
                                       clock=self.clock)
         except Exception:
             log.exception("delivering digests failed")
             return []
+        seconds = round(time.monotonic() - started, 3)  # the run's: digests of one run are delivered together
         for result in results:
             level = {"posted": logging.INFO, "skipped": logging.DEBUG}.get(result.state, logging.WARNING)
-            log.log(level, "digest %s", result.line())
+            if result.state in ("posted", "failed", "missed"):
+                metrics.DIGESTS.labels(outcome=result.state).inc()
+            log.log(level, "digest %s (%.3f s)", result.line(), seconds,
+                    extra={"channel": result.channel_id, "outcome": result.state, "seconds": seconds})
         return results
 
     def sync_all(self) -> list:

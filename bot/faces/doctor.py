@@ -74,7 +74,7 @@ def integrity_pragma(version: tuple[int, int, int] | None = None) -> str:
     return "integrity_check" if low <= tuple(version) <= high else "quick_check"
 
 
-def _problems(index, pragma: str) -> list[str]:
+def integrity_problems(index, pragma: str) -> list[str]:
     rows = [r[0] for r in index.db.execute(f"PRAGMA {pragma}").fetchall()]
     return [] if rows == ["ok"] else rows
 
@@ -83,10 +83,10 @@ def check_index(engine) -> list[Check]:
     index = engine.index
     checks = [Check(True, f"index schema version {index.schema_version()} (migrations applied)")]
     pragma = integrity_pragma()
-    problems = _problems(index, pragma)
+    problems = integrity_problems(index, pragma)
     if problems and pragma == "quick_check":
         pragma = "integrity_check"  # one signal is not enough to call an index damaged: ask the thorough check
-        problems = _problems(index, pragma)
+        problems = integrity_problems(index, pragma)
     if not problems:
         checks.append(Check(True, f"index passes SQLite's {pragma}"))
         return checks

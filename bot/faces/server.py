@@ -10,9 +10,11 @@ import threading
 import time
 from pathlib import Path
 
+from .. import metrics
 from ..config import Settings
 from ..engine.engine import Engine
 from ..errors import ConfigError
+from .health import Health, with_health
 from .liveness import Heartbeat, ServeLock
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,13 @@ def wsgi_app(bolt_app, gate, hooks=None):
             return hooks(environ, start_response)
         if path != "/slack/events":
             return _plain(start_response, 404, "not found")
+        started = time.monotonic()
+        try:
+            return slack_request(environ, start_response)
+        finally:
+            metrics.ACK_SECONDS.observe(time.monotonic() - started)  # Bolt acks in the HTTP answer
+
+    def slack_request(environ, start_response):
         if environ.get("REQUEST_METHOD") != "POST":
             return _plain(start_response, 405, "POST only")
         verdict = gate.check_length(environ.get("CONTENT_LENGTH"))
@@ -254,6 +263,8 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
         raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
     stop = threading.Event()
     heartbeat = Heartbeat(settings, lock)
+    health = Health(settings, engine, reports, scheduler)
+    metrics.watch(health.snapshot)
 
     def on_signal(signum, frame):
         log.info("received signal %s, shutting down", signum)
@@ -295,6 +306,7 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
         syncs.start()
         log.info("computing reports in %d worker processes, syncs in %d", reports.workers, syncs.workers)
     heartbeat.start()
+    health.start()
     if scheduler is not None:
         scheduler.start()
     try:
@@ -302,7 +314,7 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
             log.info("gad-bot serving in Socket Mode")
             print("gad-bot: serving in Socket Mode", flush=True)
             if hooks is not None and settings.webhook_port:
-                hook_server = _hook_server(hooks, host, settings.webhook_port)
+                hook_server = _hook_server(with_health(hooks, health), host, settings.webhook_port)
                 threading.Thread(target=_run_quietly, args=(hook_server, stop), name="webhooks", daemon=True).start()
             stop.wait()
             handler.close()
@@ -310,8 +322,8 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
             from .slack import RequestGate
 
             gate = RequestGate(settings.slack_signing_secret, engine.index)
-            server = http_server(wsgi_app(app, gate, hooks), host=host, port=port)
-            log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz%s)", host, port,
+            server = http_server(with_health(wsgi_app(app, gate, hooks), health), host=host, port=port)
+            log.info("gad-bot serving HTTP on %s:%s (/slack/events, /healthz, /readyz, /metrics%s)", host, port,
                      ", /hooks/github|gitlab|gitea" if hooks is not None else "")
             print(f"gad-bot: serving HTTP on {host}:{port}", flush=True)
             try:
@@ -329,6 +341,7 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
         else:
             reports.shutdown()
         heartbeat.stop()
+        health.stop()
         engine.index.close()
         log.info("gad-bot stopped")
     os._exit(0) if stop.is_set() else None  # lazy-listener threads must not hold the exit

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -157,9 +158,10 @@ class SyncQueue:
             log.error("a sync worker died; starting the sync pool again")
             self._executor = self._new_executor()
             future = self._executor.submit(self.runner, job)
-        future.add_done_callback(lambda f, job=job: self._finished(job, f))
+        started = time.monotonic()
+        future.add_done_callback(lambda f, job=job: self._finished(job, f, started))
 
-    def _finished(self, job: SyncJob, future: Future) -> None:
+    def _finished(self, job: SyncJob, future: Future, started: float) -> None:
         try:
             done = future.result()
         except BrokenProcessPool:
@@ -173,8 +175,7 @@ class SyncQueue:
             self._running.discard(job)
             again = job in self._again
             self._again.discard(job)
-        if done.error:
-            log.warning("sync of %s %s failed: %s", job.kind, job.name, done.error)
+        _completed(done, time.monotonic() - started)
         if self.on_done is not None:
             try:
                 self.on_done(done)
@@ -182,6 +183,20 @@ class SyncQueue:
                 log.exception("after the sync of %s", job.name)
         if again:
             self._request(job, 0)
+
+
+def _completed(done: SyncDone, seconds: float) -> None:
+    """The sync's one completion line (a warning when it failed), and its count in /metrics."""
+    from .. import metrics
+
+    outcome = "failed" if done.error else "ok"
+    metrics.SYNCS.labels(outcome=outcome).inc()
+    extra = {"repo": done.job.name, "outcome": outcome, "seconds": round(seconds, 3)}
+    if done.error:
+        log.warning("sync of %s %s failed in %.3f s: %s", done.job.kind, done.job.name, seconds, done.error, extra=extra)
+    else:
+        log.info("sync of %s %s: ok in %.3f s, %d new commits", done.job.kind, done.job.name, seconds, done.new_commits,
+                 extra=extra)
 
 
 # -- inside a worker process ----------------------------------------------------------------------

@@ -279,7 +279,10 @@ class WebhookFace:
 
     def handle(self, forge: str, headers: Mapping[str, str], body: bytes) -> HookAnswer:
         """The answer to a request whose body was read (`headers` keys lower-case). Logs one line."""
+        from .. import metrics
+
         answer, event, outcome = self._handle(forge, headers, body)
+        metrics.WEBHOOK_DELIVERIES.labels(forge=forge, status=str(answer.status)).inc()
         if answer.status in (401, 403):
             log.warning("refused a webhook to /hooks/%s: %s (%s)", forge, answer.status, answer.text)
         elif answer.status >= 400:

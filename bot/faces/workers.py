@@ -157,6 +157,7 @@ class ReportPool:
             self._closed = True
             self._cond.notify_all()
         for job, deliver in cut:
+            _completed(job, "cut_off", None)
             self._deliveries.submit(_deliver, deliver, cut_off(job))
         if cut:
             log.warning("shutting down: %d report(s) did not finish within %s s; each person was told to ask again",
@@ -177,6 +178,11 @@ class ReportPool:
         for worker in workers:
             worker.kill()
         self._deliveries.shutdown(wait=True)
+
+    def alive(self) -> int:
+        """How many worker processes are alive now (for readiness and /metrics)."""
+        with self._cond:
+            return sum(1 for w in self._processes if w is not None and w.process.is_alive())
 
     def pids(self) -> list[int]:
         """The worker processes' ids (for tests and the benchmark's memory figures)."""
@@ -251,6 +257,7 @@ class ReportPool:
                 job, deliver = picked
                 token = object()
                 self._in_flight[token] = picked
+            started = time.monotonic()
             try:
                 answer = self._compute(slot, job)
             finally:
@@ -261,7 +268,9 @@ class ReportPool:
                         if job.user not in self._waiting:
                             self._last_start.pop(job.user, None)  # nothing of theirs left: forget them
                     if self._in_flight.pop(token, None) is None:
-                        answer = None  # cut off by drain(): its person has been told already
+                        answer = None  # cut off by drain(): its person has been told already (and counted)
+                    elif answer is not None:
+                        _completed(job, "failed" if answer.failed else "ok", time.monotonic() - started)
                     # handed over under the lock: shutdown() closes the deliveries only after taking it,
                     # so an answer made before the drain ended is never dropped between the two
                     if answer is not None and not self._deliveries_closed:
@@ -362,6 +371,19 @@ class _Worker:
             pass
         self.process.join(5)
         self.conn.close()
+
+
+def _completed(job: ReportJob, outcome: str, seconds: float | None) -> None:
+    """The report's one completion line, and its count in /metrics."""
+    from .. import metrics
+
+    metrics.REPORTS.labels(outcome=outcome).inc()
+    if seconds is not None:
+        metrics.REPORT_SECONDS.observe(seconds)
+    repos = ",".join(job.query.repos)[:200]
+    log.info("report for %s on %s: %s in %s", job.user, repos or "-", outcome,
+             "-" if seconds is None else f"{seconds:.3f} s",
+             extra={"repo": repos, "outcome": outcome, "seconds": None if seconds is None else round(seconds, 3)})
 
 
 def cut_off(job: ReportJob) -> ReportAnswer:
