@@ -28,6 +28,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "SLACK_API_URL": (DEFAULT_SLACK_API_URL, "Slack Web API base URL (GovSlack, proxies, tests)."),
     "GAD_ADMINS": ("", "Comma-separated Slack user ids allowed to track/untrack/sync (default: workspace admins)."),
     "GAD_SUBSCRIBERS": ("anyone", "Who may change a channel's digest subscription: `anyone` in the channel, or `admins` (as GAD_ADMINS). Every change is announced in the channel."),
+    "GAD_UNFURLS": ("on", "`on`: a pasted link of a tracked repository or organization unfolds into a 2GAD card (links of anything untracked never do); `off`: no cards."),
     "GAD_TZ": ("UTC", "Time zone for digests when the subscriber's own zone is unknown (IANA name)."),
     "GAD_ALLOWED_HOSTS": ("", "Comma-separated hosts `/gad track` may mirror from (default: any public host)."),
     "GAD_DENIED_HOSTS": ("", "Comma-separated hosts `/gad track` must never mirror from."),
@@ -103,6 +104,7 @@ class Settings:
     slack_api_url: str = DEFAULT_SLACK_API_URL
     admins: tuple[str, ...] = ()
     subscribers: str = "anyone"  # or "admins"
+    unfurls: bool = True  # link cards of tracked repositories and organizations
     tz: str = "UTC"
     allowed_hosts: tuple[str, ...] = ()
     denied_hosts: tuple[str, ...] = ()
@@ -161,6 +163,9 @@ class Settings:
         subscribers = (env.get("GAD_SUBSCRIBERS") or "anyone").strip().lower()
         if subscribers not in ("anyone", "admins"):
             raise ConfigError(f"GAD_SUBSCRIBERS={subscribers!r} is not a choice; use anyone or admins.")
+        unfurls = (env.get("GAD_UNFURLS") or "on").strip().lower()
+        if unfurls not in ("on", "off"):
+            raise ConfigError(f"GAD_UNFURLS={unfurls!r} is not a choice; use on or off.")
         api_url = env.get("SLACK_API_URL") or DEFAULT_SLACK_API_URL
         if not api_url.startswith(("https://", "http://")):
             raise ConfigError(f"SLACK_API_URL={api_url!r} is not an http(s) URL; leave it unset to use {DEFAULT_SLACK_API_URL}.")
@@ -172,6 +177,7 @@ class Settings:
             slack_api_url=api_url if api_url.endswith("/") else api_url + "/",
             admins=_csv(env.get("GAD_ADMINS", "")),
             subscribers=subscribers,
+            unfurls=unfurls == "on",
             tz=tz,
             allowed_hosts=tuple(h.lower() for h in _csv(env.get("GAD_ALLOWED_HOSTS", ""))),
             denied_hosts=tuple(h.lower() for h in _csv(env.get("GAD_DENIED_HOSTS", ""))),

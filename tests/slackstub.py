@@ -67,6 +67,8 @@ DEFAULT_SCOPES = (
     "im:read",
     "mpim:read",
     "files:write",
+    "links:read",
+    "links:write",
 )
 RESPONSE_URL_MAX_USES = 5  # Slack: a response_url works up to 5 times ...
 RESPONSE_URL_TTL = 30 * 60  # ... within 30 minutes
@@ -77,6 +79,7 @@ METHOD_SCOPES: dict[str, str] = {
     "chat.postEphemeral": "chat:write",
     "chat.update": "chat:write",
     "users.info": "users:read",
+    "chat.unfurl": "links:write",
     "files.getUploadURLExternal": "files:write",
     "files.completeUploadExternal": "files:write",
 }
@@ -364,6 +367,49 @@ def app_home_opened_event(user_id: str = "U123", tab: str = "home") -> dict[str,
         "channel": "D0GADHOME",
         "tab": tab,
         "event_ts": f"{time.time():.6f}",
+    }
+
+
+def link_shared_event(urls: list[str], *, user_id: str = "U123", channel: str = "C123",
+                      message_ts: str = "1700000000.000200") -> dict[str, Any]:
+    """The inner ``link_shared`` event (wrap with ``event_callback``), as Slack documents it: one
+    entry per link on a domain listed in the app's ``unfurl_domains``."""
+    return {
+        "type": "link_shared",
+        "channel": channel,
+        "is_bot_user_member": True,
+        "user": user_id,
+        "message_ts": message_ts,
+        "unfurl_id": f"{message_ts.replace('.', '')}.{uuid.uuid4().hex[:20]}",
+        "source": "conversations_history",
+        "links": [{"domain": (urlsplit(u).hostname or "").removeprefix("www."), "url": u} for u in urls],
+        "event_ts": f"{time.time():.6f}",
+    }
+
+
+def message_action_payload(callback_id: str, text: str, *, user_id: str = "U123", channel_id: str = "C123",
+                           message_ts: str = "1700000000.000300", thread_ts: str | None = None,
+                           response_url: str = f"https://hooks.slack.com/app/{TEAM_ID}/1000000003/stubresponseurl"
+                           ) -> dict[str, Any]:
+    """A ``message_action`` payload (a message shortcut chosen on a message), as Slack sends it."""
+    message: dict[str, Any] = {"type": "message", "user": "U0AUTHOR", "text": text, "ts": message_ts,
+                               "team": TEAM_ID}
+    if thread_ts:
+        message["thread_ts"] = thread_ts
+    return {
+        "type": "message_action",
+        "token": VERIFICATION_TOKEN,
+        "action_ts": f"{time.time():.6f}",
+        "team": {"id": TEAM_ID, "domain": TEAM_DOMAIN},
+        "user": {"id": user_id, "username": "alice", "team_id": TEAM_ID, "name": "alice"},
+        "channel": {"id": channel_id, "name": "general"},
+        "is_enterprise_install": False,
+        "enterprise": None,
+        "callback_id": callback_id,
+        "trigger_id": _trigger_id(),
+        "response_url": response_url,
+        "message_ts": message_ts,
+        "message": message,
     }
 
 
@@ -944,6 +990,23 @@ class SlackStub:
         msg.pop("ts")
         msg["edited"] = {"user": self.bot_user_id, "ts": self._next_ts()}
         return {"ok": True, "channel": info["id"], "ts": ts, "text": args.get("text") or "", "message": msg}
+
+    def _m_chat_unfurl(self, args):
+        """chat.unfurl: by channel + ts, or by unfurl_id + source; unfurls maps each URL to its blocks."""
+        by_message = args.get("channel") and args.get("ts")
+        by_id = args.get("unfurl_id") and args.get("source")
+        if not (by_message or by_id):
+            return {"ok": False, "error": "invalid_arguments"}
+        unfurls = args.get("unfurls")
+        if not isinstance(unfurls, dict) or not unfurls:
+            return {"ok": False, "error": "invalid_unfurls"}
+        for url, unfurl in unfurls.items():
+            if not isinstance(unfurl, dict) or not (unfurl.get("blocks") or unfurl.get("text")):
+                return {"ok": False, "error": "invalid_unfurls"}
+            errors = _block_errors(unfurl.get("blocks") or [], MAX_MESSAGE_BLOCKS, f"/unfurls/{url}/blocks")
+            if errors:
+                return {"ok": False, "error": "invalid_blocks", "errors": errors}
+        return {"ok": True}
 
     def _m_chat_getPermalink(self, args):
         info, err = self._channel(args.get("channel"))

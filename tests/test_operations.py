@@ -68,6 +68,14 @@ def test_doctor_missing_scope(tmp_path, stub):
     assert len(bad) == 1 and "files:write" in bad[0].line() and "users:read" in bad[0].line()
 
 
+def test_doctor_wants_the_link_scopes_while_unfurls_are_on(tmp_path, stub):
+    stub.scopes = [s for s in NEEDED_SCOPES if s != "links:write"]
+    (bad,) = failing(doctor(tmp_path, stub, stub.good_token))
+    assert bad.line().startswith("[FAIL] missing bot scopes: links:write -- ")
+    assert "or set GAD_UNFURLS=off" in bad.line()
+    assert failing(doctor(tmp_path, stub, stub.good_token, GAD_UNFURLS="off")) == []
+
+
 def test_doctor_flags_a_broken_mirror(tmp_path, stub, upstream):
     import shutil
 

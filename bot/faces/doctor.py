@@ -12,7 +12,8 @@ from ..errors import GadError
 from ..store.sources import redact
 
 # What the features use; manifest.yml asks for exactly these (tests/test_manifest.py checks both).
-NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read")
+NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read", "links:read", "links:write")
+UNFURL_SCOPES = ("links:read", "links:write")  # needed only while GAD_UNFURLS is on
 
 
 @dataclass(frozen=True)
@@ -119,12 +120,15 @@ def check_slack(settings: Settings, client_factory) -> list[Check]:
                       "check SLACK_API_URL and the network/proxy")]
     checks.append(Check(True, f"bot token valid for team {response.get('team', '?')} as @{response.get('user', '?')}"))
     granted = {s.strip() for s in (response.headers.get("x-oauth-scopes") or response.headers.get("X-OAuth-Scopes") or "").split(",") if s.strip()}
-    missing = [s for s in NEEDED_SCOPES if s not in granted]
+    needed = [s for s in NEEDED_SCOPES if settings.unfurls or s not in UNFURL_SCOPES]
+    missing = [s for s in needed if s not in granted]
     if missing:
+        hint = " (links:* are for link cards; or set GAD_UNFURLS=off)" if set(missing) & set(UNFURL_SCOPES) else ""
         checks.append(Check(False, "missing bot scopes: " + ", ".join(missing),
-                            "add them under OAuth & Permissions (or re-create the app from manifest.yml) and reinstall"))
+                            "add them under OAuth & Permissions (or re-create the app from manifest.yml) and reinstall"
+                            + hint))
     else:
-        checks.append(Check(True, "granted scopes cover " + ", ".join(NEEDED_SCOPES)))
+        checks.append(Check(True, "granted scopes cover " + ", ".join(needed)))
     if settings.slack_app_token:
         if not settings.slack_app_token.startswith("xapp-"):
             checks.append(Check(False, "SLACK_APP_TOKEN is not an app-level token (xapp-...)",

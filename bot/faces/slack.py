@@ -38,6 +38,7 @@ from ..engine.rows import HomeRow, RepoSummary
 from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import share as sharing
+from .links import LinksFace
 from .slacktext import decode
 from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 
@@ -162,6 +163,7 @@ class SlackFace:
         app.event("app_home_opened")(self.home_opened)
         app.action(kit.UNTRACK_ACTION_ID)(ack=self.ack_button, lazy=[self.run_untrack])
         app.action(kit.UNTRACK_CANCEL_ACTION_ID)(self.cancel_untrack)
+        LinksFace(self.settings, self.engine, self.today, self.ask_privately).register(app)
         app.error(self.on_error)
 
     def ack_command(self, ack, command, respond, client) -> None:
@@ -421,6 +423,23 @@ class SlackFace:
         except Exception:
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error sharing a report (reference %s)", reference)
+            responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
+
+    def ask_privately(self, text: str, body: dict, respond, client: WebClient) -> None:
+        """A report asked by a button (a link card's): answered as `/gad text` would be, to that person only."""
+        user = body.get("user", {}).get("id", "")
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
+        responder = Responder(respond, client, user)
+        try:
+            parsed = q.parse_command(text, self.today())
+            if not isinstance(parsed, q.ShowReport):
+                raise QueryError("That button asks for a report only; type `/gad help` for the rest.")
+            self._report(dataclasses.replace(parsed.query, public=False), text, responder, client, channel, user)
+        except GadError as error:
+            responder.final(*kit.error_blocks(str(error)))
+        except Exception:
+            reference = uuid.uuid4().hex[:8]
+            log.exception("internal error answering a button (reference %s)", reference)
             responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
 
     # -- untracking --------------------------------------------------------------
