@@ -27,8 +27,8 @@ from tests.slackstub import (SlackStub, block_actions_payload, event_callback, l
                              message_action_payload, signed_event, signed_interaction)
 from tests.test_surfaces import API, SECRET, TODAY, WEB, build, read
 
-# ▁ for an idle week; 2 of a top of 6 is step round(2 * 7 / 6) = 2 (▃); 6 is the top (█)
-WEB_SPARK = "▁" * 10 + "▃█▃"
+# · for a week without a commit; 2 of a top of 6 is step round(2 * 7 / 6) = 2 (▃); 6 is the top (█)
+WEB_SPARK = "·" * 10 + "▃█▃"
 
 
 @pytest.fixture
