@@ -13,6 +13,11 @@ one of those, so what was checked is what is connected to, redirect hops include
 a `403` to libgit2 and a sentence kept in `refusals` for the user. Anything but CONNECT (plain
 http://, which a redirect might try) is refused too.
 
+The proxy listens on loopback, where any local process could reach it while a fetch runs and
+have a tunnel opened with the fetch's policy; so it wants a secret made for this one fetch, which
+only the fetch knows: libgit2 takes it from the user and password in `url` (sent as
+`Proxy-Authorization: Basic` after the proxy's `407`), an http.client tunnel from `authorization`.
+
 Hand-written rather than a proxy library: the one thing needed is a hook between resolving a
 name and connecting to it, which general proxies do not expose; the rest is ~100 lines of
 socket splicing over loopback.
@@ -20,6 +25,9 @@ socket splicing over loopback.
 
 from __future__ import annotations
 
+import base64
+import hmac
+import secrets
 import select
 import socket
 import threading
@@ -28,6 +36,7 @@ from collections.abc import Callable
 
 __all__ = ["GuardProxy", "ConnectRefused"]
 
+PROXY_USER = "gad-bot"
 MAX_HEAD = 8192  # a CONNECT request is one line and a few headers
 REUSE_GRACE = 2.0  # seconds a client may take to reuse a connection whose server has closed
 
@@ -47,6 +56,7 @@ class GuardProxy:
         self._connect_timeout, self._head_timeout = connect_timeout, head_timeout
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
+        self._secret = secrets.token_urlsafe(24)
         self.refusals: list[str] = []  # sentences, in order
         self.tunnels: list[tuple[str, int, str]] = []  # (host, port, address connected to)
         self._closed = threading.Event()
@@ -54,7 +64,20 @@ class GuardProxy:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        """The proxy with its secret, for libgit2 (never logged: it names a loopback port for one fetch)."""
+        return f"http://{PROXY_USER}:{self._secret}@127.0.0.1:{self.port}"
+
+    @property
+    def authorization(self) -> str:
+        """The `Proxy-Authorization` header value a CONNECT must carry."""
+        return "Basic " + base64.b64encode(f"{PROXY_USER}:{self._secret}".encode()).decode()
+
+    def _authorized(self, head: bytes) -> bool:
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"proxy-authorization":
+                return hmac.compare_digest(value.strip(), self.authorization.encode())
+        return False
 
     def __enter__(self) -> "GuardProxy":
         self._thread.start()
@@ -76,15 +99,18 @@ class GuardProxy:
             threading.Thread(target=self._serve, args=(client,), name="guard-tunnel", daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
-        pending = b""
+        pending, trusted = b"", [False]
         try:
             while pending is not None:
-                pending = self._one_request(client, pending)
+                pending = self._one_request(client, pending, trusted)
         finally:
             client.close()
 
-    def _one_request(self, client: socket.socket, pending: bytes) -> bytes | None:
-        """Answer one proxy request on `client`; the bytes of a next request, or None when done."""
+    def _one_request(self, client: socket.socket, pending: bytes, trusted: list[bool]) -> bytes | None:
+        """Answer one proxy request on `client`; the bytes of a next request, or None when done.
+
+        `trusted[0]`: an earlier request on this connection carried the secret (libgit2 writes a
+        redirect's next CONNECT on the same socket, and may not repeat the header there)."""
         client.settimeout(self._head_timeout)
         head = pending
         try:
@@ -96,6 +122,17 @@ class GuardProxy:
         except OSError:
             return None
         head, _, early = head.partition(b"\r\n\r\n")
+        if not trusted[0] and not self._authorized(head):
+            # not the fetch this proxy is for (or libgit2 before it has seen the challenge): no
+            # check, no connection, nothing kept; libgit2 retries with the secret on a new connection
+            try:
+                client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+                               b"Proxy-Authenticate: Basic realm=\"gad-bot\"\r\nContent-Length: 0\r\n"
+                               b"Connection: close\r\n\r\n")
+            except OSError:
+                pass
+            return None
+        trusted[0] = True
         request = head.split(b"\r\n", 1)[0].decode("latin-1")
         method, _, rest = request.partition(" ")
         target = rest.partition(" ")[0]

@@ -296,7 +296,7 @@ class ForgeClient:
 
         with GuardProxy(check, connect_timeout=min(self.timeout, 60)) as proxy:
             conn = http.client.HTTPSConnection("127.0.0.1", proxy.port, timeout=self.timeout, context=context)
-            conn.set_tunnel(parts.hostname, port)
+            conn.set_tunnel(parts.hostname, port, headers={"Proxy-Authorization": proxy.authorization})
             try:
                 yield conn, proxy.refusals
             finally:

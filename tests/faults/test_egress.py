@@ -199,12 +199,18 @@ def test_the_operator_may_still_track_an_internal_host_from_the_cli(tmp_path, ca
 
 # ----------------------------------------------------------------------------- the proxy itself, on loopback
 
-def _connect_via(proxy, request: bytes) -> bytes:
+def _with_secret(proxy, request: bytes) -> bytes:
+    """`request` carrying the proxy's secret, as the fetch it was started for sends it."""
+    line, sep, rest = request.partition(b"\r\n")
+    return line + b"\r\nProxy-Authorization: " + proxy.authorization.encode() + sep + rest if sep else request
+
+
+def _connect_via(proxy, request: bytes, *, secret: bool = True) -> bytes:
     import socket
 
     with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
         try:
-            sock.sendall(request)
+            sock.sendall(_with_secret(proxy, request) if secret else request)
             return sock.recv(4096)
         except ConnectionResetError:  # closed with the rest of the request unread
             return b""
@@ -249,7 +255,8 @@ def test_guard_proxy_connects_to_exactly_the_checked_address():
         import socket
 
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
-            sock.sendall(f"CONNECT nowhere.invalid:{upstream.port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            sock.sendall(_with_secret(proxy, f"CONNECT nowhere.invalid:{upstream.port} HTTP/1.1\r\nHost: x\r\n\r\n"
+                                          .encode()))
             assert sock.recv(4096).startswith(b"HTTP/1.1 200")
             sock.sendall(b"\x17\x03\x03\x00\x02hi")  # a TLS-shaped record, as libgit2 would send
             assert sock.recv(4096) == b"echo:\x17\x03\x03\x00\x02hi"
@@ -274,6 +281,32 @@ def test_guard_proxy_refusals_never_reach_the_target(request_bytes, status):
         answer = _connect_via(proxy, request_bytes.replace(b"{port}", str(upstream.port).encode()))
     assert answer.split(b" ")[1] == status
     assert upstream.accepted == 0 and proxy.tunnels == [] and len(proxy.refusals) == 1
+
+
+@pytest.mark.parametrize("authorization", [None, "Basic Z2FkLWJvdDp3cm9uZw==", "Basic ", "Bearer x"])
+def test_guard_proxy_opens_no_tunnel_for_another_local_process(authorization):
+    """Issue 22: any local process could have a tunnel opened while a fetch ran. Without the
+    fetch's secret (no header, a wrong password, an empty one, another scheme): 407, and neither
+    the check nor the target is asked."""
+    from bot.store.egress import GuardProxy
+
+    upstream = _Listener()
+    asked = []
+
+    def check(host, port):
+        asked.append((host, port))
+        return ["127.0.0.1"]
+
+    header = f"Proxy-Authorization: {authorization}\r\n" if authorization else ""
+    with GuardProxy(check) as proxy:
+        answer = _connect_via(proxy, f"CONNECT public.example:{upstream.port} HTTP/1.1\r\n{header}\r\n".encode(),
+                              secret=False)
+        assert proxy.authorization not in proxy.url and proxy.url.count(":") == 3  # the secret is in the URL
+        good = _connect_via(proxy, f"CONNECT public.example:{upstream.port} HTTP/1.1\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 407") and b"Proxy-Authenticate: Basic" in answer
+    assert good.startswith(b"HTTP/1.1 200")  # the same request with the secret: tunnelled
+    assert asked == [("public.example", upstream.port)] and proxy.tunnels == [("public.example", upstream.port,
+                                                                                "127.0.0.1")]
 
 
 def test_guard_proxy_drops_an_endless_request_head():
