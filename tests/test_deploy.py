@@ -84,7 +84,14 @@ def test_dockerfile_base_user_volume_healthcheck_cmd():
     for keyword, args in instructions:
         by_kind.setdefault(keyword, []).append(args)
 
-    assert by_kind["FROM"] == ["python:3.11-slim"]
+    # the base image comes from one ARG, pinned by digest or, where the digest could not be looked
+    # up, the tag (the Dockerfile says how to pin it)
+    assert by_kind["FROM"] == ["${PYTHON_IMAGE}"]
+    (arg,) = [a for a in by_kind["ARG"] if a.startswith("PYTHON_IMAGE=")]
+    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11-slim(@sha256:[0-9a-f]{64})?", arg), arg
+    assert "docker buildx imagetools inspect" in DOCKERFILE.read_text(encoding="utf-8")
+    # /data private in the image: a fresh volume inherits the mode
+    assert any(re.search(r"install -d -m 0700 -o gad-bot -g gad-bot /data\b", a) for a in by_kind["RUN"])
 
     users = by_kind.get("USER", [])
     assert users, "the image must not run as root"
@@ -142,6 +149,10 @@ def test_compose_builds_the_dockerfile_with_a_named_volume_and_env_file():
     mounts = [v.split(":") for v in service["volumes"]]
     assert any(source in named and target == "/data" for source, target, *_ in mounts), mounts
     assert service["restart"] == "unless-stopped"
+    # logs are bounded: json-file rotates at max-size and keeps max-file files
+    logging_ = service["logging"]
+    assert logging_["driver"] == "json-file"
+    assert re.fullmatch(r"\d+[km]", logging_["options"]["max-size"]) and int(logging_["options"]["max-file"]) >= 1
 
 
 def test_compose_documents_the_http_port():
@@ -157,6 +168,8 @@ REQUIRED_SERVICE_DIRECTIVES = {
     "EnvironmentFile": "/etc/gad-bot/gad-bot.env",
     "ExecStart": "/opt/gad-bot/.venv/bin/gad-bot serve",
     "Restart": "on-failure",
+    "RestartPreventExitStatus": "2",  # a configuration error (exit 2) is not retried every 10 s
+    "StateDirectoryMode": "0700",
     "NoNewPrivileges": "yes",
     "ProtectSystem": "strict",
     "ProtectHome": "yes",
@@ -271,18 +284,41 @@ def test_env_example_is_readable_by_systemd_and_compose():
 
 # --- requirements.lock ----------------------------------------------------------------------------
 
-def lock_pins() -> dict[str, str]:
-    pins = {}
+def lock_entries() -> list[tuple[str, list[str]]]:
+    """(requirement, its --hash options) per entry, continuation lines joined and comments dropped."""
+    entries, pending = [], ""
     for raw in LOCK.read_text(encoding="utf-8").splitlines():
-        line = raw.split("#", 1)[0].strip()
+        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("--hash") else raw.strip()
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = (pending + line).strip(), ""
         if not line:
             continue
-        assert not line.startswith("-"), f"no options or editable installs in the lock: {line!r}"
+        requirement, *options = line.split()
+        assert not requirement.startswith("-"), f"no options or editable installs in the lock: {line!r}"
+        assert all(option.startswith("--hash=sha256:") for option in options), f"only hashes as options: {line!r}"
+        entries.append((requirement, [option.split(":", 1)[1] for option in options]))
+    return entries
+
+
+def lock_pins() -> dict[str, str]:
+    pins = {}
+    for line, _ in lock_entries():
         requirement = Requirement(line)
         (specifier,) = requirement.specifier
         assert specifier.operator == "==", f"not pinned with ==: {line!r}"
         pins[canonicalize_name(requirement.name)] = specifier.version
     return pins
+
+
+def test_lock_has_hashes_for_every_pin():
+    """pip-compile --generate-hashes: pip then checks every download (and refuses anything unhashed)."""
+    entries = lock_entries()
+    assert len(entries) > 20
+    for requirement, hashes in entries:
+        assert hashes and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes), f"{requirement} has no sha256 hash"
+    assert "pip-compile --generate-hashes" in LOCK.read_text(encoding="utf-8")[:600]  # the header says how it was made
 
 
 def test_lock_pins_every_runtime_dependency_within_its_range():
