@@ -362,3 +362,60 @@ def test_serve_lists_an_organization_in_a_sync_worker_and_tells_its_channels(for
         (call,) = stub.calls_to("chat.postMessage")
         assert call.args["text"] == "acme changed on its forge:\n• `acme/new` is new in acme: now tracked."
     assert gad(engine, "acme") == oracle(forge, ["acme/web", "acme/new"])
+
+
+def test_a_repository_that_cannot_be_cloned_fails_alone_and_is_tried_again(forge, tmp_path):
+    from tests.forgestub import StubRepo
+
+    forge.add("acme/web")
+    forge.listed.append(StubRepo(99, "acme/missing"))  # listed, but the forge serves no such repository
+    forge.add("acme/api", commits=[("cy@acme.example", "2024-03-03")])
+    engine = engine_for(forge, tmp_path, GAD_FORGE_FETCHES="1")  # all three in one fetch child, one after another
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert result.repositories == 2 and [name for name, _ in result.failed] == ["acme/missing"]
+    assert "; 1 could not be tracked (acme/missing: " in result.sentence()
+    assert sorted(engine.projects()["acme"]) == ["acme/api", "acme/web"]
+    assert gad(engine, "acme") == oracle(forge, ["acme/web", "acme/api"])
+    forge.listed.pop(1)
+    forge.add("acme/missing", commits=[("dee@acme.example", "2024-03-04")])
+    forge.listed[-1].id = 99  # the same repository, now served
+    again = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert again.new == 1 and again.repositories == 3 and not again.failed
+
+
+def test_kill_9_in_the_middle_keeps_what_is_finished_and_tracking_again_goes_on(forge, tmp_path):
+    """`gad-bot track URL` killed (its whole process group) once some repositories are done: they stay
+    tracked and counted; tracking again clones only the rest, and the figures equal git's."""
+    import sqlite3
+    import time
+
+    from tests.faults import kill9, start_cli
+
+    names = [f"acme/r{n:02d}" for n in range(12)]
+    for n, name in enumerate(names):
+        forge.add(name, commits=[(f"p{n % 5}@acme.example", f"2024-03-{n + 1:02d}"), ("ann@acme.example", "2024-04-01")])
+    data = tmp_path / "data"
+    env = {"GAD_FORGES": forge.forges_setting, "GAD_FORGE_FETCHES": "1"}
+    proc = start_cli("track", forge.owner_url("acme"), data=data, **env)
+    deadline = time.monotonic() + 120
+    finished = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with sqlite3.connect(data / "index.sqlite", timeout=5) as db:
+                finished = db.execute("SELECT count(*) FROM forge_org_repos WHERE state = 'tracked'").fetchone()[0]
+        except sqlite3.Error:
+            finished = 0
+        if finished >= 3:
+            break
+        time.sleep(0.05)
+    kill9(proc)
+    assert 3 <= finished < len(names), "the track must be killed in the middle"
+    engine = engine_for(forge, tmp_path, GAD_FORGE_FETCHES="1")
+    done_before = {r.name for r in engine.repos() if r.commits}
+    assert len(done_before) >= finished
+    clones_before = sum(1 for m, p, _ in forge.requests if "git-upload-pack" in p and m == "POST")
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert result.repositories == len(names) and not result.failed
+    clones_after = sum(1 for m, p, _ in forge.requests if "git-upload-pack" in p and m == "POST")
+    assert clones_after - clones_before <= len(names) - len(done_before)  # the finished ones are not cloned again
+    assert gad(engine, "acme") == oracle(forge, names)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
-from ..errors import GadError, QueryError
+from ..errors import GadError, MirrorError, QueryError
 from ..store.forges import ForgeClient, ForgeError, Forges, Listing, OwnerRef, is_gitlab_group, list_owner
 from ..store.index import utcnow
 from ..store.orgindex import DROPPED, FAILED, GONE, PENDING, TRACKED, OrgIndex, OrgRepoRow, OrgRow
@@ -352,14 +352,18 @@ class OrgTracker:
                     continue
             to_clone.append((row, name))
         workers = _index_workers(len(rows))
-        with _IndexPool(engine, workers) as pool, \
-                ThreadPoolExecutor(max_workers=max(1, min(self.settings.forge_fetches, len(to_clone) or 1)),
-                                   thread_name_prefix="org-clone") as clones:
+        lanes = max(1, min(self.settings.forge_fetches, len(to_clone)))
+        with _IndexPool(engine, workers) as pool, ThreadPoolExecutor(lanes, thread_name_prefix="org-clone") as clones:
             pending: dict[Future, tuple[str, OrgRepoRow, object]] = {}
             for row, repo_id in to_index:
                 pending[pool.submit(repo_id)] = ("index", row, repo_id)
-            for row, name in to_clone:
-                pending[clones.submit(engine.store.create, row.clone_url, name, None, guard=guard)] = ("clone", row, name)
+            cloned: list[Future] = [Future() for _ in to_clone]
+            for (row, name), future in zip(to_clone, cloned):
+                pending[future] = ("clone", row, name)
+            for lane in range(lanes):  # each lane: one fetch child cloning its share, one repository after another
+                numbers = list(range(lane, len(to_clone), lanes))
+                clones.submit(_clone_lane, engine.store, [(to_clone[n][0].clone_url, to_clone[n][1]) for n in numbers],
+                              [cloned[n] for n in numbers], guard)
             while pending:
                 done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for future in done:
@@ -380,6 +384,22 @@ class OrgTracker:
                         finished(row, int(what), None, "indexing stopped; track the organization again to go on")
                         continue
                     finished(row, int(what), result, result.error)
+
+
+def _clone_lane(store, items: list[tuple[str, str]], futures: list[Future], guard) -> None:
+    """Clone `items` (source, name) in one fetch child; each future gets the mirror's path or a MirrorError."""
+    def done(number: int, path, error: str | None) -> None:
+        if error is None:
+            futures[number].set_result(path)
+        else:
+            futures[number].set_exception(MirrorError(error))
+
+    try:
+        store.create_many(items, done, guard=guard)
+    except Exception as error:  # whatever is left unanswered fails with one sentence, never hangs the wait
+        for future in futures:
+            if not future.done():
+                future.set_exception(MirrorError(f"Cloning failed: {type(error).__name__}."))
 
 
 @dataclass
