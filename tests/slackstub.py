@@ -87,7 +87,7 @@ NO_AUTH_METHODS = {"api.test"}
 CHANNEL_READ_SCOPES = {"C": "channels:read", "G": "groups:read", "D": "im:read"}
 
 # Form-encoded parameters whose values are JSON documents (decoded by Call.args).
-JSON_PARAMS = {"blocks", "attachments", "view", "files", "metadata", "unfurls"}
+JSON_PARAMS = {"blocks", "attachments", "view", "files", "metadata", "unfurls", "outputs"}
 
 MAX_MESSAGE_BLOCKS = 50
 MAX_VIEW_BLOCKS = 100
@@ -387,6 +387,23 @@ def link_shared_event(urls: list[str], *, user_id: str = "U123", channel: str = 
     }
 
 
+def function_executed_event(callback_id: str, inputs: Mapping[str, Any], *, bot_access_token: str,
+                            function_execution_id: str | None = None) -> dict[str, Any]:
+    """The inner ``function_executed`` event of a custom step run by a workflow (wrap with
+    ``event_callback``), as Slack documents it; ``bot_access_token`` is the run's own token."""
+    return {
+        "type": "function_executed",
+        "function": {"id": "Fn0GADSTEP1", "callback_id": callback_id, "title": callback_id, "description": "",
+                     "type": "app", "input_parameters": [], "output_parameters": [], "app_id": APP_ID,
+                     "date_created": 1700000000, "date_updated": 1700000000, "date_deleted": 0},
+        "inputs": dict(inputs),
+        "function_execution_id": function_execution_id or "Fx" + uuid.uuid4().hex[:10].upper(),
+        "workflow_execution_id": "Wx" + uuid.uuid4().hex[:10].upper(),
+        "event_ts": f"{time.time():.6f}",
+        "bot_access_token": bot_access_token,
+    }
+
+
 def message_action_payload(callback_id: str, text: str, *, user_id: str = "U123", channel_id: str = "C123",
                            message_ts: str = "1700000000.000300", thread_ts: str | None = None,
                            response_url: str = f"https://hooks.slack.com/app/{TEAM_ID}/1000000003/stubresponseurl"
@@ -454,6 +471,7 @@ class SlackStub:
         admins: set[str] | list[str] | tuple[str, ...] = (),
     ):
         self.good_token = good_token
+        self.workflow_tokens: set[str] = set()  # a workflow run's own bot token (xwfp-...): function_executed
         self.app_token = app_token
         self.scopes: list[str] = list(scopes)
         self.user_tz = user_tz
@@ -845,7 +863,7 @@ class SlackStub:
         else:
             if token == self.app_token or token.startswith("xapp-"):
                 return 200, {"ok": False, "error": "not_allowed_token_type"}, {}
-            if token != self.good_token:
+            if token != self.good_token and token not in self.workflow_tokens:
                 return 200, {"ok": False, "error": "invalid_auth"}, {}
             if self.token_revoked:
                 return 200, {"ok": False, "error": "token_revoked"}, {}
@@ -1006,6 +1024,18 @@ class SlackStub:
             errors = _block_errors(unfurl.get("blocks") or [], MAX_MESSAGE_BLOCKS, f"/unfurls/{url}/blocks")
             if errors:
                 return {"ok": False, "error": "invalid_blocks", "errors": errors}
+        return {"ok": True}
+
+    def _m_functions_completeSuccess(self, args):
+        if not args.get("function_execution_id"):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not isinstance(args.get("outputs"), dict):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True}
+
+    def _m_functions_completeError(self, args):
+        if not args.get("function_execution_id") or not args.get("error"):
+            return {"ok": False, "error": "invalid_arguments"}
         return {"ok": True}
 
     def _m_chat_getPermalink(self, args):

@@ -39,6 +39,7 @@ from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import share as sharing
 from .links import LinksFace
+from .workflow import WorkflowStep
 from .slacktext import decode
 from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
 
@@ -164,6 +165,7 @@ class SlackFace:
         app.action(kit.UNTRACK_ACTION_ID)(ack=self.ack_button, lazy=[self.run_untrack])
         app.action(kit.UNTRACK_CANCEL_ACTION_ID)(self.cancel_untrack)
         LinksFace(self.settings, self.engine, self.today, self.ask_privately).register(app)
+        WorkflowStep(self.engine, self.today).register(app)
         app.error(self.on_error)
 
     def ack_command(self, ack, command, respond, client) -> None:

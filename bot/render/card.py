@@ -33,3 +33,16 @@ def card_blocks(card: CardFigures) -> list[dict]:
             {"type": "actions", "elements": [{
                 "type": "button", "action_id": CARD_MORE_ACTION_ID, "value": card.name[:kit.BUTTON_VALUE_LIMIT],
                 "text": kit.plain("Ask more (by week, privately)", kit.BUTTON_TEXT_LIMIT)}]}]
+
+
+def effort_summary(name: str, report) -> str:
+    """The Workflow step's one-line summary: 'web: 2GAD 16 person-days (0.8 person-months), 2 developers,
+    9 commits, all history' (plain text: Workflow Builder shows it as typed)."""
+    from ..metric import DAYS_PER_PERSON_MONTH
+    from .words import period_words
+
+    totals = report.totals
+    return (f"{name}: 2GAD {number(totals.two_gad)} person-days "
+            f"({totals.two_gad / DAYS_PER_PERSON_MONTH:.1f} person-months), "
+            f"{plural(totals.developers, 'developer')}, {plural(totals.commits, 'commit')}, "
+            f"{period_words(report.since, report.until)}")

@@ -1,0 +1,100 @@
+"""The Workflow Builder step "Effort of a repository": a signed `function_executed` event as Slack sends it
+-> Bolt's app.function -> the engine on a real index -> functions.completeSuccess / completeError, called
+with the run's own token, as the Slack stand-in receives them.
+
+Figures by hand from tests/test_surfaces.py's `web` (today is Thursday 2026-12-03):
+    all history: 8 (person, day) pairs -> 2GAD 16 = 0.84 person-months (19 person-days each), 2 developers, 9 commits
+    since:2026-11-23 until:2026-11-29: ann 23rd, ann 24th (twice), bob 24th -> 3 pairs, 2GAD 6, 4 commits
+"""
+
+from __future__ import annotations
+
+import pytest
+from slack_bolt.request import BoltRequest
+
+from bot.config import Settings
+from bot.engine.engine import Engine
+from bot.faces.slack import build_app
+from tests.slackstub import SlackStub, event_callback, function_executed_event, signed_event
+from tests.test_surfaces import API, SECRET, TODAY, WEB, build
+
+RUN_TOKEN = "xwfp-1-workflow-run-token"
+
+
+@pytest.fixture
+def stub():
+    with SlackStub() as running:
+        running.workflow_tokens.add(RUN_TOKEN)
+        yield running
+
+
+@pytest.fixture
+def app(tmp_path, stub):
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
+    engine = Engine.open(settings)
+    engine.track(str(build(tmp_path / "web", WEB).path), "web")
+    engine.track(str(build(tmp_path / "api", API).path), "api")
+    engine.project_add("suite", ["web", "api"])
+    app, _ = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
+    return app
+
+
+def run_step(app, stub, inputs: dict, method: str, count: int = 1):
+    event = function_executed_event("effort_of_a_repository", inputs, bot_access_token=RUN_TOKEN)
+    body, headers = signed_event(SECRET, event_callback(event))
+    response = app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+    assert response.status == 200
+    call = stub.wait_for(method, count=count, timeout=15)[-1]
+    assert call.token == RUN_TOKEN and call.args["function_execution_id"] == event["function_execution_id"]
+    return call.args
+
+
+def test_the_step_outputs_the_effort_of_a_repository(app, stub):
+    outputs = run_step(app, stub, {"repository": "web", "period": ""}, "functions.completeSuccess")["outputs"]
+    assert outputs == {"two_gad_person_days": 16, "person_months": 0.84, "developers": 2, "commits": 9,
+                       "summary": "web: 2GAD 16 person-days (0.8 person-months), 2 developers, 9 commits, all history"}
+    week = run_step(app, stub, {"repository": "web", "period": "since:2026-11-23 until:2026-11-29"},
+                    "functions.completeSuccess", count=2)["outputs"]
+    assert (week["two_gad_person_days"], week["developers"], week["commits"]) == (6, 2, 4)
+    assert week["summary"].endswith(", 2026-11-23 to 2026-11-29")
+
+
+def test_a_project_counts_as_one(app, stub):
+    # ann on 2024-01-02 in both web and api is one person-day; di on 2026-11-25 adds one: 9 pairs, 2GAD 18
+    outputs = run_step(app, stub, {"repository": "suite"}, "functions.completeSuccess")["outputs"]
+    assert outputs["two_gad_person_days"] == 18 and outputs["developers"] == 3 and outputs["commits"] == 11
+
+
+@pytest.mark.parametrize("inputs, sentence", [
+    ({"repository": "wbe"}, "No repository or project named `wbe` is tracked; did you mean `web`?"),
+    ({"repository": "web", "period": "by:person"},
+     "`by:person` is not a period; Period takes since: and until:, e.g. `since:2026-07 until:2026-09` or "
+     "`since:12w` (empty: all history)."),
+    ({"repository": "web api"}, "`web api` is not one repository or project; put one name in Repository (e.g. `web`) "
+                                "and the dates in Period."),
+    ({"repository": ""}, "The step needs a repository or project: the name of one gad-bot tracks (`/gad repos` lists "
+                         "them), e.g. `web`."),
+    ({"repository": "web", "period": "since:2026-13"}, None),  # no 13th month: the grammar's own sentence
+])
+def test_wrong_inputs_fail_the_step_with_one_sentence(app, stub, inputs, sentence):
+    error = run_step(app, stub, inputs, "functions.completeError")["error"]
+    assert "\n" not in error and "Traceback" not in error and error.endswith((".", "?"))
+    if sentence is not None:
+        assert error.startswith(sentence) or error == sentence, error
+    assert stub.calls_to("functions.completeSuccess") == []
+
+
+def test_the_manifest_declares_the_step_as_it_runs(app, stub):
+    import yaml
+    from pathlib import Path
+
+    from bot.faces.workflow import STEP_CALLBACK_ID
+
+    manifest = yaml.safe_load((Path(__file__).parent.parent / "manifest.yml").read_text())
+    step = manifest["functions"][STEP_CALLBACK_ID]
+    assert set(step["input_parameters"]) == {"repository", "period"}
+    outputs = run_step(app, stub, {"repository": "web"}, "functions.completeSuccess")["outputs"]
+    assert set(step["output_parameters"]) == set(outputs)
+    assert "function_executed" in manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert manifest["settings"]["org_deploy_enabled"] is True and manifest["settings"]["function_runtime"] == "remote"
