@@ -274,9 +274,9 @@ def report_months(doc: dict) -> dict[str, int]:
     months = {}
     for row in rows:
         key = str(row.get("key") or row.get("period") or row.get("first_day") or "")
-        pd = row.get("person_days")
+        pd = row.get("active_days")
         if pd is None and isinstance(row.get("totals"), dict):
-            pd = row["totals"].get("person_days")
+            pd = row["totals"].get("active_days")
         m = re.match(r"^(\d{4}-\d{2})", key)
         if m and pd is not None:
             months[m.group(1)] = months.get(m.group(1), 0) + int(pd)
@@ -296,7 +296,7 @@ def diagnose(upstream: Path, tokens: str, opts: dict, env: dict, genv: dict) -> 
     run = measure([GAD, "report", NAME, *words, "--json"], env=genv, check=False)
     if run.status != 0:
         return f"(by:person failed: {run.stderr.strip()[-300:]})"
-    got = {str(r.get("key")): int(r.get("person_days", 0)) for r in json.loads(run.stdout).get("rows", [])}
+    got = {str(r.get("key")): int(r.get("active_days", 0)) for r in json.loads(run.stdout).get("rows", [])}
     diff = sorted((p for p in set(expected) | set(got) if expected.get(p, 0) != got.get(p, 0)),
                   key=lambda p: -abs(expected.get(p, 0) - got.get(p, 0)))
     if not diff:
@@ -549,7 +549,7 @@ def bench(args) -> Results:
         ratio = total / t.wall
         expected = int(measure(["bash", "-o", "pipefail", "-c", pipeline(upstream)], env=env).stdout.strip())
         got_run = measure([GAD, "report", NAME, "--json"], env=kenv, check=False)
-        got = find_key(json.loads(got_run.stdout), "person_days") if got_run.status == 0 else None
+        got = find_key(json.loads(got_run.stdout), "active_days") if got_run.status == 0 else None
         if got != expected:
             res.mismatches.append(f"after kill -9 at {at:.1f} s and a sync: gad-bot {got} person-days, git {expected}")
         ok = ratio <= TARGET_RESUME
@@ -593,7 +593,7 @@ def bench(args) -> Results:
         else:
             try:
                 doc = json.loads(c.stdout)
-                got = find_key(doc, "person_days")
+                got = find_key(doc, "active_days")
             except json.JSONDecodeError:
                 doc, got = {}, None
             if got != expected:
@@ -646,7 +646,7 @@ def finish(res: Results, args, run_dir: Path, upstream: Path, genv: dict, env: d
     shell = pipeline(upstream)
     expected = int(measure(["bash", "-o", "pipefail", "-c", shell], env=env).stdout.strip())
     c = measure([GAD, "report", NAME, "--json"], env=genv, check=False)
-    got = find_key(json.loads(c.stdout), "person_days") if c.status == 0 else None
+    got = find_key(json.loads(c.stdout), "active_days") if c.status == 0 else None
     if got != expected:
         res.mismatches.append(f"after {runs} syncs: gad-bot says {got} person-days, the git pipeline {expected}")
     if args.small and not args.repo:
@@ -695,7 +695,7 @@ def small_report(res: Results, args, run_dir: Path, env: dict) -> None:
     pruns = [measure(["bash", "-o", "pipefail", "-c", shell], env=env) for _ in range(runs)]
     cruns = [measure([GAD, "report", NAME, "--json"], env=senv) for _ in range(runs)]
     p, c = median_run(pruns), median_run(cruns)
-    got, expected = find_key(json.loads(c.stdout), "person_days"), int(p.stdout.strip())
+    got, expected = find_key(json.loads(c.stdout), "active_days"), int(p.stdout.strip())
     if got != expected:
         res.mismatches.append(f"small repository: gad-bot {got} person-days, git {expected}")
     ok = c.wall < p.wall

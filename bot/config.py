@@ -33,6 +33,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_ALLOWED_HOSTS": ("", "Comma-separated hosts `/gad track` may mirror from (default: any public host)."),
     "GAD_DENIED_HOSTS": ("", "Comma-separated hosts `/gad track` must never mirror from."),
     "GAD_BOT_PATTERNS": ("", "Extra comma-separated substrings marking bot authors (besides `[bot]`)."),
+    "GAD_AUTOMATED_COAUTHORS": ("", "Extra comma-separated substrings marking automated co-authors that `coauthors:on` leaves out (besides the built-in list in docs/metric.md)."),
     "GAD_ORG_FILE": ("", "Organization rules for `by:org` and `org:` (domain, e-mail, e-mail until a date; see deploy/orgs.example); read again whenever it changes."),
     "GAD_SSH_KEY": ("", "Private key file for ssh:// sources (with KEY.pub beside it); enables ssh:// in `/gad track`."),
     "GAD_HTTPS_TOKENS": ("", "Comma-separated HOST=TOKEN pairs used as HTTPS credentials for private repositories."),
@@ -109,6 +110,7 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     denied_hosts: tuple[str, ...] = ()
     bot_patterns: tuple[str, ...] = ()
+    automated_coauthors: tuple[str, ...] = ()
     org_file: Path | None = None
     ssh_key: Path | None = None
     https_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -182,6 +184,7 @@ class Settings:
             allowed_hosts=tuple(h.lower() for h in _csv(env.get("GAD_ALLOWED_HOSTS", ""))),
             denied_hosts=tuple(h.lower() for h in _csv(env.get("GAD_DENIED_HOSTS", ""))),
             bot_patterns=_csv(env.get("GAD_BOT_PATTERNS", "")),
+            automated_coauthors=_csv(env.get("GAD_AUTOMATED_COAUTHORS", "")),
             org_file=Path(env["GAD_ORG_FILE"]).expanduser() if env.get("GAD_ORG_FILE") else None,
             ssh_key=Path(ssh_key).expanduser() if ssh_key else None,
             https_tokens=tokens,

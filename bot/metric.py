@@ -109,6 +109,11 @@ class Report:
     bots: bool = False
     more_rows: int = 0  # breakdown rows `top:N` left out ("and 2,541 more")
     hint: str | None = None  # for a zero that is likely a mistake: one sentence on what was probably meant
+    # METRIC.md rule 7: whether co-authors were counted, how many counted commits name any, and the active
+    # days their records add (with coauthors:on) or would add (without) to the authors' own.
+    coauthors: bool = False
+    coauthor_commits: int = 0
+    coauthor_active_days: int = 0
 
     @property
     def two_gad(self) -> int:
@@ -147,6 +152,26 @@ def is_bot(name: str, email: str, patterns: Iterable[str] = ()) -> bool:
     """METRIC.md rule 3: `[bot]` (or an operator pattern) in the name or e-mail, case-insensitively."""
     haystack = (name + "\x00" + email).lower()
     return any(p.lower() in haystack for p in (BUILTIN_BOT_PATTERN, *patterns) if p)
+
+
+# METRIC.md rule 7: co-authors that are programs, not people. Substrings of "name\0e-mail", matched
+# case-insensitively like the bot patterns (`[bot]` already covers *[bot]@users.noreply.github.com); the
+# operator adds more with GAD_AUTOMATED_COAUTHORS. docs/metric.md lists them.
+AUTOMATED_COAUTHORS = (
+    "noreply@anthropic.com",  # Claude (Claude Code's trailer)
+    "+copilot@users.noreply.github.com",  # GitHub Copilot's coding agent
+    "copilot@github.com",
+    "cursoragent@cursor.com",  # Cursor's agent
+    "noreply@aider.chat",  # aider
+    "noreply@openai.com",  # OpenAI Codex
+)
+
+
+def is_automated_coauthor(name: str, email: str, patterns: Iterable[str] = ()) -> bool:
+    """Rule 7's automated co-authors: the list above or an operator pattern in the name or e-mail (rule 3's
+    bots are left out besides, by is_bot)."""
+    haystack = (name + "\x00" + email).lower()
+    return any(p.lower() in haystack for p in (*AUTOMATED_COAUTHORS, *patterns) if p)
 
 
 def author_matches(person: str, globs: Iterable[str]) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 
 from bot.config import Settings
@@ -160,3 +162,207 @@ def test_cocomo_mode_through_the_engine_and_every_face(tmp_path):
     assert [r.cocomo.mode for r in compared.rows] == ["semidetached", "semidetached"]
     assert compare_to_dict(compared)["compare"][0]["cocomo_mode"] == "semidetached"
     assert "semidetached" in compare_to_csv(compared)
+
+
+# -- coauthors:on (METRIC.md rule 7) -------------------------------------------------------------------
+
+# The automated co-authors this history names, written out by hand from docs/metric.md's list.
+AUTOMATED_HERE = ("noreply@anthropic.com", "+copilot@users.noreply.github.com")
+
+
+def oracle_with_coauthors(path, *, coauthors: bool, since: str | None = None) -> tuple[int, int]:
+    """METRIC.md's check for coauthors:on, run for real: git log with the trailers, each value mapped by
+    `git check-mailmap`, bots and automated co-authors left out; (GAD, commits naming co-authors)."""
+    import subprocess
+
+    from tests.gitbuild import git_env
+
+    fmt = "%aN%x00%aE%x00%ad%x00%(trailers:key=Co-authored-by,valueonly,unfold,separator=%x01)"
+    out = subprocess.run(["git", "-c", "mailmap.blob=HEAD:.mailmap", "log", "--use-mailmap", "--branches", "--tags",
+                          f"--format={fmt}", "--date=short"], cwd=path, check=True, capture_output=True,
+                         env=git_env()).stdout.decode()
+    pairs, naming = set(), 0
+    for line in out.splitlines():
+        name, email, day, trailers = line.split("\x00")
+        if "[bot]" in (name + email).lower() or (since and day < since):
+            continue
+        pairs.add((email.translate(ASCII_LOWER), day))
+        values = [v for v in trailers.split("\x01") if v]
+        naming += bool(values)
+        values = [v for v in values if v.rstrip().endswith(">") and "<" in v]  # check-mailmap takes `Name <e-mail>`
+        if not coauthors or not values:
+            continue
+        mapped = subprocess.run(["git", "-c", "mailmap.blob=HEAD:.mailmap", "check-mailmap", *values], cwd=path,
+                                check=True, capture_output=True, env=git_env()).stdout.decode().splitlines()
+        for identity in mapped:
+            co_name, _, co_email = identity.rpartition(" <")
+            co_email = co_email.rstrip(">")
+            if "[bot]" in identity.lower() or any(a in identity.lower() for a in AUTOMATED_HERE):
+                continue
+            pairs.add((co_email.translate(ASCII_LOWER), day))
+    return len(pairs), naming
+
+
+@pytest.fixture
+def paired(tmp_path):
+    """Pair programming and squash merges, worked out by hand (the oracle checks the same against git):
+
+    authors alone: ann 01-02, 01-03, 01-05 (+0900 zone: still 01-05 locally); cat 01-04; a bot 01-06.
+    co-authors: bob 01-02 (old address, mailmapped), bob 01-03 (upper case), dan 01-03 (second trailer),
+    ann on her own commit (nothing), Claude and Copilot (automated), a [bot] (left out), a name without
+    an e-mail (no person), a line in the body that is no trailer, cat 01-04 on her own day again (nothing,
+    she is the author), eve on the bot's commit (not counted: rules 1-3 do not count that commit).
+    """
+    b = RepoBuilder(tmp_path / "paired")
+    b.commit(name="Ann", email="ann@example.com", date="2024-01-02T10:00",
+             files={".mailmap": "Bob Smith <bob@example.com> <bob@old.example.org>\n"},
+             message="Pair on the parser\n\nCo-authored-by: Bobby <bob@old.example.org>\n")
+    b.commit(name="Ann", email="ann@example.com", date="2024-01-03T10:00",
+             message="Squash merge of #12\n\nCo-authored-by: Bob Smith <BOB@Example.com>\n"
+                     "Co-authored-by: Dan <dan@example.net>\nCo-authored-by: Ann <ann@example.com>\n")
+    b.commit(name="Cat", email="cat@example.com", date="2024-01-04T10:00",
+             message="Generated tests\n\nCo-authored-by: Claude <noreply@anthropic.com>\n"
+                     "Co-authored-by: Copilot <175728472+Copilot@users.noreply.github.com>\n"
+                     "Co-authored-by: renovate[bot] <29139614+renovate[bot]@users.noreply.github.com>\n"
+                     "Co-authored-by: Just A Name\nCo-authored-by: Cat <cat@example.com>\n")
+    b.commit(name="Ann", email="ann@example.com", date="2024-01-05T08:00", offset=9 * 60,
+             message="Co-authored-by: Fay <fay@example.com> is named here, but in no trailer block\n\nbody\n")
+    b.commit(name="dependabot[bot]", email="49699333+dependabot[bot]@users.noreply.github.com",
+             date="2024-01-06T10:00", message="Bump\n\nCo-authored-by: Eve <eve@example.com>\n")
+    return b
+
+
+@pytest.fixture
+def paired_engine(paired, tmp_path):
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(paired.path), "paired")
+    return engine
+
+
+def test_coauthors_on_agrees_with_git_and_with_the_hand_count(paired, paired_engine):
+    off = ask(paired_engine, "paired")
+    on = ask(paired_engine, "paired coauthors:on")
+    # by hand: authors ann x3 days + cat = 4; co-authors add bob 01-02, bob 01-03, dan 01-03 = 3
+    assert (off.totals.person_days, on.totals.person_days) == (4, 7)
+    assert (off.totals.person_days, 3) == oracle_with_coauthors(paired.path, coauthors=False)
+    assert (on.totals.person_days, 3) == oracle_with_coauthors(paired.path, coauthors=True)
+    assert on.totals.commits == off.totals.commits == 4  # rule 7: commits unchanged
+    assert (off.totals.developers, on.totals.developers) == (2, 4)  # + bob, dan
+    # commits naming co-authors among those counted: 01-02, 01-03, 01-04 (the bot's commit is not counted)
+    assert off.coauthor_commits == on.coauthor_commits == 3
+    assert off.coauthor_active_days == on.coauthor_active_days == 3
+
+
+def test_coauthors_in_breakdowns_and_filters(paired_engine):
+    people = ask(paired_engine, "paired coauthors:on by:person")
+    assert {r.key: (r.totals.person_days, r.totals.commits) for r in people.rows} == {
+        "ann@example.com": (3, 3), "bob@example.com": (2, 2), "cat@example.com": (1, 1), "dan@example.net": (1, 1)}
+    months = ask(paired_engine, "paired coauthors:on by:month")
+    assert [(r.key, r.totals.person_days, r.totals.commits) for r in months.rows] == [("2024-01", 7, 4)]
+    bob = ask(paired_engine, "paired coauthors:on author:bob@*")
+    assert (bob.totals.person_days, bob.totals.commits) == (2, 2)
+    late = ask(paired_engine, "paired coauthors:on since:2024-01-03")
+    assert late.totals.person_days == 2 + 1 + 2  # ann 01-03, 01-05; cat 01-04; bob and dan 01-03
+    repos = ask(paired_engine, "paired coauthors:on by:repo")
+    assert [(r.key, r.totals.person_days) for r in repos.rows] == [("paired", 7)]
+    mailmap_off = ask(paired_engine, "paired coauthors:on mailmap:off by:person")
+    # without the mailmap bob's old address is its own person: bob@old.example.org 01-02, bob@example.com 01-03
+    assert {r.key for r in mailmap_off.rows} >= {"bob@old.example.org", "bob@example.com"}
+
+
+def test_coauthors_are_told_when_off_and_stated_when_on(paired_engine):
+    off = ask(paired_engine, "paired")
+    line = "3 commits name co-authors; coauthors:on adds 6 person-days (3 active days)."
+    assert line in text_render.render_text(off) and line in blocks_text(report_blocks(off, "paired"))
+    on = ask(paired_engine, "paired coauthors:on")
+    text = text_render.render_text(on)
+    assert "Co-authors counted (coauthors:on): 3 commits name co-authors, adding 6 person-days" in text
+    assert "coauthors:on" in report_blocks(on, "paired coauthors:on")[0]
+    data = jsonout.report_to_dict(on)
+    assert data["filters"]["coauthors"] is True and data["two_gad"] == 14
+    assert data["coauthors"] == {"commits_naming_coauthors": 3, "active_days_added": 3, "two_gad_added": 6}
+    assert "coauthors" in csvout.report_to_csv(on).splitlines()[0]
+
+
+def test_no_trailers_no_sentence(crowd_engine):
+    report = ask(crowd_engine, "crowd")
+    assert report.coauthor_commits == 0 and "co-authors" not in text_render.render_text(report)
+
+
+def test_coauthors_parse_as_a_switch():
+    assert parse_command("web coauthors:on", TODAY).query.coauthors
+    assert not parse_command("web", TODAY).query.coauthors
+    with pytest.raises(QueryError, match="coauthors"):
+        parse_command("web coauthors:maybe", TODAY)
+
+
+def test_coauthors_through_the_cli(paired, tmp_path):
+    from tests.test_cli import run
+
+    data = tmp_path / "cli-data"
+    tracked = run("track", str(paired.path), "--name", "paired", data=data)
+    assert tracked.returncode == 0, tracked.stderr
+    on = json.loads(run("report", "paired", "coauthors:on", "--json", data=data).stdout)
+    assert (on["active_days"], on["two_gad"], on["commits"]) == (7, 14, 4)
+    assert on["coauthors"]["two_gad_added"] == 6
+    off = run("report", "paired", data=data)
+    assert "3 commits name co-authors; coauthors:on adds 6 person-days" in " ".join(off.stdout.split())
+    csv_lines = run("report", "paired", "coauthors:on", "by:person", "top:2", "--csv", data=data).stdout.splitlines()
+    # by hand: ann 3 days, bob 2; then the TOTAL row of everyone (7 active days)
+    assert [line.split(",")[:2] for line in csv_lines[1:]] == [["ann@example.com", "3"], ["bob@example.com", "2"],
+                                                               ["TOTAL", "7"]]
+
+
+@pytest.fixture
+def slack(tmp_path, paired):
+    from tests.slackstub import SlackStub
+    from tests.test_surfaces import Bot
+
+    with SlackStub() as stub:
+        bot = Bot(tmp_path, stub)
+        bot.engine.track(str(paired.path), "paired")
+        yield bot
+
+
+def test_coauthors_and_top_through_slack(slack):
+    from tests.test_surfaces import read
+
+    answer = read(slack.ask("paired coauthors:on by:person top:2"))
+    assert "2GAD 14 person-days" in answer and "coauthors:on" in answer
+    assert "Top 2 contributors by active days" in answer and "and 2 more people" in answer
+    assert "`ann@example.com` — 3 active days" in answer and "`bob@example.com` — 2 active days" in answer
+    told = read(slack.ask("paired"))
+    assert "2GAD 8 person-days" in told and "3 commits name co-authors; coauthors:on adds 6 person-days" in told
+
+
+def test_an_index_from_before_trailers_reads_them_at_the_next_sync(paired, paired_engine):
+    index = paired_engine.index
+    repo = index.repo("paired")
+    with index.transaction():  # as an older gad-bot left it: chunks without co-author columns
+        index.execute("UPDATE commit_chunks SET coauthor_rows = NULL, coauthor_ids = NULL WHERE repo_id = ?",
+                      (repo.id,))
+    paired_engine._cache.clear()  # what a restarted gad-bot would read
+    from bot.errors import GadError
+
+    with pytest.raises(GadError, match="indexed before gad-bot read `Co-authored-by:` trailers"):
+        ask(paired_engine, "paired coauthors:on")
+    paired_engine.sync(["paired"])
+    assert ask(paired_engine, "paired coauthors:on").totals.person_days == 7
+
+
+def test_compaction_keeps_each_co_author_on_its_commit(paired, paired_engine):
+    from bot.store import store
+    from bot.store.indexer import _rechunk
+
+    repo = paired_engine.index.repo("paired")
+    chunks = paired_engine.index.chunks(repo.id)
+    history = store.History.from_chunks(chunks)
+    before = store.Coauthors.from_chunks(chunks)
+    alive = np.ones(len(history), bool)
+    alive[before.rows[0]] = False  # the first commit naming a co-author is no longer reachable
+    rebuilt = list(_rechunk(chunks, alive))
+    after = store.Coauthors.from_chunks(rebuilt)
+    kept_keys = store.History.from_chunks(rebuilt).keys
+    expected = [(int(history.keys[r]), int(a)) for r, a in zip(before.rows, before.author_ids) if alive[r]]
+    assert [(int(kept_keys[r]), int(a)) for r, a in zip(after.rows, after.author_ids)] == expected
+    assert len(expected) == len(before.rows) - 1 > 0

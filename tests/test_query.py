@@ -275,7 +275,7 @@ def test_straighten():
 
 
 ONE_OF_KEYS = ("`since:`, `until:`, `branch:`, `refs:`, `range:`, `author:`, `org:`, `path:`, `by:`, `mailmap:`, "
-               "`bots:`, `top:`, `vs:`, `cocomo:`, `format:` (`/gad help` has examples).")
+               "`bots:`, `top:`, `coauthors:`, `vs:`, `cocomo:`, `format:` (`/gad help` has examples).")
 NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
 
 

@@ -250,10 +250,10 @@ def test_csv_round_trip_with_breakdown():
     rows = (Row("alice@example.com", Totals(30, 1, 70)), Row('bob "b", jr@example.com', Totals(12, 1, 15)))
     text = report_to_csv(make_report(by="person", rows=rows, totals=Totals(42, 2, 85)))
     parsed = list(csv.reader(io.StringIO(text)))
-    context = ["web api", "web api", "2024-01-01", "", "default", "", "", "", "", "", "on", "off"]
+    context = ["web api", "web api", "2024-01-01", "", "default", "", "", "", "", "", "on", "off", "off"]
     assert parsed == [
         ["person", "active_days", "two_gad", "developers", "commits", "repositories_asked", "repositories", "since",
-         "until", "scope", "range", "paths", "exclude_paths", "authors", "orgs", "mailmap", "bots"],
+         "until", "scope", "range", "paths", "exclude_paths", "authors", "orgs", "mailmap", "bots", "coauthors"],
         ["alice@example.com", "30", "60", "1", "70", *context],
         ['bob "b", jr@example.com', "12", "24", "1", "15", *context],
         ["TOTAL", "42", "84", "2", "85", *context],
@@ -264,19 +264,20 @@ def test_csv_round_trip_with_breakdown():
 def test_csv_without_breakdown_is_one_row_with_its_context():
     """No `key`/`TOTAL` pseudo-row: the figures, then every filter that shaped them."""
     report = make_report(asked=("media",), paths=("src",), exclude_paths=("docs",), authors=("*@intel.com",),
-                         orgs=("intel*",), scope="branch:main", mailmap=False, bots=True)
+                         orgs=("intel*",), scope="branch:main", mailmap=False, bots=True, coauthors=True)
     assert list(csv.DictReader(io.StringIO(report_to_csv(report)))) == [{
         "active_days": "206", "two_gad": "412", "developers": "12", "commits": "3456",
         "repositories_asked": "media", "repositories": "web api", "since": "2024-01-01", "until": "",
         "scope": "branch:main", "range": "", "paths": "src", "exclude_paths": "docs", "authors": "*@intel.com",
-        "orgs": "intel*", "mailmap": "off", "bots": "on"}]
+        "orgs": "intel*", "mailmap": "off", "bots": "on", "coauthors": "on"}]
 
 
 def test_every_face_states_every_filter():
     """path:, author:, org:, the scope and the switches reach the headline, the text, the blocks and the JSON."""
     report = make_report(asked=("media",), paths=("src",), exclude_paths=("docs",), authors=("*@intel.com",),
-                         orgs=("intel*",), scope="branch:main", mailmap=False, bots=True)
-    tokens = ("branch:main", "path:src", "path:!docs", "author:*@intel.com", "org:intel*", "mailmap:off", "bots:on")
+                         orgs=("intel*",), scope="branch:main", mailmap=False, bots=True, coauthors=True)
+    tokens = ("branch:main", "path:src", "path:!docs", "author:*@intel.com", "org:intel*", "mailmap:off", "bots:on",
+              "coauthors:on")
     line = headline(report)
     assert line.startswith("media (web and api): 2GAD 412 person-days") and all(t in line for t in tokens)
     text = render_text(report)
@@ -288,7 +289,7 @@ def test_every_face_states_every_filter():
     assert data["filters"] == {
         "repositories_asked": ["media"], "since": "2024-01-01", "until": None, "scope": "branch:main", "range": None,
         "paths": ["src"], "exclude_paths": ["docs"], "authors": ["*@intel.com"], "orgs": ["intel*"],
-        "mailmap": False, "bots": True}
+        "mailmap": False, "bots": True, "coauthors": True}
     assert "person_days" not in data and data["active_days"] == 206
 
 

@@ -38,6 +38,9 @@ class RepoColumns:
     bot_raw: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # the store's row of each entry
     store: object = None  # the bot.store.store.Snapshot these columns were taken from (graph, paths: loaded lazily)
+    automated_mm: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))  # rule 7, indexed by author id
+    automated_raw: np.ndarray = field(default_factory=lambda: np.zeros(1, bool))
+    coauthors: object = None  # bot.store.store.Coauthors: the Co-authored-by entries in store row order
 
     @classmethod
     def from_store(cls, repo_id: int, name: str, generation: int, keys: np.ndarray, author_ids: np.ndarray,
@@ -53,15 +56,18 @@ class RepoColumns:
         return mask_by_row[self.rows]
 
     def set_authors(self, author_map) -> None:
-        table = np.array(list(author_map), dtype=np.int64).reshape(-1, 5)
+        table = np.array(list(author_map), dtype=np.int64).reshape(-1, 7)
         size = int(max(table[:, 0].max(initial=0), self.author_ids.max(initial=0))) + 1
         self.person_mm = np.zeros(size, np.int64)
         self.person_raw = np.zeros(size, np.int64)
         self.bot_mm = np.zeros(size, bool)
         self.bot_raw = np.zeros(size, bool)
+        self.automated_mm = np.zeros(size, bool)
+        self.automated_raw = np.zeros(size, bool)
         ids = table[:, 0]
         self.person_mm[ids], self.person_raw[ids] = table[:, 1], table[:, 2]
         self.bot_mm[ids], self.bot_raw[ids] = table[:, 3].astype(bool), table[:, 4].astype(bool)
+        self.automated_mm[ids], self.automated_raw[ids] = table[:, 5].astype(bool), table[:, 6].astype(bool)
 
     def ordered(self, mailmap: bool) -> "RepoColumns":
         """These columns sorted by (person, day) for the mailmap mode asked (cached): distinct pairs in one pass."""
@@ -172,6 +178,76 @@ def select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | None = No
         return Selection(columns.name, persons, counted.days, counted.commit_ids, True, skipped, counted.keys)
     return Selection(columns.name, persons, counted.days[keep], counted.commit_ids[keep], True, skipped,
                      counted.keys[keep])
+
+
+@dataclass
+class CoauthorPart:
+    """METRIC.md rule 7 in one repository: the co-author records that count, and the commits (ids) among
+    those rules 1-3 count that name any co-author at all (automated ones too)."""
+
+    selection: Selection
+    naming: np.ndarray  # int64 commit ids
+
+
+def coauthor_select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | None = None) -> CoauthorPart:
+    """Rule 7's records: each co-author of a commit that rules 1-3 count (in scope or `extra_mask`, its author
+    not a bot, a possible day, inside the period) gives (co-author, the commit's author day, the commit).
+    Co-authors that are bots or automated are left out (kept with bots:on); `author:` applies to them as
+    to authors. `columns` are the mailmap-ordered ones `select` was given (and `extra_mask` is in their order)."""
+    co = columns.coauthors
+    nothing = np.zeros(0, np.int64)
+    if co is None or not len(co.rows):
+        return CoauthorPart(Selection(columns.name, nothing, np.zeros(0, np.int32), nothing, False, 0), nothing)
+    counted = (columns.bits & flt.scope_bit) != 0 if extra_mask is None else extra_mask.copy()
+    if not flt.bots:
+        counted &= ~(columns.bot_mm if flt.mailmap else columns.bot_raw)[columns.author_ids]
+    counted &= columns.days != BAD_DAY
+    if flt.since_day is not None:
+        counted &= columns.days >= flt.since_day
+    if flt.until_day is not None:
+        counted &= columns.days <= flt.until_day
+    in_rows = np.zeros(len(columns.rows), bool)
+    in_rows[columns.rows] = counted  # by store row, the order the co-author entries are in
+    entries = np.flatnonzero(in_rows[co.rows])
+    row_days, row_commits = _row_order(columns)
+    naming = np.unique(row_commits[co.rows[entries]])
+    authors = co.author_ids[entries]
+    keep = np.ones(len(entries), bool)
+    if not flt.bots:
+        keep = ~(columns.bot_mm | columns.automated_mm if flt.mailmap else columns.bot_raw | columns.automated_raw)[authors]
+    persons = (columns.person_mm if flt.mailmap else columns.person_raw)[authors]
+    if flt.allowed_people is not None:
+        keep &= flt.allowed_people[persons]
+    rows = co.rows[entries[keep]]
+    return CoauthorPart(Selection(columns.name, persons[keep], row_days[rows], row_commits[rows], False, 0), naming)
+
+
+def distinct_count(parts: list[np.ndarray]) -> int:
+    """How many distinct values the arrays hold together."""
+    return _distinct_count(np.concatenate(parts)) if parts else 0
+
+
+def days_added(author_keys: np.ndarray, co_selections: list[Selection]) -> int:
+    """Active days the co-author records add to the authors' (sorted, distinct) pair keys."""
+    if not co_selections:
+        return 0
+    co_keys = np.unique(np.concatenate([(s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64)
+                                        for s in co_selections]))
+    if not len(author_keys):
+        return int(len(co_keys))
+    at = np.minimum(np.searchsorted(author_keys, co_keys), len(author_keys) - 1)
+    return int(np.count_nonzero(author_keys[at] != co_keys))
+
+
+def _row_order(columns: RepoColumns) -> tuple[np.ndarray, np.ndarray]:
+    """Days and commit ids by store row (the columns hold them by person), built once per columns object."""
+    cached = columns.__dict__.get("_by_row")
+    if cached is None:
+        days = np.empty(len(columns.rows), np.int32)
+        commits = np.empty(len(columns.rows), np.int64)
+        days[columns.rows], commits[columns.rows] = columns.days, columns.commit_ids
+        cached = columns.__dict__["_by_row"] = (days, commits)
+    return cached
 
 
 def _refine(keep: np.ndarray, allowed: np.ndarray) -> np.ndarray:

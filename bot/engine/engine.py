@@ -90,7 +90,8 @@ class Engine:
         if self._indexer is None:
             from ..store.indexer import Indexer
 
-            self._indexer = Indexer(self.index, tuple(self.settings.bot_patterns))
+            self._indexer = Indexer(self.index, tuple(self.settings.bot_patterns),
+                                    tuple(self.settings.automated_coauthors))
         return self._indexer
 
     @classmethod
@@ -100,10 +101,11 @@ class Engine:
     # -- identity rules ------------------------------------------------------
     # Bump when the way identities are derived changes: every repository's people are rebuilt
     # (from the stored raw identities, without re-walking history) the next time gad-bot opens.
-    IDENTITY_RULES = "2: ascii lower-casing, case-insensitive mailmap"
+    IDENTITY_RULES = "3: ascii lower-casing, case-insensitive mailmap, automated co-authors"
 
     def _patterns_key(self) -> str:
-        rules = [self.IDENTITY_RULES, *sorted(self.settings.bot_patterns)]
+        rules = [self.IDENTITY_RULES, *sorted(self.settings.bot_patterns), "automated:",
+                 *sorted(self.settings.automated_coauthors)]
         return hashlib.sha256("\x00".join(rules).encode()).hexdigest()
 
     def _refresh_bot_patterns(self) -> None:
@@ -383,10 +385,12 @@ class Engine:
             if row is None or row.generation != generation or generation == 0:
                 raise MirrorError(self._not_indexed(repo))
             history = store.History.load(self.index, repo.id, row.chunks)
+            coauthors = store.Coauthors.load(self.index, repo.id, row.chunks)
             author_map = self.index.repo_author_map(repo.id)
         derived = store.Derived.from_row(row)
         columns = col.RepoColumns.from_store(repo.id, repo.name, generation, history.keys, history.author_ids,
                                              history.days, derived.bits, derived.report_order, author_map)
+        columns.coauthors = coauthors
         columns.store = store.Snapshot(history, derived)
         with self._cache_lock:
             self._cache[repo.id] = columns
@@ -502,6 +506,7 @@ class Engine:
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
         selections = []
+        coauthor_parts = []  # METRIC.md rule 7, per repository: counted with coauthors:on, else only told
         data_ends = None  # the newest commit in scope, whatever the filters: where the data ends
         for repo in repos:
             columns = self.columns_of(repo)
@@ -518,20 +523,32 @@ class Engine:
                     mask = (columns.bits & scope_bit) != 0
                 mask = mask & self._path_mask(repo, columns, query)
             selections.append(col.select(columns, flt, mask))
+            coauthor_parts.append(col.coauthor_select(columns, flt, mask))
+            if query.coauthors and not columns.coauthors.complete:
+                raise GadError(f"`{repo.name}` was indexed before gad-bot read `Co-authored-by:` trailers; "
+                               f"{command('sync ' + repo.name)} reads them (once), then ask again.")
         org_table = self.org_table() if (query.orgs or query.by == "org") else None
+        co_selections = [part.selection for part in coauthor_parts if len(part.selection.persons)]
         if query.orgs:
             wanted = org_table.matching(query.orgs)
             selections = [col.keep(s, wanted[org_table.orgs_of(s.persons, s.days)]) for s in selections]
+            co_selections = [col.keep(s, wanted[org_table.orgs_of(s.persons, s.days)]) for s in co_selections]
+        author_selections = selections
+        if query.coauthors:
+            selections = selections + co_selections  # authors first: a commit's org is its author's when counted
         totals, keys = col.totals(selections)
+        author_keys = col.totals(author_selections)[1] if query.coauthors else keys
+        coauthor_commits = col.distinct_count([part.naming for part in coauthor_parts])
+        coauthor_days = col.days_added(author_keys, co_selections) if coauthor_commits else 0
         rows: list = []
         if query.by in ("week", "month", "quarter", "year"):
             rows = col.by_period(selections, keys, query.by, first_day=flt.since_day, last_day=flt.until_day)
         elif query.by == "person":
             rows = col.by_person(selections, keys, self._people_names(col.distinct_persons(keys)))
         elif query.by == "repo":
-            for selection in selections:
-                repo_totals, _ = col.totals([selection])
-                rows.append(col.Row(selection.name, repo_totals))
+            for name in dict.fromkeys(s.name for s in author_selections):
+                repo_totals, _ = col.totals([s for s in selections if s.name == name])
+                rows.append(col.Row(name, repo_totals))
             rows.sort(key=lambda r: (-r.totals.person_days, r.key))
         elif query.by == "org":
             rows = col.by_org(selections, keys, org_table)
@@ -560,7 +577,8 @@ class Engine:
                       last_day=from_epoch_day(int((keys & 0xFFFFFFFF).max())) if len(keys) else None,
                       asked=query.repos, scope=query.scope.token(), authors=query.authors, orgs=query.orgs,
                       mailmap=query.mailmap, bots=query.bots,
-                      more_rows=more_rows)
+                      more_rows=more_rows, coauthors=query.coauthors, coauthor_commits=coauthor_commits,
+                      coauthor_active_days=coauthor_days)
         if totals.person_days == 0:
             report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table))
         if query.vs_cocomo:

@@ -93,11 +93,14 @@ class Query:
     orgs: tuple[str, ...] = ()  # globs on the organization (lower-cased); any may match
     top: int | None = None  # `top:N`: the first N rows of a by:person, by:org or by:repo table
     cocomo_mode: str = "organic"  # `cocomo:MODE`: Basic COCOMO's mode for vs:cocomo
+    coauthors: bool = False  # `coauthors:on`: Co-authored-by trailers earn person-days (METRIC.md rule 7)
 
     def words(self) -> str:
         """The scope and rules in words, for footnotes: 'all branches and tags, author dates, mailmap applied'."""
         parts = [self.range.words() if self.range else self.scope.words(), "author dates", "mailmap applied" if self.mailmap else "mailmap off",
                  "bots kept" if self.bots else "bots left out"]
+        if self.coauthors:
+            parts.append("co-authors counted")
         if self.authors:
             parts.append("authors " + " or ".join(map(_literal, self.authors)))
         if self.paths:
@@ -241,6 +244,8 @@ TOKENS: tuple[Token, ...] = (
     Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),
     Token("bots:on", "keep [bot] authors (left out by default)", "bots:on"),
     Token("top:N", "only the first N rows of a by:person, by:org or by:repo table", "top:10"),
+    Token("coauthors:on", "people named in Co-authored-by: trailers earn the commit's day too (off by default)",
+          "coauthors:on"),
     Token("vs:cocomo", "Basic COCOMO (organic) from the source lines at the head, beside 2GAD", "vs:cocomo"),
     Token("cocomo:organic|semidetached|embedded", "Basic COCOMO's mode for vs:cocomo (organic by default)",
           "cocomo:embedded"),
@@ -468,6 +473,9 @@ def parse_query(words: list[str], today: date) -> Query:
             if not re.fullmatch(r"[0-9]{1,6}", value) or int(value) < 1:
                 raise QueryError(f"`top:{value}` is not a number of rows; use a whole number, e.g. `top:10`.")
             options["top"] = int(value)
+        elif key == "coauthors":
+            _one(key, seen, value)
+            options["coauthors"] = _on_off(key, value)
         elif key == "cocomo":
             _one(key, seen, value)
             if value.lower() not in COCOMO_MODES:

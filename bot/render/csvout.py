@@ -15,7 +15,7 @@ from ..metric import Report, Totals
 
 FIGURES = ("active_days", "two_gad", "developers", "commits")  # active_days is GAD (METRIC.md)
 CONTEXT = ("repositories_asked", "repositories", "since", "until", "scope", "range", "paths", "exclude_paths",
-           "authors", "orgs", "mailmap", "bots")
+           "authors", "orgs", "mailmap", "bots", "coauthors")
 TOTAL_KEY = "TOTAL"
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -35,7 +35,7 @@ def _context(report: Report) -> list[str]:
     cells = [" ".join(report.asked or report.repos), " ".join(report.repos), day(report.since), day(report.until),
              report.scope, report.range or "", " ".join(report.paths), " ".join(report.exclude_paths),
              " ".join(report.authors), " ".join(report.orgs), "on" if report.mailmap else "off",
-             "on" if report.bots else "off"]
+             "on" if report.bots else "off", "on" if report.coauthors else "off"]
     return [cell(c) for c in cells]
 
 

@@ -27,7 +27,7 @@ def filters_to_dict(report: Report) -> dict:
             "until": _day(report.until), "scope": report.scope, "range": report.range,
             "paths": list(report.paths), "exclude_paths": list(report.exclude_paths),
             "authors": list(report.authors), "orgs": list(report.orgs),
-            "mailmap": report.mailmap, "bots": report.bots}
+            "mailmap": report.mailmap, "bots": report.bots, "coauthors": report.coauthors}
 
 
 def row_to_dict(row: Row) -> dict:
@@ -71,6 +71,11 @@ def report_to_dict(report: Report) -> dict:
         "by": report.by,
         "rows": [_with_share(row_to_dict(r), r, t) if report.by == "org" else row_to_dict(r) for r in report.rows],
         "more_rows": report.more_rows,  # rows `top:N` left out
+        # METRIC.md rule 7: commits naming co-authors, and the active days their records add (counted when
+        # `filters.coauthors` is true, else what coauthors:on would add)
+        "coauthors": {"commits_naming_coauthors": report.coauthor_commits,
+                      "active_days_added": report.coauthor_active_days,
+                      "two_gad_added": 2 * report.coauthor_active_days},
         "range": report.range,
         "first_day": _day(report.first_day),
         "last_day": _day(report.last_day),

@@ -130,7 +130,23 @@ def filter_tokens(report: Report) -> list[str]:
         tokens.append("mailmap:off")
     if report.bots:
         tokens.append("bots:on")
+    if report.coauthors:
+        tokens.append("coauthors:on")
     return tokens
+
+
+def coauthor_words(report: Report) -> str | None:
+    """METRIC.md rule 7 in a sentence, when the scope's commits name co-authors:
+    '312 commits name co-authors; coauthors:on adds 376 person-days (188 active days).' (off), or
+    'Co-authors counted (coauthors:on): 312 commits name co-authors, adding 376 person-days (188 active days).'"""
+    if not isinstance(report, Report) or not report.coauthor_commits:
+        return None  # compare states coauthors:on in its scope words ("co-authors counted")
+    named = f"{plural(report.coauthor_commits, 'commit')} {'names' if report.coauthor_commits == 1 else 'name'} co-authors"
+    added = f"{plural(2 * report.coauthor_active_days, 'person-day')} ({plural(report.coauthor_active_days, 'active day')})"
+    if report.coauthors:
+        return (f"Co-authors counted (coauthors:on): {named}, adding {added} to the authors' own; automated "
+                "co-authors and bots left out.")
+    return f"{named[0].upper()}{named[1:]}; coauthors:on adds {added}."
 
 
 def filters_words(report: Report) -> str | None:
@@ -237,6 +253,9 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
         notes.append(ORG_NOTE)
     if is_converted(report):
         notes.append(UNITS_NOTE)
+    coauthors = coauthor_words(report)
+    if coauthors:
+        notes.append(coauthors)
     notes.extend(n for n in report.notes if n)
     return notes
 

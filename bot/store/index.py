@@ -297,6 +297,17 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             until INTEGER NOT NULL) WITHOUT ROWID""",
         "CREATE INDEX slack_requests_until ON slack_requests (until)",
     ]),
+    (12, "coauthors", [
+        # `Co-authored-by:` trailers (METRIC.md rule 7), read during the walk: per chunk, the rows that
+        # name co-authors and the author id of each (int32 each, b"" when none). NULL: a chunk stored
+        # before trailers were read; the next sync reads them for it (Indexer.fill_coauthors).
+        "ALTER TABLE commit_chunks ADD COLUMN coauthor_rows BLOB",
+        "ALTER TABLE commit_chunks ADD COLUMN coauthor_ids BLOB",
+        # Automated co-authors (AI assistants, CI accounts; bot/metric.py is_automated_coauthor), with and
+        # without the mailmap, like the bot flags; filled in by the identity refresh.
+        "ALTER TABLE repo_authors ADD COLUMN automated_mm INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE repo_authors ADD COLUMN automated_raw INTEGER NOT NULL DEFAULT 0",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -332,7 +343,8 @@ class RepoRow:
                    guarded=bool(row["guarded"]))
 
 
-CHUNK_COLUMNS = ("oids", "author_ids", "days", "parent_counts", "parent_oids", "path_offsets", "path_ids")
+CHUNK_COLUMNS = ("oids", "author_ids", "days", "parent_counts", "parent_oids", "path_offsets", "path_ids",
+                 "coauthor_rows", "coauthor_ids")
 DERIVED_COLUMNS = ("bits", "parent_rows", "key_order", "report_order")
 
 
@@ -349,6 +361,8 @@ class ChunkRow:
     parent_oids: bytes | None = None  # sum(parent_counts) x 20
     path_offsets: bytes | None = None  # int32, rows + 1; None until the chunk's paths are indexed
     path_ids: bytes | None = None  # int32 ids in `paths`
+    coauthor_rows: bytes | None = None  # int32 rows (ascending) naming a co-author, once per co-author
+    coauthor_ids: bytes | None = None  # int32 ids in `authors`, one per entry of coauthor_rows
 
 
 @dataclass(frozen=True)
@@ -596,10 +610,10 @@ class Index:
         """Add a chunk after the repository's last one (caller holds the transaction)."""
         self.conn.execute(
             "INSERT INTO commit_chunks (repo_id, seq, rows, oids, author_ids, days, parent_counts, parent_oids, "
-            "path_offsets, path_ids) VALUES (?, (SELECT coalesce(max(seq), -1) + 1 FROM commit_chunks WHERE repo_id = ?), "
-            "?, ?, ?, ?, ?, ?, ?, ?)",
+            "path_offsets, path_ids, coauthor_rows, coauthor_ids) VALUES (?, (SELECT coalesce(max(seq), -1) + 1 "
+            "FROM commit_chunks WHERE repo_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (repo_id, repo_id, chunk.rows, chunk.oids, chunk.author_ids, chunk.days, chunk.parent_counts,
-             chunk.parent_oids, chunk.path_offsets, chunk.path_ids))
+             chunk.parent_oids, chunk.path_offsets, chunk.path_ids, chunk.coauthor_rows, chunk.coauthor_ids))
 
     def replace_chunks(self, repo_id: int, chunks: Iterable[ChunkRow]) -> None:
         """Rewrite a repository's chunks (compaction; caller holds the transaction)."""
@@ -639,6 +653,15 @@ class Index:
         self.conn.execute("UPDATE commit_chunks SET path_offsets = ?, path_ids = ? WHERE repo_id = ? AND seq = ?",
                         (offsets, path_ids, repo_id, seq))
 
+    def chunks_lacking_coauthors(self, repo_id: int) -> list[int]:
+        """Seqs of the chunks stored before co-author trailers were read."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT seq FROM commit_chunks WHERE repo_id = ? AND coauthor_rows IS NULL ORDER BY seq", (repo_id,))]
+
+    def store_chunk_coauthors(self, repo_id: int, seq: int, rows: bytes, author_ids: bytes) -> None:
+        self.conn.execute("UPDATE commit_chunks SET coauthor_rows = ?, coauthor_ids = ? WHERE repo_id = ? AND seq = ?",
+                          (rows, author_ids, repo_id, seq))
+
     # -- walks ---------------------------------------------------------------
     def walk(self, repo_id: int) -> WalkState | None:
         row = self.conn.execute("SELECT pending, exclude, estimate, started_at FROM walks WHERE repo_id = ?",
@@ -675,7 +698,7 @@ class Index:
 
     def note_authors(self, repo_id: int, author_ids: Iterable[int]) -> None:
         """Placeholder identity rows for authors new to the repository; the identity refresh fills them in."""
-        self.conn.executemany("INSERT OR IGNORE INTO repo_authors VALUES (?, ?, 0, 0, 0, 0)",
+        self.conn.executemany("INSERT OR IGNORE INTO repo_authors VALUES (?, ?, 0, 0, 0, 0, 0, 0)",
                                  ((repo_id, int(a)) for a in author_ids))
 
     def author_ids_for(self, identities: list[tuple[str, str]], cache: dict[tuple[str, str], int]) -> list[int]:
@@ -711,17 +734,19 @@ class Index:
             found.update({e: i for i, e in self.conn.execute(f"SELECT id, email FROM people WHERE email IN ({marks})", part)})
         return found
 
-    def set_repo_authors(self, repo_id: int, rows: Iterable[tuple[int, int, int, bool, bool]]) -> None:
-        """Replace (author, person_mm, person_raw, bot_mm, bot_raw) for a repository."""
+    def set_repo_authors(self, repo_id: int, rows: Iterable[tuple[int, int, int, bool, bool, bool, bool]]) -> None:
+        """Replace (author, person_mm, person_raw, bot_mm, bot_raw, automated_mm, automated_raw) for a repository."""
         self.conn.executemany(
-            "INSERT INTO repo_authors VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(repo_id, author_id) DO UPDATE SET "
+            "INSERT INTO repo_authors VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(repo_id, author_id) DO UPDATE SET "
             "person_mm = excluded.person_mm, person_raw = excluded.person_raw, bot_mm = excluded.bot_mm, "
-            "bot_raw = excluded.bot_raw",
-            ((repo_id, a, pm, pr, int(bm), int(br)) for a, pm, pr, bm, br in rows))
+            "bot_raw = excluded.bot_raw, automated_mm = excluded.automated_mm, automated_raw = excluded.automated_raw",
+            ((repo_id, a, pm, pr, int(bm), int(br), int(am), int(ar)) for a, pm, pr, bm, br, am, ar in rows))
 
-    def repo_author_map(self, repo_id: int) -> list[tuple[int, int, int, int, int]]:
+    def repo_author_map(self, repo_id: int) -> list[tuple[int, int, int, int, int, int, int]]:
+        """(author, person_mm, person_raw, bot_mm, bot_raw, automated_mm, automated_raw) of a repository."""
         return [tuple(r) for r in self.conn.execute(
-            "SELECT author_id, person_mm, person_raw, bot_mm, bot_raw FROM repo_authors WHERE repo_id = ?", (repo_id,))]
+            "SELECT author_id, person_mm, person_raw, bot_mm, bot_raw, automated_mm, automated_raw FROM repo_authors "
+            "WHERE repo_id = ?", (repo_id,))]
 
     def people_matching(self, person_ids: Iterable[int]) -> dict[int, str]:
         ids = list(set(int(i) for i in person_ids))

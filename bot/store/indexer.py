@@ -35,7 +35,7 @@ from . import graph
 from . import history as git_history
 from . import store
 from .index import ChunkRow, Index, RepoRow
-from ..metric import is_bot, person_key
+from ..metric import is_automated_coauthor, is_bot, person_key
 from .mirrors import DEFAULT_SCOPE_PREFIXES, Mailmap, Mirror
 
 log = logging.getLogger(__name__)
@@ -60,25 +60,29 @@ class IndexOutcome:
 
 
 class Indexer:
-    def __init__(self, index: Index, bot_patterns: tuple[str, ...]):
+    def __init__(self, index: Index, bot_patterns: tuple[str, ...], automated_coauthors: tuple[str, ...] = ()):
         self.index = index
         self.bot_patterns = bot_patterns
+        self.automated_coauthors = automated_coauthors
         # git's output goes through temporary files (bot/store/history.py); beside the index they are on the
         # data volume, which has room, rather than in a /tmp that may be memory.
         self.scratch_dir = Path(index.path).parent
 
     # -- identities ------------------------------------------------------------------
     def refresh_identities(self, repo_id: int, mailmap_data: bytes) -> None:
-        """Map each raw identity of the repository to a person, with and without the mailmap; bot flags."""
+        """Map each raw identity of the repository (authors and co-authors) to a person, with and without the
+        mailmap; bot flags (rule 3) and automated co-author flags (rule 7)."""
         mailmap = Mailmap(mailmap_data)
         resolved = []
         for author_id, name, email in self.index.repo_author_identities(repo_id):
             mapped_name, mapped_email = mailmap.resolve(name, email)
             resolved.append((author_id, person_key(mapped_email), person_key(email),
                              is_bot(mapped_name, mapped_email, self.bot_patterns),
-                             is_bot(name, email, self.bot_patterns)))
+                             is_bot(name, email, self.bot_patterns),
+                             is_automated_coauthor(mapped_name, mapped_email, self.automated_coauthors),
+                             is_automated_coauthor(name, email, self.automated_coauthors)))
         people = self.index.person_ids({r[1] for r in resolved} | {r[2] for r in resolved})
-        self.index.set_repo_authors(repo_id, ((a, people[pm], people[pr], bm, br) for a, pm, pr, bm, br in resolved))
+        self.index.set_repo_authors(repo_id, ((a, people[pm], people[pr], *flags) for a, pm, pr, *flags in resolved))
 
     def person_table(self, repo_id: int) -> np.ndarray:
         """Mailmapped person id by author id, for the report order."""
@@ -172,9 +176,10 @@ class Indexer:
                 author_ids = np.array(self.index.author_ids_for(chunk.identities, authors), np.int32)
                 per_row = author_ids[np.array(chunk.identity_index, np.int64)] if len(chunk) else author_ids
                 if keep.any():
-                    row = _chunk_row(chunk, per_row, keep)
+                    row = _chunk_row(chunk, per_row, keep, author_ids)
                     self.index.append_chunk(repo.id, row)
-                    self.index.note_authors(repo.id, np.unique(per_row[keep]).tolist())
+                    self.index.note_authors(repo.id, np.unique(np.concatenate(
+                        [per_row[keep], np.frombuffer(row.coauthor_ids, np.int32)])).tolist())
                     present = _merged(present, keys[keep])
                     parts.append(store.History.from_chunks([row], parents=True))
                 frontier = _frontier(frontier, chunk.parent_oids, present)
@@ -227,8 +232,41 @@ class Indexer:
             self.index.store_derived(repo.id, derived.to_row(generation, row.chunks))
 
     # -- changed paths -----------------------------------------------------------------------
+    def fill_coauthors(self, repo: RepoRow, mirror: Mirror) -> int:
+        """Read the co-author trailers of chunks stored before gad-bot read them (an index made by an older
+        gad-bot): `git log --no-walk` over each such chunk's commits, one transaction per chunk. Returns the
+        commits read; nothing to do (0) for chunks walked since."""
+        done = 0
+        for seq in self.index.chunks_lacking_coauthors(repo.id):
+            stored = self.index.chunk(repo.id, seq, columns=("oids",))
+            oids = np.frombuffer(stored.oids, np.uint8).reshape(-1, store.OID_BYTES)
+            position = {bytes(oid): row for row, oid in enumerate(oids)}
+            rows: list[np.ndarray] = []
+            ids: list[np.ndarray] = []
+            authors = self.index.author_ids()
+            with self.index.transaction():
+                for chunk in git_history.read_commits(mirror.path, [bytes(o).hex() for o in oids], chunk_size=CHUNK,
+                                                      no_walk=True, scratch_dir=self.scratch_dir):
+                    identity_ids = np.array(self.index.author_ids_for(chunk.identities, authors), np.int32)
+                    co_rows, co_ids = _coauthors_of(chunk, identity_ids)
+                    read = np.frombuffer(chunk.oids, np.uint8).reshape(-1, store.OID_BYTES)
+                    rows.append(np.array([position[bytes(read[r])] for r in co_rows.tolist()], np.int64))
+                    ids.append(co_ids)
+                all_rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+                all_ids = np.concatenate(ids) if ids else np.zeros(0, np.int32)
+                order = np.argsort(all_rows, kind="stable")
+                self.index.store_chunk_coauthors(repo.id, seq, all_rows[order].astype(np.int32).tobytes(),
+                                                 all_ids[order].astype(np.int32).tobytes())
+                self.index.note_authors(repo.id, np.unique(all_ids).tolist())
+            done += len(oids)
+        if done:
+            self.rederive_people(repo, mirror.mailmap_blob()[1])  # the new co-authors need their people
+            log.info("%s: co-author trailers of %d commits indexed before gad-bot read them", repo.name, done)
+        return done
+
     def index_paths(self, repo: RepoRow, mirror: Mirror, progress: Progress | None = None) -> int:
         """Fill in the changed paths of every chunk that lacks them; return the commits done."""
+        self.fill_coauthors(repo, mirror)
         todo = self.index.chunks_lacking_paths(repo.id)
         if not todo:
             return 0
@@ -273,7 +311,8 @@ class Indexer:
         """Drop rows no ref reaches any more and merge small chunks, once paths are complete."""
         with self.index.transaction():
             row = self.index.derived(repo.id)
-            if row is None or self.index.chunks_lacking_paths(repo.id) or self.index.walk(repo.id):
+            if row is None or self.index.chunks_lacking_paths(repo.id) or self.index.walk(repo.id) \
+                    or self.index.chunks_lacking_coauthors(repo.id):
                 return
             count = self.index.chunk_count(repo.id)
             bits = np.frombuffer(row.bits, np.uint8)
@@ -293,17 +332,31 @@ class Indexer:
                      len(rebuilt), dead)
 
 
-def _chunk_row(chunk: git_history.CommitChunk, author_ids: np.ndarray, keep: np.ndarray) -> ChunkRow:
-    """The rows of `chunk` that `keep` selects, as the index stores them."""
+def _chunk_row(chunk: git_history.CommitChunk, author_ids: np.ndarray, keep: np.ndarray,
+               identity_ids: np.ndarray) -> ChunkRow:
+    """The rows of `chunk` that `keep` selects, as the index stores them (`identity_ids`: the author id of
+    each of the chunk's identities, for its co-authors)."""
     counts = np.frombuffer(chunk.parent_counts, np.uint8)
     oids = np.frombuffer(chunk.oids, np.uint8).reshape(-1, store.OID_BYTES)
     parents = np.frombuffer(chunk.parent_oids, np.uint8).reshape(-1, store.OID_BYTES)
     days = np.asarray(chunk.days, np.int32)
+    co_rows, co_ids = _coauthors_of(chunk, identity_ids)
     if not keep.all():
         parents = parents[np.repeat(keep, counts)]
         oids, counts, days, author_ids = oids[keep], counts[keep], days[keep], author_ids[keep]
+        new_row = np.cumsum(keep) - 1  # a kept row's place among the kept ones
+        kept = keep[co_rows]
+        co_rows, co_ids = new_row[co_rows[kept]], co_ids[kept]
     return ChunkRow(seq=-1, rows=len(oids), oids=oids.tobytes(), author_ids=author_ids.astype(np.int32).tobytes(),
-                    days=days.tobytes(), parent_counts=counts.tobytes(), parent_oids=parents.tobytes())
+                    days=days.tobytes(), parent_counts=counts.tobytes(), parent_oids=parents.tobytes(),
+                    coauthor_rows=co_rows.astype(np.int32).tobytes(), coauthor_ids=co_ids.astype(np.int32).tobytes())
+
+
+def _coauthors_of(chunk: git_history.CommitChunk, identity_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The chunk's co-author entries: (row, author id) arrays."""
+    rows = np.array(chunk.coauthor_rows, np.int64)
+    ids = identity_ids[np.array(chunk.coauthor_index, np.int64)] if len(rows) else np.zeros(0, np.int32)
+    return rows, ids
 
 
 def _frontier(frontier: np.ndarray, parent_oids: bytes, present: store.Lookup) -> np.ndarray:
@@ -369,12 +422,18 @@ def _rechunk(chunks: list[ChunkRow], alive: np.ndarray):
     path_counts = np.diff(paths.offsets)[keep]
     parent_at = store.parent_offsets(counts)
     path_at = store.parent_offsets(path_counts)
+    co = store.Coauthors.from_chunks(chunks)
+    kept = alive[co.rows]
+    co_rows, co_ids = (np.cumsum(alive) - 1)[co.rows[kept]], co.author_ids[kept]
     for seq, start in enumerate(range(0, len(keep), CHUNK)):
         end = min(start + CHUNK, len(keep))
         local = (path_at[start:end + 1] - path_at[start]).astype(np.int32)
+        first, last = np.searchsorted(co_rows, [start, end])
         yield ChunkRow(seq=seq, rows=end - start, oids=oids[start:end].tobytes(),
                        author_ids=author_ids[start:end].tobytes(), days=days[start:end].tobytes(),
                        parent_counts=counts[start:end].tobytes(),
                        parent_oids=parent_oids[parent_at[start]:parent_at[end]].tobytes(),
-                       path_offsets=local.tobytes(), path_ids=path_ids[path_at[start]:path_at[end]].tobytes())
+                       path_offsets=local.tobytes(), path_ids=path_ids[path_at[start]:path_at[end]].tobytes(),
+                       coauthor_rows=(co_rows[first:last] - start).astype(np.int32).tobytes(),
+                       coauthor_ids=co_ids[first:last].astype(np.int32).tobytes())
 

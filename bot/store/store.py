@@ -90,6 +90,33 @@ class History:
         return joined
 
 
+@dataclass
+class Coauthors:
+    """A repository's `Co-authored-by:` entries (METRIC.md rule 7) in row order: entry i names author
+    `author_ids[i]` on row `rows[i]` (ascending)."""
+
+    rows: np.ndarray  # int64
+    author_ids: np.ndarray  # int32
+    complete: bool = True  # False when some chunk was stored before trailers were read
+
+    @classmethod
+    def load(cls, index: Index, repo_id: int, chunks: int) -> "Coauthors":
+        return cls.from_chunks(index.chunks(repo_id, limit=chunks, columns=("coauthor_rows", "coauthor_ids")))
+
+    @classmethod
+    def from_chunks(cls, chunks: list[ChunkRow]) -> "Coauthors":
+        rows, ids, base, complete = [], [], 0, True
+        for chunk in chunks:
+            if chunk.coauthor_rows is None:
+                complete = False
+            elif chunk.coauthor_rows:
+                rows.append(np.frombuffer(chunk.coauthor_rows, np.int32).astype(np.int64) + base)
+                ids.append(np.frombuffer(chunk.coauthor_ids, np.int32))
+            base += chunk.rows
+        return cls(np.concatenate(rows) if rows else np.zeros(0, np.int64),
+                   np.concatenate(ids) if ids else np.zeros(0, np.int32), complete)
+
+
 def parent_offsets(parent_counts: np.ndarray) -> np.ndarray:
     offsets = np.zeros(len(parent_counts) + 1, np.int64)
     np.cumsum(parent_counts, out=offsets[1:])
