@@ -35,7 +35,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_BOT_PATTERNS": ("", "Extra comma-separated substrings marking bot authors (besides `[bot]`)."),
     "GAD_AUTOMATED_COAUTHORS": ("", "Extra comma-separated substrings marking automated co-authors that `coauthors:on` leaves out (besides the built-in list in docs/metric.md)."),
     "GAD_ORG_FILE": ("", "Organization rules for `by:org` and `org:` (domain, e-mail, e-mail until a date; see deploy/orgs.example); read again whenever it changes."),
-    "GAD_SSH_KEY": ("", "Private key file for ssh:// sources (with KEY.pub beside it); enables ssh:// in `/gad track`."),
+    "GAD_SSH_KEY": ("", "Private key file for ssh:// sources (with KEY.pub beside it); enables ssh:// in `/gad track` for the hosts named exactly in GAD_ALLOWED_HOSTS."),
     "GAD_HTTPS_TOKENS": ("", "Comma-separated HOST=TOKEN pairs used as HTTPS credentials for private repositories."),
     "GAD_FORGES": ("", "Self-hosted forges, comma-separated HOST=KIND or HOST=KIND:API_BASE_URL (KIND github, gitlab or gitea; HOST with :PORT when not 443), so `track https://HOST/ORG` tracks a whole organization. github.com, gitlab.com, codeberg.org and gitea.com are known."),
     "GAD_FORGE_MAX_REPOS": ("5000", "Most repositories one organization may list; a larger one is refused (nothing tracked)."),

@@ -52,7 +52,8 @@ def fake_resolver(host: str) -> list[str]:
 
 
 POLICY = SourcePolicy(resolver=fake_resolver)
-SSH_POLICY = SourcePolicy(allow_ssh=True, resolver=fake_resolver)
+SSH_POLICY = SourcePolicy(allow_ssh=True, allowed_hosts=("github.com", "gitlab.com"), resolver=fake_resolver)
+SSH_NO_HOSTS = SourcePolicy(allow_ssh=True, resolver=fake_resolver)  # ssh enabled, no host named
 EXAMPLE = "https://github.com/owner/name"
 
 
@@ -356,7 +357,29 @@ def test_ssh_when_allowed(text, expected):
     ("http://github.com/x", "`http://` is not encrypted"),
 ])
 def test_ssh_policy_still_refuses(text, fragment):
-    assert fragment in refused(text, SSH_POLICY)
+    assert fragment in refused(text, SSH_NO_HOSTS)
+
+
+@pytest.mark.parametrize("allowed, text", [
+    ((), "ssh://git@github.com/owner/name"),  # no host named: no ssh from Slack at all
+    (("github.com",), "ssh://git@gist.github.com/owner/name"),  # a subdomain is not the name itself
+    ((), "ssh://git@[2606:4700::1111]/owner/name"),  # nor an address (https:// to it is fine)
+    ((), "ssh://git@1.1.1.1/owner/name"),
+])
+def test_ssh_only_to_hosts_named_in_the_allow_list(allowed, text):
+    """Issue 22: libssh2 resolves the name again itself (no proxy), so a name a stranger controls
+    could rebind to loopback after the check: ssh:// goes only to hosts the operator named."""
+    from bot.store.sources import check_ssh_host
+
+    policy = SourcePolicy(allow_ssh=True, allowed_hosts=allowed, resolver=fake_resolver)
+    message = refused(text, policy)
+    assert "names in GAD_ALLOWED_HOSTS" in message and "https://" in message
+    host = urllib.parse.urlsplit(text).hostname
+    with pytest.raises(SourceError):
+        check_ssh_host(host, 22, policy)
+    # https:// to the same host is still fine: the proxy checks every connection of those
+    assert check_remote_source(text.replace("ssh://git@", "https://"), policy).startswith("https://")
+    check_ssh_host("github.com", 22, SSH_POLICY)  # the named host passes (and is public)
 
 
 # --- allowed and denied hosts --------------------------------------------------------------------

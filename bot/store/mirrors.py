@@ -179,9 +179,15 @@ class Mirror:
             try:
                 remote.fetch(callbacks=callbacks(), prune=FetchPrune.PRUNE, proxy=via)
                 heads = remote.list_heads(callbacks=callbacks(), proxy=via)
-            except MirrorError:
-                raise
-            except (pygit2.GitError, OSError, ValueError, KeyError) as error:
+            except (MirrorError, pygit2.GitError, OSError, ValueError, KeyError) as error:
+                if guard is not None and urlsplit(remote.url).scheme == "ssh":
+                    # one sentence whatever libssh2 met: its words would tell an open port from a
+                    # closed one, or an ssh server from another, to whoever typed the address
+                    raise MirrorError(f"Fetching from {_redacted(remote.url)} over ssh failed: the host could "
+                                      "not be reached, or refused the connection or gad-bot's key (GAD_SSH_KEY); "
+                                      "check the address, or ask the operator.") from None
+                if isinstance(error, MirrorError):
+                    raise
                 if proxy is not None and proxy.refusals:  # libgit2 itself only says "unexpected status code: 403"
                     raise MirrorError(f"Fetching from {_redacted(remote.url)} was stopped where a redirect or a "
                                       f"DNS answer led it: {proxy.refusals[0]}") from None
@@ -520,7 +526,8 @@ def _guarded(url: str, guard: SourcePolicy | None, limits: FetchLimits) -> Itera
     """The proxy every connection of a guarded https:// fetch goes through (None when unguarded).
 
     ssh:// has no redirects, and libssh2 takes no proxy: its host is checked here, once, before
-    the fetch, but libssh2 resolves it again itself (see docs/operations.md).
+    the fetch, but libssh2 resolves it again itself, so only hosts the operator named exactly in
+    GAD_ALLOWED_HOSTS are fetched over ssh from Slack (see docs/operations.md).
     """
     if guard is None:
         yield None
@@ -540,9 +547,11 @@ def _guarded(url: str, guard: SourcePolicy | None, limits: FetchLimits) -> Itera
             raise ConnectRefused(str(refused)) from None
 
     if parts.scheme == "ssh":
+        from .sources import check_ssh_host
+
         try:
-            check(parts.hostname, parts.port or 22)
-        except ConnectRefused as refused:
+            check_ssh_host(parts.hostname, parts.port or 22, guard)
+        except SourceError as refused:
             raise MirrorError(f"Fetching from {_redacted(url)} was stopped: {refused}") from None
         yield None
         return

@@ -13,8 +13,9 @@ sentence saying what was wrong and what to type instead):
 3. No credentials: `https://user:pass@...` and `https://token@...` are refused without
    echoing them (the operator configures credentials with GAD_HTTPS_TOKENS / GAD_SSH_KEY).
    `ssh://NAME@host/...` may carry a plain login name such as `git`, never a password.
-4. Scheme `https://`; `ssh://` only when `SourcePolicy.allow_ssh`. `http://`, `git://` and
-   every other scheme are refused.
+4. Scheme `https://`; `ssh://` only when `SourcePolicy.allow_ssh`, and only to a host named
+   exactly in `allowed_hosts` (libssh2 resolves names itself and takes no proxy: see 6 and the
+   last paragraph). `http://`, `git://` and every other scheme are refused.
 5. A host that is a real DNS name (letters, digits and hyphens, at least one dot, IDN names
    normalised to punycode with the stdlib `idna` codec, case and one trailing dot ignored) or
    an IP literal. A host whose last label is a number is an IPv4 address in any of the
@@ -56,7 +57,7 @@ from typing import Any
 
 from ..errors import SourceError
 
-__all__ = ["SourcePolicy", "check_connect", "check_remote_source", "default_name",
+__all__ = ["SourcePolicy", "check_connect", "check_remote_source", "check_ssh_host", "default_name",
            "is_local_path", "redact", "resolve_host"]
 
 MAX_LENGTH = 2000
@@ -360,6 +361,16 @@ def _check_lists(host: str, policy: SourcePolicy) -> None:
                        "track a repository on one of them, or ask the operator to add the host to GAD_ALLOWED_HOSTS")
 
 
+def _check_ssh_named(host: str, policy: SourcePolicy) -> None:
+    """ssh:// only to a host the operator named itself in GAD_ALLOWED_HOSTS (not a subdomain, not
+    an address): libssh2 resolves the name again on its own and takes no proxy, so a name a
+    stranger controls could lead it anywhere after the check (DNS rebinding)."""
+    if host not in {_normal_host_entry(entry) for entry in policy.allowed_hosts}:
+        raise _Refused(f"`ssh://` sources are fetched only from hosts the operator names in GAD_ALLOWED_HOSTS, "
+                       f"and `{_show(host, 60)}` is not one of them",
+                       f"type an `https://` URL such as {_EXAMPLE}, or ask the operator to add the host")
+
+
 def _check(text: Any, policy: SourcePolicy) -> _Parsed:
     if not isinstance(text, str):
         raise _Refused("the source is not text", f"type a URL such as {_EXAMPLE}")
@@ -408,6 +419,8 @@ def _check(text: Any, policy: SourcePolicy) -> _Parsed:
     if any(s in (".", "..") for s in segments):
         raise _Refused("the URL path has `.` or `..` segments", f"type the repository's own address, e.g. {_EXAMPLE}")
     _check_addresses(host, address, policy)
+    if scheme == "ssh":
+        _check_ssh_named(host, policy)
     path = urllib.parse.quote(path, safe="/%!$&'()*+,;=:@-._~")
     return _Parsed(scheme, user, host, port, path)
 
@@ -438,6 +451,17 @@ def check_connect(host: str, port: int, policy: SourcePolicy) -> list[str]:
             _check_addresses(name, address, policy)
         _check_lists(name, policy)
         return _check_addresses(name, address, policy)
+    except _Refused as refused:
+        raise SourceError(_sentence(refused.reason, refused.hint)) from None
+
+
+def check_ssh_host(host: str, port: int, policy: SourcePolicy) -> None:
+    """SourceError unless an ssh:// fetch may go to `host`: public, and named in GAD_ALLOWED_HOSTS."""
+    check_connect(host, port, policy)
+    try:
+        _check_characters(host)
+        name, _address = _normal_host(host)
+        _check_ssh_named(name, policy)
     except _Refused as refused:
         raise SourceError(_sentence(refused.reason, refused.hint)) from None
 

@@ -184,6 +184,72 @@ def test_redirect_to_another_public_host_follows_the_allow_list(tmp_path, ca, ca
         _no_mirror(tmp_path / "data")
 
 
+class _CountingPort:
+    """A TCP port on `host` that accepts and hangs up at once, counting who came (not an ssh server)."""
+
+    def __init__(self, host: str):
+        import socket
+        import threading
+
+        self.sock = socket.create_server((host, 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+
+def _track_answer(serve: Serve, stub, url: str, name: str) -> str:
+    """Everything the admin saw for a track: the ack, then the messages at the response_url, if any."""
+    status, ack, took = serve.post(stub.slash_fields(f"track {url} as:{name}", response_name=name))
+    assert status == 200 and took < 3
+    if b"Tracking" not in ack and "Tracking" not in json.dumps(stub.responses(name)):
+        time.sleep(1)  # refused in the ack; nothing more comes
+    deadline = time.monotonic() + 40
+    done = ("fully indexed", "rror", "may not", "stopped", "failed", "GAD_ALLOWED_HOSTS")
+    while not any(w in ack.decode() + json.dumps(stub.responses(name)) for w in done) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return ack.decode() + json.dumps(stub.responses(name))
+
+
+@needs_namespace
+def test_ssh_from_slack_cannot_rebind_nor_tell_an_open_port_from_a_closed_one(tmp_path, ca_file, stub):
+    """Issue 22: libssh2 resolves an ssh:// host itself (no proxy), so a name that rebinds to
+    127.0.0.1 after the check reached loopback, and its errors told an open port from a closed
+    one. Now ssh:// goes only to hosts named exactly in GAD_ALLOWED_HOSTS (`rebind.` is only a
+    subdomain of the listed `forge-attack.net`), and every ssh failure is one sentence."""
+    import socket
+    import subprocess
+
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    internal, open_port = _CountingPort("127.0.0.1"), _CountingPort(ADDRESSES[FORGE])
+    with socket.create_server((ADDRESSES[FORGE], 0)) as probe:
+        closed = probe.getsockname()[1]  # nothing listens there once closed
+    env = {"GAD_SSH_KEY": str(key), "GAD_ALLOWED_HOSTS": f"forge-attack.net,{FORGE}"}
+    with RebindingDns({REBIND: [ADDRESSES[FORGE], "127.0.0.1"]}), _serve(tmp_path, stub, ca_file, **env) as serve:
+        rebound = _track_answer(serve, stub, f"ssh://git@{REBIND}:{internal.port}/x.git", "rebound")
+        opened = _track_answer(serve, stub, f"ssh://git@{FORGE}:{open_port.port}/x.git", "opened")
+        shut = _track_answer(serve, stub, f"ssh://git@{FORGE}:{closed}/x.git", "shut")
+        assert serve.stop() == 0
+    print("rebound:", rebound, "\nopen:", opened, "\nclosed:", shut)
+    assert internal.accepted == 0  # before: libssh2 looked the name up again and connected to loopback
+    assert "GAD_ALLOWED_HOSTS" in rebound and "Tracked" not in rebound
+    assert open_port.accepted >= 1  # the open port really was reached ...
+    assert "over ssh failed" in opened  # ... and answered in the same words as the closed one
+    assert opened.replace(str(open_port.port), "PORT").replace("opened", "N") == \
+        shut.replace(str(closed), "PORT").replace("shut", "N")
+    _no_mirror(tmp_path / "data")
+    assert "Traceback" not in serve.stderr
+
+
 @needs_namespace
 def test_the_operator_may_still_track_an_internal_host_from_the_cli(tmp_path, ca_file, internal):
     """The guard is for what strangers type in Slack: the operator's own `gad-bot track` is trusted."""
