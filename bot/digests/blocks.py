@@ -186,7 +186,7 @@ def digest_blocks(digest: Digest, *, chart_file_id: str | None = None, next_due:
             if len(total.new_people) > NEW_PEOPLE_SHOWN:
                 text += f" … and {len(total.new_people) - NEW_PEOPLE_SHOWN} more"
             body.append(section(text))
-        top = sorted(total.people, key=lambda r: (-r.totals.person_days, -r.totals.commits, r.key))[:TOP_PEOPLE]
+        top = sorted(total.people, key=metric.table_order)[:TOP_PEOPLE]  # as every by:person table
         if top:
             lines = [f"{i}. {code(r.key)} — {words.plural(r.totals.person_days, 'active day')} · "
                      f"{words.plural(r.totals.commits, 'commit')}" for i, r in enumerate(top, 1)]

@@ -549,12 +549,13 @@ class Engine:
             for name in dict.fromkeys(s.name for s in author_selections):
                 repo_totals, _ = col.totals([s for s in selections if s.name == name])
                 rows.append(col.Row(name, repo_totals))
-            rows.sort(key=lambda r: (-r.totals.person_days, r.key))
         elif query.by == "org":
             rows = col.by_org(selections, keys, org_table)
         more_rows = 0
+        if query.by in ("person", "org", "repo"):
+            # the order every face shows (CSV and JSON take rows as they come), and so the rows top:N keeps
+            rows.sort(key=table_order)
         if query.top is not None and query.by in ("person", "org", "repo"):
-            rows.sort(key=table_order)  # the order every face shows, so the rows kept are the ones shown first
             more_rows = max(0, len(rows) - query.top)
             rows = rows[:query.top]
         trend_bucket = self._trend_bucket(query, keys, today)
