@@ -149,6 +149,34 @@ def test_periodic_sync_honours_back_off(engine):
     assert engine.repo("api").last_error is None  # an in-place repository: the retry succeeded
 
 
+def test_with_a_syncer_the_periodic_sync_hands_over_the_due_repositories(engine, scheduler):
+    """In serve the sync job only names what is due (not in back-off); the sync workers do the syncing."""
+    def must_not_sync(repo, **kw):
+        raise AssertionError(f"{repo.name} synced in the scheduler's own thread")
+
+    engine.sync_one = must_not_sync
+    now = datetime.now(UTC)
+    api = engine.repo("api")
+    engine.index.record_attempt(api.id, "fetch failed", now - timedelta(minutes=1), now + timedelta(minutes=30))
+    handed: list[list[str]] = []
+    s = scheduler(clock=Clock(now), syncer=handed.append)
+    assert s.sync_all() == []
+    assert [sorted(names) for names in handed] == [["docs", "web"]]
+
+
+@pytest.mark.parametrize("env, minutes", [({}, 15), ({"GAD_WEBHOOK_SECRETS": "github.com=s3cret"}, 720),
+                                          ({"GAD_WEBHOOK_SECRETS": "github.com=s3cret",
+                                            "GAD_WEBHOOK_SYNC_INTERVAL_MINUTES": "240"}, 240)])
+def test_with_webhooks_polling_is_the_slower_safety_net(tmp_path, stub, env, minutes):
+    engine = make_engine(tmp_path, GAD_SYNC_INTERVAL_MINUTES="15", **env)
+    s = DigestScheduler(engine.settings, engine, factory(stub), clock=Clock(DUE - timedelta(days=3)))
+    s.start()
+    try:
+        assert s.scheduler.get_job("sync").trigger.interval == timedelta(minutes=minutes)
+    finally:
+        s.shutdown(wait=True)
+
+
 def test_digest_syncs_its_repositories_first(tmp_path, stub):
     up = RepoBuilder(tmp_path / "up")
     up.commit(email="ann@example.com", date="2026-09-29T12:00")

@@ -22,7 +22,7 @@ import pytest
 
 from bot.config import Settings
 from bot.faces.webhooks import HookEvent, parse_event, repo_key, signed_hosts
-from tests.faults import GitHttpServer, Serve, free_port, run_cli
+from tests.faults import GitHttpServer, Serve, figures, free_port, run_cli, wait_port
 from tests.forgehooks import PUSH, ForgeRepo, delivery, github_repository, post
 from tests.gitbuild import RepoBuilder, oracle_gad
 from tests.slackstub import SlackStub
@@ -183,6 +183,29 @@ def test_paths_and_methods(site):
     body, headers = delivery("github", {"repository": {}}, SECRET, delivery_id="")
     del headers["X-GitHub-Delivery"]
     assert post(site.hook("github"), body, headers)[0] == 400
+
+
+def test_socket_mode_takes_webhooks_on_their_own_port(tmp_path):
+    """Socket Mode has no HTTP server for Slack: GAD_WEBHOOK_PORT serves the hooks (and /healthz)."""
+    upstream = RepoBuilder(tmp_path / "srv" / "org" / "lib.git", bare=True)
+    upstream.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    data, port = tmp_path / "data", free_port()
+    with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
+        assert run_cli("track", git.url("org/lib.git"), "--name", "lib", data=data).returncode == 0
+        with Serve(data, stub, socket_mode=True, logs=tmp_path / "logs", GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET}",
+                   GAD_WEBHOOK_PORT=str(port)) as serve:
+            wait_port(port)
+            before = str(upstream.tip("main"))
+            after = str(upstream.commit(name="Cy", email="cy@example.com", date="2026-12-01"))
+            repo = ForgeRepo(f"http://127.0.0.1:{git.port}", "org/lib")
+            body, headers = delivery("gitea", PUSH["gitea"](repo, before, after), SECRET)
+            assert post(f"http://127.0.0.1:{port}/hooks/gitea", body, headers) == (202, "sync scheduled\n")
+            deadline = time.monotonic() + 20
+            while figures(data, "lib", ("since:2000-01",))["since:2000-01"][0] != 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert figures(data, "lib", ("since:2000-01",))["since:2000-01"][0] == oracle_gad(upstream.path) == 2
+            assert serve.stop(signal.SIGTERM) == 0
+        assert "Traceback" not in serve.stderr
 
 
 def test_a_burst_of_pushes_is_one_sync(tmp_path):
