@@ -112,6 +112,27 @@ def gitea_push(repo: ForgeRepo, before: str, after: str, who: str = "cy") -> dic
             "sender": {"id": 2, "login": who, "username": who}}
 
 
+def gitea_repository(repo: ForgeRepo, action: str = "created") -> dict:
+    """Gitea's (and Forgejo's) `repository` event: action created or deleted, the repository, its organization."""
+    body = gitea_push(repo, "0" * 40, "0" * 40)
+    organization = {"id": 7, "login": repo.owner, "username": repo.owner, "full_name": "", "email": ""}
+    return {"action": action, "repository": body["repository"], "organization": organization,
+            "sender": body["sender"]}
+
+
+def gitlab_project_create(repo: ForgeRepo) -> dict:
+    """A GitLab system hook's `project_create` (X-Gitlab-Event: System Hook): paths, no URLs."""
+    return {"created_at": "2026-12-01T12:00:00Z", "updated_at": "2026-12-01T12:00:00Z",
+            "event_name": "project_create", "name": repo.name, "owner_email": "", "owner_name": "Root",
+            "owners": [{"name": "Root", "email": ""}], "path": repo.name, "path_with_namespace": repo.path,
+            "project_id": 74, "project_namespace_id": 9, "project_visibility": "private"}
+
+
+# a repository created in an organization: (payload builder, the event header's value)
+CREATED = {"github": (lambda repo: github_repository(repo, "created"), "repository"),
+           "gitlab": (gitlab_project_create, "System Hook"),
+           "gitea": (lambda repo: gitea_repository(repo, "created"), "repository")}
+
 PUSH = {"github": github_push, "gitlab": gitlab_push, "gitea": gitea_push}
 
 

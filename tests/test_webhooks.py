@@ -23,12 +23,34 @@ import pytest
 from bot.config import Settings
 from bot.faces.webhooks import HookEvent, parse_event, repo_key, signed_hosts
 from tests.faults import GitHttpServer, Serve, figures, free_port, run_cli, wait_port
-from tests.forgehooks import PUSH, ForgeRepo, delivery, github_repository, post
-from tests.gitbuild import RepoBuilder, oracle_gad
+from tests.forgehooks import CREATED, PUSH, ForgeRepo, delivery, github_repository, post
+from tests.forgestub import ForgeStub
+from tests.gitbuild import RepoBuilder, oracle_gad, oracle_pairs
 from tests.slackstub import SlackStub
 
 SECRET = "webhook-secret-0123456789abcdef"
 PATHS = {"github": "acme/web", "gitlab": "group/sub/api", "gitea": "org/lib"}
+
+
+def figure(serve: Serve, stub: SlackStub, name: str, label: str) -> int:
+    """The 2GAD figure of `name` over all its history, as a report through serve says it."""
+    serve.post(stub.slash_fields(f"{name} since:2000-01", response_name=label))
+    text = json.dumps(stub.wait_for_response(label, timeout=15))
+    found = re.search(r"2GAD ([\d,]+) person-days", text)
+    assert found, text
+    return int(found.group(1).replace(",", ""))
+
+
+def figure_reaches(serve: Serve, stub: SlackStub, name: str, expected: int, label: str, seconds: float = 30) -> list[int]:
+    """Ask for `name`'s figure until it is `expected` (or `seconds` pass): every figure seen."""
+    seen: list[int] = []
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        seen.append(figure(serve, stub, name, f"{label}-{len(seen)}"))
+        if seen[-1] == expected:
+            break
+        time.sleep(0.2)
+    return seen
 
 
 @dataclass
@@ -46,12 +68,7 @@ class Site:
         return f"{self.serve.url}/hooks/{forge}"
 
     def figure(self, name: str, label: str) -> int:
-        """The 2GAD figure of `name` over all its history, as a report through serve says it."""
-        self.serve.post(self.stub.slash_fields(f"{name} since:2000-01", response_name=label))
-        text = json.dumps(self.stub.wait_for_response(label, timeout=15))
-        found = re.search(r"2GAD ([\d,]+) person-days", text)
-        assert found, text
-        return int(found.group(1).replace(",", ""))
+        return figure(self.serve, self.stub, name, label)
 
     def push(self, forge: str, who: str, day: str) -> tuple[str, str]:
         upstream = self.upstreams[forge]
@@ -93,16 +110,10 @@ def test_a_push_is_in_reports_within_seconds(site, forge):
     assert expected == 6  # Cy's day is new: three (person, day) pairs
     body, headers = delivery(forge, PUSH[forge](site.repo(forge), before, after), SECRET,
                              instance=f"http://127.0.0.1:{site.git.port}")
-    sent = time.monotonic()
     status, text = post(site.hook(forge), body, headers)
     assert (status, text.strip()) == (202, "sync scheduled")
-    figures = []
-    while time.monotonic() - sent < 20:
-        figures.append(site.figure(forge, f"{forge}-after-{len(figures)}"))
-        if figures[-1] == expected:
-            break
-        time.sleep(0.2)
-    assert figures[-1] == expected, figures
+    seen = figure_reaches(site.serve, site.stub, forge, expected, f"{forge}-after", seconds=20)
+    assert seen[-1] == expected, seen
     assert len(site.log_lines(f"sync of {forge} scheduled")) == 1
 
 
@@ -208,6 +219,50 @@ def test_socket_mode_takes_webhooks_on_their_own_port(tmp_path):
         assert "Traceback" not in serve.stderr
 
 
+ORG_OWNERS = {"github": "acme-gh", "gitlab": "acme/platform", "gitea": "acme-tea"}
+
+
+def test_a_repository_created_in_a_tracked_organization_is_tracked(tmp_path):
+    """An organization tracked whole (Engine.track_org) on each forge kind; a repository is created in it and the
+    forge says so (GitHub/Gitea `repository` created, a GitLab system hook's project_create): serve has the
+    organization listed again in a sync worker, which tracks the new repository; the organization's report
+    counts it, its figure from git over the forge's repositories."""
+    from bot.engine.engine import Engine
+
+    stubs = {kind: ForgeStub(tmp_path / "srv" / kind, kind).start() for kind in ORG_OWNERS}
+    try:
+        forges = ",".join(stub.forges_setting for stub in stubs.values())
+        data = tmp_path / "data"
+        engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data), "GAD_FORGES": forges}))
+        orgs = {}
+        for kind, stub in stubs.items():
+            stub.add(f"{ORG_OWNERS[kind]}/web")
+            orgs[kind] = engine.track_org(engine.org_owner(stub.owner_url(ORG_OWNERS[kind]))).org
+        engine.index.close()
+        with SlackStub() as slack, Serve(data, slack, logs=tmp_path / "logs", GAD_FORGES=forges,
+                                         GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET}") as serve:
+            for kind, stub in stubs.items():
+                owner = ORG_OWNERS[kind]
+                # a subgroup's project on GitLab: the group tracked whole includes it
+                created = f"{owner}/infra/new" if kind == "gitlab" else f"{owner}/new"
+                stub.add(created, commits=[("new@acme.example", "2026-11-02"), ("ann@acme.example", "2026-11-03")])
+                expected = 2 * len(oracle_pairs(stub.base / f"{owner}/web.git")
+                                   | oracle_pairs(stub.base / f"{created}.git"))
+                assert figure(serve, slack, orgs[kind], f"{kind}-org-before") == \
+                    2 * len(oracle_pairs(stub.base / f"{owner}/web.git")) < expected
+                build, event = CREATED[kind]
+                body, headers = delivery(kind, build(ForgeRepo(f"http://{stub.host}", created)), SECRET, event=event,
+                                         instance=f"http://{stub.host}")
+                assert post(f"{serve.url}/hooks/{kind}", body, headers) == (202, "organization sync scheduled\n")
+                seen = figure_reaches(serve, slack, orgs[kind], expected, f"{kind}-org-after")
+                assert seen[-1] == expected, (kind, seen)
+            assert serve.stop(signal.SIGTERM) == 0
+        assert "Traceback" not in serve.stderr
+    finally:
+        for stub in stubs.values():
+            stub.stop()
+
+
 def test_a_burst_of_pushes_is_one_sync(tmp_path):
     """Five pushes within the debounce second: one sync (in a spawned worker process), not five."""
     from bot.faces.syncs import SyncQueue
@@ -253,7 +308,7 @@ def test_gitlab_system_hook_project_create_and_github_rename():
     event = parse_event("gitlab", {"x-gitlab-event": "System Hook", "x-gitlab-event-uuid": "u-1",
                                    "x-gitlab-instance": "https://git.corp.example"}, body)
     assert event == HookEvent("gitlab", "repository", "project_create", "u-1", "git.corp.example", "group/sub",
-                              ("https://git.corp.example/group/sub/new",))
+                              ("https://git.corp.example/group/sub/new",), "git.corp.example")
     renamed = github_repository(ForgeRepo("https://github.com", "acme/web2"), action="renamed")
     renamed["changes"] = {"repository": {"name": {"from": "web"}}}
     event = parse_event("github", {"x-github-event": "repository", "x-github-delivery": "d-1"}, json.dumps(renamed).encode())
@@ -287,3 +342,12 @@ def test_doctor_says_when_the_last_webhook_arrived(tmp_path):
     assert lines == ["[ok  ] webhooks from github.com: the last arrived 5 minutes ago",
                      "[warn] webhooks from git.corp.example: none has arrived yet -- add the webhook on the forge "
                      "(docs/operations.md, 5.3), or remove the host from GAD_WEBHOOK_SECRETS"]
+
+
+def test_site_of_is_the_host_and_port_gad_forges_names():
+    from bot.faces.webhooks import site_of
+
+    assert site_of("https://Git.Corp.example:8443/group/x") == "git.corp.example:8443"
+    assert site_of("https://github.com:443/acme/web") == site_of("https://github.com/acme/web") == "github.com"
+    assert site_of("http://127.0.0.1:80/a") == "127.0.0.1" and site_of("http://127.0.0.1:3000/a") == "127.0.0.1:3000"
+    assert site_of("git@github.com:acme/web.git") == "" and site_of("https://x:notaport/") == ""

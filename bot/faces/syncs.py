@@ -69,9 +69,11 @@ class SyncQueue:
         self._closed = False
 
     def start(self) -> None:
-        """Create the pool; its processes start with the first sync (about a second each)."""
+        """Create the pool and start its processes now (about a second each), not at the first push."""
         with self._lock:
             self._executor = self._new_executor()
+            for _ in range(self.workers):
+                self._executor.submit(_ready)
 
     def _new_executor(self) -> ProcessPoolExecutor:
         import multiprocessing
@@ -200,6 +202,10 @@ def _completed(done: SyncDone, seconds: float) -> None:
 
 
 # -- inside a worker process ----------------------------------------------------------------------
+
+def _ready() -> None:
+    """A no-op job: submitted once per worker at start, so the processes are up before the first push."""
+
 
 def run_sync(job: SyncJob) -> SyncDone:
     """Sync one repository, or one organization's listing, with the worker's Engine."""

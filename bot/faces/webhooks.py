@@ -59,9 +59,10 @@ class HookEvent:
     kind: str  # "push" (refs changed), "repository" (created, renamed, deleted...), "ping", "other"
     action: str  # the forge's own word for a repository event ("created", "project_create", ...), else ""
     delivery: str
-    host: str  # lower-case host name of the repository (no port)
+    host: str  # lower-case host name of the repository (no port): the key of GAD_WEBHOOK_SECRETS
     owner: str  # the organization, group (with its subgroups) or user the repository belongs to
     urls: tuple[str, ...]  # the repository's URLs as the forge names them (clone, web, ssh, old names)
+    site: str = ""  # host[:port] of its web URLs, as GAD_FORGES names a forge (the port only when not the default)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,20 @@ def _get(mapping, *keys) -> str:
     return value if isinstance(value, str) and len(value) <= 2048 else ""
 
 
+def site_of(url: str) -> str:
+    """`host[:port]` of an http(s) URL, lower-case, the port only when it is not the scheme's default ("" otherwise)."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")) or len(url) > 2048:
+        return ""
+    parts = urlsplit(url)
+    try:
+        host, port = (parts.hostname or "").lower(), parts.port
+    except ValueError:  # a port that is not a number
+        return ""
+    if not host:
+        return ""
+    return host if port is None or port == {"http": 80, "https": 443}[parts.scheme] else f"{host}:{port}"
+
+
 def _host_of(urls: tuple[str, ...]) -> str:
     for url in urls:
         key = repo_key(url)
@@ -110,7 +125,8 @@ def _host_of(urls: tuple[str, ...]) -> str:
 
 def _event(forge: str, kind: str, action: str, delivery: str, owner: str, urls: list[str], host: str = "") -> HookEvent:
     kept = tuple(u for u in urls if u)
-    return HookEvent(forge, kind, action, delivery, host or _host_of(kept), owner.lower(), kept)
+    site = next((site_of(u) for u in kept if site_of(u)), "")
+    return HookEvent(forge, kind, action, delivery, host or _host_of(kept), owner.lower(), kept, site)
 
 
 def _github_like(forge: str, event: str, payload: dict, delivery: str) -> HookEvent:
@@ -254,10 +270,16 @@ class RepoMatcher:
         return None
 
     def organization(self, event: HookEvent) -> str | None:
-        org_of = getattr(self.engine, "org_of", None)  # organizations are tracked once forge listings are in
-        if org_of is None or not event.owner:
+        """The tracked organization the event's repository belongs to: its owner, or a group above it
+        (a GitLab group tracked whole includes its subgroups)."""
+        if not event.owner or not event.site:
             return None
-        return org_of(event.host, event.owner)
+        parts = event.owner.split("/")
+        for depth in range(len(parts), 0, -1):
+            org = self.engine.org_of(event.site, "/".join(parts[:depth]))
+            if org is not None:
+                return org
+        return None
 
 
 class WebhookFace:
