@@ -13,11 +13,14 @@ writer per repository across processes, the CLI's included):
 
 A request for a repository already waiting is the same request; one that arrives while its
 repository syncs runs once more after it (the push may have come after the fetch began), never
-twice at a time. Organizations (a repository created in one) are synced the same way.
+twice at a time. At most `workers` syncs are handed to the pool at once, webhooks' first: a push
+waits for a free worker, never behind the periodic sync's whole list. Organizations (a repository
+created in one) are synced the same way.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import threading
@@ -62,7 +65,11 @@ class SyncQueue:
         self.runner = runner or run_sync  # module-level: pickled by name into the workers
         self.on_done = on_done
         self._lock = threading.Lock()
-        self._waiting: dict[SyncJob, threading.Timer | None] = {}
+        self._timers: dict[SyncJob, threading.Timer] = {}  # debouncing
+        # Ready to run, in order: a push someone is waiting to see goes before the periodic sync's
+        # hundreds of repositories, which would otherwise hold every worker for minutes.
+        self._urgent: collections.OrderedDict[SyncJob, None] = collections.OrderedDict()
+        self._background: collections.OrderedDict[SyncJob, None] = collections.OrderedDict()
         self._running: set[SyncJob] = set()
         self._again: set[SyncJob] = set()
         self._executor: ProcessPoolExecutor | None = None
@@ -88,10 +95,11 @@ class SyncQueue:
         """Stop: waiting requests are dropped, running syncs are abandoned (a killed sync resumes next time)."""
         with self._lock:
             self._closed = True
-            for timer in self._waiting.values():
-                if timer is not None:
-                    timer.cancel()
-            self._waiting.clear()
+            for timer in self._timers.values():
+                timer.cancel()
+            self._timers.clear()
+            self._urgent.clear()
+            self._background.clear()
             executor, self._executor = self._executor, None
         if executor is not None:
             # Terminate, then one shutdown that waits: the pool's manager thread ends and drops its queues,
@@ -104,31 +112,36 @@ class SyncQueue:
 
     # -- requests ---------------------------------------------------------------------------------
     def request_repo(self, name: str, delay: float | None = None) -> None:
+        """A webhook's request: after the debounce, ahead of the periodic sync's."""
         self._request(SyncJob("repo", name), self.debounce if delay is None else delay)
 
     def request_org(self, name: str, delay: float | None = None) -> None:
         self._request(SyncJob("org", name), self.debounce if delay is None else delay)
 
-    def _request(self, job: SyncJob, delay: float) -> None:
+    def _request(self, job: SyncJob, delay: float, urgent: bool = True) -> None:
         with self._lock:
-            if self._closed or job in self._waiting:
+            if self._closed or job in self._timers or job in self._urgent:
                 return
             if job in self._running:
                 self._again.add(job)
                 return
+            if job in self._background:
+                if not urgent:
+                    return
+                del self._background[job]  # a push to a repository the periodic sync queued: now
             if delay <= 0:
-                self._waiting[job] = None
-                self._submit(job)
+                (self._urgent if urgent else self._background)[job] = None
+                self._pump()
                 return
             timer = threading.Timer(delay, self._fire, args=(job,))
             timer.daemon = True
-            self._waiting[job] = timer
+            self._timers[job] = timer
         timer.start()
 
     def sync_due(self, names: list[str]) -> int:
-        """Queue a sync of each named repository at once (the periodic sync); return how many were queued."""
+        """Queue a sync of each named repository (the periodic sync), behind any webhook's; return how many."""
         for name in names:
-            self.request_repo(name, delay=0)
+            self._request(SyncJob("repo", name), 0, urgent=False)
         return len(names)
 
     def sync_orgs_due(self, names: list[str]) -> int:
@@ -139,18 +152,24 @@ class SyncQueue:
 
     def pending(self) -> int:
         with self._lock:
-            return len(self._waiting) + len(self._running)
+            return len(self._timers) + len(self._urgent) + len(self._background) + len(self._running)
 
     # -- running ----------------------------------------------------------------------------------
     def _fire(self, job: SyncJob) -> None:
         with self._lock:
-            if self._closed or job not in self._waiting:
+            if self._closed or self._timers.pop(job, None) is None:
                 return
+            self._urgent[job] = None
+            self._pump()
+
+    def _pump(self) -> None:
+        """Hand ready jobs to free workers, urgent ones first (the lock is held)."""
+        while len(self._running) < self.workers and (self._urgent or self._background):
+            queue = self._urgent if self._urgent else self._background
+            job, _ = queue.popitem(last=False)
             self._submit(job)
 
     def _submit(self, job: SyncJob) -> None:
-        """Hand `job` to a worker (the lock is held)."""
-        del self._waiting[job]
         if self._executor is None:
             self._executor = self._new_executor()
         self._running.add(job)
@@ -177,6 +196,8 @@ class SyncQueue:
             self._running.discard(job)
             again = job in self._again
             self._again.discard(job)
+            if not self._closed:
+                self._pump()
         _completed(done, time.monotonic() - started)
         if self.on_done is not None:
             try:
