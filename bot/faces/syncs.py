@@ -145,9 +145,9 @@ class SyncQueue:
         return len(names)
 
     def sync_orgs_due(self, names: list[str]) -> int:
-        """Queue a new listing of each named forge organization at once (the periodic sync)."""
+        """Queue a new listing of each named forge organization (the periodic sync), behind any webhook's."""
         for name in names:
-            self.request_org(name, delay=0)
+            self._request(SyncJob("org", name), 0, urgent=False)
         return len(names)
 
     def pending(self) -> int:
