@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -45,6 +46,17 @@ SWEEP_MINUTES = 5
 WATCH_SECONDS = 60
 FIRST_SYNC_DELAY = timedelta(seconds=30)
 DIGEST_PREFIX = "digest:"
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """One scheduled job as `gad-bot status` shows it."""
+
+    id: str
+    name: str
+    last_run: datetime | None  # when it last finished in this process (None: not yet)
+    last_outcome: str | None  # ok, failed, missed
+    next_run: datetime | None  # None: paused
 
 
 def job_id(channel_id: str) -> str:
@@ -98,6 +110,7 @@ class DigestScheduler:
         self._lock = threading.RLock()
         self._signatures: dict[str, tuple] = {}
         self._fingerprint: str | None = None
+        self._last_runs: dict[str, tuple[datetime, str]] = {}  # job id: when it last finished, how
 
     # -- lifecycle -----------------------------------------------------------
     def start(self) -> None:
@@ -118,6 +131,12 @@ class DigestScheduler:
                                id="subscriptions-watch", name="follow subscription changes", replace_existing=True,
                                coalesce=True, max_instances=1)
         self.reload()
+        from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED
+
+        outcomes = {EVENT_JOB_EXECUTED: "ok", EVENT_JOB_ERROR: "failed", EVENT_JOB_MISSED: "missed"}
+        self.scheduler.add_listener(
+            lambda event: self._last_runs.__setitem__(event.job_id, (datetime.now(timezone.utc), outcomes[event.code])),
+            EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED)
         self.scheduler.start()
 
     def shutdown(self, wait: bool = True) -> None:
@@ -148,6 +167,14 @@ class DigestScheduler:
     @staticmethod
     def trigger_for(sub: subs.Subscription) -> CronTrigger:
         return CronTrigger(**sub.cron_fields(), timezone=sub.zone)
+
+    def job_runs(self) -> list[JobRun]:
+        """Every job with its last run in this process and its next, for `gad-bot status` (via serve's heartbeat)."""
+        runs = []
+        for job in self.scheduler.get_jobs():
+            last, outcome = self._last_runs.get(job.id, (None, None))
+            runs.append(JobRun(job.id, job.name, last, outcome, getattr(job, "next_run_time", None)))
+        return sorted(runs, key=lambda run: run.id)
 
     def digest_job_ids(self) -> list[str]:
         return sorted(job.id for job in self.scheduler.get_jobs() if job.id.startswith(DIGEST_PREFIX))

@@ -534,6 +534,15 @@ def digest(at, dry_run, channels, as_json):
 
 @cli.command()
 @friendly
+def status():
+    """Whether serve runs, its queue, workers and jobs, each repository's sync, disk space, versions."""
+    from .status import gather, render
+
+    click.echo(render(gather(_settings(), _engine())))
+
+
+@cli.command()
+@friendly
 def doctor():
     """Check tokens, scopes, mode, data directory, mirrors and schedules; exit 1 when something needs fixing."""
     from .doctor import run_checks

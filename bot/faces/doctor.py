@@ -192,7 +192,7 @@ def check_schedule(engine, now: datetime) -> list[Check]:
             for channel, when in times]
 
 
-def _ago(seconds: float) -> str:
+def ago(seconds: float) -> str:
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
             count = int(seconds // size)
@@ -209,7 +209,7 @@ def check_webhooks(engine, now: datetime) -> list[Check]:
     checks = []
     for host in hosts:
         if host in last:
-            checks.append(Check(True, f"webhooks from {host}: the last arrived {_ago((now - last[host]).total_seconds())}"))
+            checks.append(Check(True, f"webhooks from {host}: the last arrived {ago((now - last[host]).total_seconds())}"))
         else:
             checks.append(Check(False, f"webhooks from {host}: none has arrived yet",
                                 "add the webhook on the forge (docs/operations.md, 5.3), or remove the host "

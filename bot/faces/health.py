@@ -97,6 +97,21 @@ class Health:
         running = inner.running and (thread is None or thread.is_alive())
         return Part("scheduler", running, "running" if running else "stopped: digests and syncs are not run")
 
+    # -- the heartbeat: what `gad-bot status` reads ----------------------------------------------
+    def serve_state(self, mode: str) -> "ServeState":
+        import os
+
+        from ..version import package_version
+        from .liveness import JobState, ServeState
+
+        jobs = []
+        if self.scheduler is not None:
+            jobs = [JobState(run.id, run.name, run.last_run.isoformat() if run.last_run else None, run.last_outcome,
+                             run.next_run.isoformat() if run.next_run else None) for run in self.scheduler.job_runs()]
+        return ServeState(pid=os.getpid(), written_at=time.time(), version=package_version(), mode=mode,
+                          queue_waiting=self.reports.waiting(), reports_running=self.reports.running(),
+                          workers=self.reports.workers, workers_alive=self.reports.alive(), jobs=jobs)
+
     # -- /metrics ----------------------------------------------------------------------------------
     def snapshot(self) -> metrics.Snapshot:
         now = datetime.now(timezone.utc)

@@ -5,8 +5,9 @@
 
 The lock (`serve.lock`, flock) is the truth: the kernel frees it with the process, `kill -9`
 included, so `serve_pid` can ask it from any process (`status`, `doctor`) without trusting a
-file's age. The heartbeat file (`serve.heartbeat`, touched every HEARTBEAT_SECONDS) is what the
-container HEALTHCHECK reads cheaply; only the lock's holder ever writes or removes it, so a second
+file's age. The heartbeat file (`serve.heartbeat`, rewritten every HEARTBEAT_SECONDS) is what the
+container HEALTHCHECK reads cheaply (its age), and what `gad-bot status` reads of the serving
+process's inside (a `ServeState`: queue, workers, the scheduler's jobs); only the lock's holder ever writes or removes it, so a second
 `serve` that is refused never removes the live one's heartbeat.
 
 stdlib only (fcntl).
@@ -16,13 +17,19 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
+import logging
 import os
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..config import Settings
 from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 30
 LOCK_NAME = "serve.lock"
@@ -63,6 +70,47 @@ def serve_pid(settings: Settings) -> int | None:
         return None
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True)
+class JobState:
+    id: str
+    name: str
+    last_run: str | None  # ISO 8601, UTC
+    last_outcome: str | None
+    next_run: str | None
+
+
+@dataclass(frozen=True)
+class ServeState:
+    """What the serving process says of itself at each heartbeat."""
+
+    pid: int
+    written_at: float  # time.time()
+    version: str = ""
+    mode: str = ""
+    queue_waiting: int = 0
+    reports_running: int = 0
+    workers: int = 0
+    workers_alive: int = 0
+    jobs: list[JobState] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ServeState | None":
+        try:
+            raw = json.loads(text)
+            jobs = [JobState(**job) for job in raw.pop("jobs", [])]
+            return cls(**raw, jobs=jobs)
+        except (ValueError, TypeError):
+            return None  # an older serve's empty heartbeat, or one being written
+
+
+def read_state(settings: Settings) -> ServeState | None:
+    """The live `serve`'s last heartbeat, or None (none written, or unreadable)."""
+    try:
+        return ServeState.from_json(heartbeat_path(settings).read_text(encoding="utf-8"))
+    except OSError:
+        return None
 
 
 class ServeLock:
@@ -107,16 +155,28 @@ class ServeLock:
 class Heartbeat(threading.Thread):
     """Touch the heartbeat file every HEARTBEAT_SECONDS; only a `ServeLock` holder may run one."""
 
-    def __init__(self, settings: Settings, lock: ServeLock):
+    def __init__(self, settings: Settings, lock: ServeLock, describe: Callable[[], ServeState] | None = None):
         super().__init__(name="heartbeat", daemon=True)
         self.path = heartbeat_path(settings)
         self.lock = lock
+        self.describe = describe or (lambda: ServeState(os.getpid(), time.time()))
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.is_set():
-            self.path.touch()
+            self.beat()
             self.stopped.wait(HEARTBEAT_SECONDS)
+
+    def beat(self) -> None:
+        """Rewrite the heartbeat whole (a reader never sees half of one)."""
+        try:
+            state = self.describe()
+        except Exception:  # what it says is a courtesy; that it beats is the point
+            log.exception("describing serve for its heartbeat failed")
+            state = ServeState(os.getpid(), time.time())
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary.write_text(json.dumps(asdict(state)), encoding="utf-8")
+        os.replace(temporary, self.path)
 
     def stop(self) -> None:
         self.stopped.set()

@@ -262,8 +262,9 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
     except BoltError as error:
         raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
     stop = threading.Event()
-    heartbeat = Heartbeat(settings, lock)
     health = Health(settings, engine, reports, scheduler)
+    mode = "Socket Mode" if socket_mode else f"HTTP on {host}:{port}"
+    heartbeat = Heartbeat(settings, lock, describe=lambda: health.serve_state(mode))
     metrics.watch(health.snapshot)
 
     def on_signal(signum, frame):
@@ -300,15 +301,15 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
 
     # once the settings are known to work: a refused token is the one line, not a start-up line before it
     log.info("gad-bot %s starting: schema %s, mode %s, data directory %s", package_version(),
-             engine.index.schema_version(), "Socket Mode" if socket_mode else f"HTTP on {host}:{port}", settings.data_dir)
+             engine.index.schema_version(), mode, settings.data_dir)
     if not stop.is_set():  # a SIGTERM during the connect: no workers to start only to stop them again
         reports.start()  # once the settings are known to work: a refused token exits without workers to stop
         syncs.start()
         log.info("computing reports in %d worker processes, syncs in %d", reports.workers, syncs.workers)
-    heartbeat.start()
-    health.start()
     if scheduler is not None:
         scheduler.start()
+    heartbeat.start()  # after the scheduler: its first beat lists the jobs for `gad-bot status`
+    health.start()
     try:
         if handler is not None:
             log.info("gad-bot serving in Socket Mode")

@@ -1,0 +1,114 @@
+"""`gad-bot status`: the one command for 3 a.m. What runs, what waits, what is stale, what is left.
+
+    status = gather(settings, engine)      # a Status of typed rows
+    print(render(status))
+
+Whether `serve` runs comes from its lock (liveness.serve_pid: the kernel's word, `kill -9`
+included); its queue, workers and jobs from its last heartbeat (written every 30 s); each
+repository's sync lag and last error from the index; disk space from the data directory's
+file system. Read-only: it changes nothing, so it is safe beside a running `serve`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..config import Settings
+from .doctor import ago
+from .liveness import ServeState, heartbeat_age, read_state, serve_pid
+
+
+@dataclass(frozen=True)
+class RepoStatus:
+    name: str
+    last_success_at: datetime | None
+    last_error: str | None
+    failures: int
+    next_attempt_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Versions:
+    gad_bot: str
+    schema: int
+    git: str
+    sqlite: str
+
+
+@dataclass(frozen=True)
+class Status:
+    versions: Versions
+    serve_pid: int | None  # None: not running
+    heartbeat_age: float | None
+    serve: ServeState | None
+    disk_free: int
+    disk_total: int
+    data_dir: str
+    repos: list[RepoStatus] = field(default_factory=list)
+
+
+def gather(settings: Settings, engine) -> Status:
+    from ..store.history import git_version
+    from ..version import package_version
+
+    git = git_version()
+    sqlite = engine.index.execute("SELECT sqlite_version()").fetchone()[0]
+    versions = Versions(package_version(), engine.index.schema_version(),
+                        ".".join(map(str, git)) if git else "not installed", sqlite)
+    pid = serve_pid(settings)
+    usage = shutil.disk_usage(settings.data_dir)
+    repos = [RepoStatus(r.name, r.last_success_at, r.last_error, r.failures, r.next_attempt_at)
+             for r in engine.index.repos()]
+    return Status(versions, pid, heartbeat_age(settings) if pid is not None else None,
+                  read_state(settings) if pid is not None else None, usage.free, usage.total,
+                  str(settings.data_dir), repos)
+
+
+def _when(iso: str | None) -> str:
+    if not iso:
+        return "-"
+    moment = datetime.fromisoformat(iso).astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:,.1f} GiB"
+
+
+def render(status: Status, now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    v = status.versions
+    lines = [f"gad-bot {v.gad_bot} · index schema {v.schema} · git {v.git} · SQLite {v.sqlite}"]
+    if status.serve_pid is None:
+        lines.append("serve: not running")
+    else:
+        beat = "no heartbeat yet" if status.heartbeat_age is None else f"heartbeat {int(status.heartbeat_age)} s ago"
+        state = status.serve
+        mode = f", {state.mode}" if state and state.mode else ""
+        lines.append(f"serve: running (process {status.serve_pid}{mode}), {beat}")
+        if state is not None:
+            age = int(time.time() - state.written_at)
+            lines.append(f"reports: {state.queue_waiting} waiting, {state.reports_running} running; "
+                         f"workers {state.workers_alive} of {state.workers} alive (as of {age} s ago)")
+            if state.jobs:
+                lines.append("jobs:")
+                for job in state.jobs:
+                    last = f"{_when(job.last_run)} {job.last_outcome}" if job.last_run else "not yet"
+                    lines.append(f"  {job.id}: last {last}; next {_when(job.next_run)}")
+    lines.append(f"disk: {_gib(status.disk_free)} free of {_gib(status.disk_total)} under {status.data_dir}")
+    if not status.repos:
+        lines.append("repositories: none tracked")
+    else:
+        lines.append("repositories:")
+        for repo in status.repos:
+            synced = f"synced {ago((now - repo.last_success_at).total_seconds())}" if repo.last_success_at \
+                else "never synced"
+            line = f"  {repo.name}: {synced}"
+            if repo.last_error:
+                retry = f"; next try {_when(repo.next_attempt_at.isoformat())}" if repo.next_attempt_at else ""
+                line += f"; the last {max(1, repo.failures)} sync(s) failed: {repo.last_error[:300]}{retry}"
+            lines.append(line)
+    return "\n".join(lines)
