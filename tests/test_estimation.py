@@ -12,6 +12,7 @@ import socket
 import subprocess
 from collections import Counter
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -263,6 +264,34 @@ def test_rules_file_errors_name_the_line(line, fragment):
     with pytest.raises(ConfigError) as raised:
         orgs.parse_rules(line, "orgs.txt")
     assert fragment in str(raised.value) and "orgs.txt, line" in str(raised.value)
+
+
+def test_a_line_of_100000_spaces_parses_in_linear_work(tmp_path):
+    """Issue 22: the rules parser's regex backtracked over runs of spaces (16,000 took 1.36 s, so
+    100,000 took about a minute). Parsed in a child given 5 s: linear work takes milliseconds."""
+    import sys
+
+    pad = " " * 100_000
+    lines = [f"bob@x.org Acme{pad}Corp", f"ann@x.org Acme{pad}until{pad}2024-01-01x", f"cy@x.org Acme{pad}until",
+             f"dee@x.org Acme{pad}until{pad}2024-01-31", "a-" * 50_000 + "a!.com X", "a" * 100_000 + "-.com X"]
+    (tmp_path / "orgs.txt").write_text("\n".join(lines[:4]) + "\n")
+    for i, line in enumerate(lines[4:]):
+        (tmp_path / f"bad{i}.txt").write_text(line + "\n")
+    script = ("import sys; from pathlib import Path; from bot.engine import orgs; from bot.errors import ConfigError\n"
+              "here = Path(sys.argv[1])\n"
+              "rules = orgs.parse_rules((here / 'orgs.txt').read_text())\n"
+              "print(rules.emails['bob@x.org'], '|', rules.emails['ann@x.org'], '|', rules.emails['cy@x.org'], '|',"
+              " rules.dated['dee@x.org'])\n"
+              "for bad in sorted(here.glob('bad*.txt')):\n"
+              "    try: orgs.parse_rules(bad.read_text())\n"
+              "    except ConfigError as error: print(str(error)[:40])\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=5,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.returncode == 0, done.stderr
+    first, *errors = done.stdout.splitlines()
+    assert first == ("Acme Corp | Acme until 2024-01-01x | Acme until | "
+                     "((datetime.date(2024, 1, 31), 'Acme'),)")  # runs of spaces are one space, as before
+    assert len(errors) == 2  # the two malformed domains: one sentence each
 
 
 def test_the_example_rules_file_parses():

@@ -157,6 +157,26 @@ def test_cli_orgs_lists_unmatched_domains_first(cli_data):
     assert [r["matched"] for r in rows] == [False] * (len(rows) - 1) + [True]
 
 
+def test_cli_orgs_csv_escapes_formulas_in_domains(tmp_path):
+    """Issue 22: `gad-bot orgs --csv` wrote `=1+6.com` as it came from a commit's e-mail; a
+    spreadsheet runs such a cell. Every CSV escapes a leading = + - @ with an apostrophe."""
+    import csv
+    import io
+
+    repo = RepoBuilder(tmp_path / "hostile")
+    for i, email in enumerate(["mal@=1+6.com", "m2@+1+6.com", "m3@-1+6.com", "m4@@sum.com", "ok@plain.org"]):
+        repo.commit(name=f"P{i}", email=email, date=f"2024-02-0{i + 1}")
+    data = tmp_path / "data"
+    assert run("track", str(repo.path), "--name", "hostile", data=data).returncode == 0
+    result = run("orgs", "hostile", "--csv", data=data)
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    domains = {row["domain"] for row in rows}
+    assert {"'=1+6.com", "'+1+6.com", "'-1+6.com", "plain.org"} <= domains, domains
+    live = [value for row in rows for value in row.values() if value[:1] in ("=", "+", "-", "@")]
+    assert live == []
+
+
 def test_cli_compare_json(cli_data):
     data, env = cli_data
     result = run("compare", "web", "web:src", "since:2022-09", "--json", data=data, env=env)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from ..metric import DomainRow
 from . import words
+from .csvout import cell
 
 COLUMNS = ("domain", "registrable_domain", "organization", "decided_by", "matched", "active_days", "two_gad",
            "developers", "commits", "people_by_email_rule")
@@ -25,7 +26,8 @@ def domains_to_csv(rows: Sequence[DomainRow]) -> str:
     writer.writerow(COLUMNS)
     for row in rows:
         data = domain_to_dict(row)
-        writer.writerow([data[c] for c in COLUMNS])
+        # domains come from commit e-mails, which anyone writes: no cell may run as a formula
+        writer.writerow([cell(v) if isinstance(v, str) else v for v in (data[c] for c in COLUMNS)])
     return out.getvalue()
 
 
