@@ -77,6 +77,13 @@ def nearest(word: str, options: Iterable[str], n: int = 3, cutoff: float = 0.6) 
     return [by_folded[m] for m in difflib.get_close_matches(folded, list(by_folded), n=n, cutoff=cutoff)]
 
 
+def literal(value: str) -> str:
+    """A name someone else wrote (typed, or a ref in a repository) as a code span in a message, so no
+    mrkdwn formatting (`*_~`) applies to it: a backtick in it (refs may hold one) would end the span
+    early, so it becomes U+02CB, which looks alike and cannot."""
+    return "`" + value.replace("`", "\u02cb") + "`"
+
+
 def did_you_mean(options: list[str], fmt: str = "`{}`") -> str:
     """'did you mean `a`?' or 'did you mean `a`, `b` or `c`?' ('' for none)."""
     if not options:

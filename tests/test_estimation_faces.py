@@ -68,6 +68,30 @@ def test_slack_range_errors_are_one_sentence(bot, stub):
     assert message["response_type"] == "ephemeral"
 
 
+def test_ref_names_in_error_lists_cannot_format_the_message(tmp_path, stub):
+    """Issue 22: ref names are the repository's. A tag `x`_it_`y` listed as `x`_it_`y` closed the
+    code span and made `_it_` italic; each name is now a code span a backtick cannot close."""
+    repo = RepoBuilder(tmp_path / "hostile")
+    first = repo.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    repo.tag("x`_it_`y", first)
+    repo.branch("q`_b_`r", first)
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
+    engine = Engine.open(settings)
+    engine.track(str(repo.path), "hostile")
+    app, _ = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
+    shown = []
+    for text in ("hostile range:zzz..HEAD", "hostile branch:nosuch"):
+        response, name = dispatch(app, stub, text)
+        ack = json.dumps(ack_body(response))
+        shown.append(ack if "has no" in ack else read(answer(stub, name)))
+    print(shown)
+    assert "its tags (newest first) `x\u02cb_it_\u02cby`; branches `main`, `q\u02cb_b_\u02cbr`." in shown[0]
+    assert "its branches are `main`, `q\u02cb_b_\u02cbr`." in shown[1]
+    for text in shown:
+        assert "x`_it_`y" not in text and "q`_b_`r" not in text
+
+
 def test_slack_by_org_shows_share_and_sums(bot, stub):
     _, name = dispatch(bot, stub, "web by:org")
     shown = read(answer(stub, name))

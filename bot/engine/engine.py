@@ -25,7 +25,7 @@ from . import columns as col
 from .caches import BoundedCache
 from ..store import store
 from ..config import Settings
-from ..errors import GadError, MirrorError, QueryError, UnknownRepoError, command, nearest
+from ..errors import GadError, MirrorError, QueryError, UnknownRepoError, command, literal, nearest
 from .filters import check_filters
 from ..store.index import Index, RepoRow, utcnow
 from ..metric import Report, table_order
@@ -444,9 +444,11 @@ class Engine:
             names = sorted(n.removeprefix("refs/heads/") for n in tips if n.startswith("refs/heads/"))
             close = nearest(branch, names, n=1)
             if close:
-                raise QueryError(f"`{repo.name}` has no branch `{branch}`; did you mean `branch:{close[0]}`?")
-            hint = ", ".join(f"`{b}`" for b in names[:8]) + (" ..." if len(names) > 8 else "")
-            raise QueryError(f"`{repo.name}` has no branch `{branch}`; its branches are {hint or 'none'}.")
+                raise QueryError(f"`{repo.name}` has no branch {literal(branch)}; did you mean "
+                                 f"{literal('branch:' + close[0])}?")
+            # branch names are the repository's: code spans a backtick in a name cannot close
+            hint = ", ".join(literal(b) for b in names[:8]) + (" ..." if len(names) > 8 else "")
+            raise QueryError(f"`{repo.name}` has no branch {literal(branch)}; its branches are {hint or 'none'}.")
         reached = self._masks.get_or_compute(_snapshot_key(columns, "branch", tip),
                                              lambda: self.reachable_rows(columns, [tip]))
         return columns.in_rows(reached)

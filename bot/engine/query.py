@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Literal, Union
 
-from ..errors import QueryError, command, did_you_mean, nearest
+from ..errors import QueryError, command, did_you_mean, literal, nearest
 from ..metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
@@ -112,9 +112,7 @@ class Query:
         return ", ".join(parts)
 
 
-def _literal(value: str) -> str:
-    """What a user typed, shown as code so that no formatting (`*_~` in Slack) applies to it."""
-    return "`" + value.replace("`", "\u02cb") + "`"
+_literal = literal  # what a user typed, shown as code so that no formatting (`*_~` in Slack) applies to it
 
 
 @dataclass(frozen=True)

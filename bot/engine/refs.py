@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import QueryError
+from ..errors import QueryError, literal
 
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 KEY_HEX = 16  # a commit key is the first 8 bytes of its id (bot/store/store.py)
@@ -69,18 +69,20 @@ def unknown_ref_error(repo: str, name: str, tips: dict[str, bytes]) -> QueryErro
     tags = sorted({short_name(n) for n in tips if n.startswith("refs/tags/")}, key=version_key, reverse=True)
     branches = sorted({short_name(n) for n in tips if n.startswith("refs/heads/")})
     close = difflib.get_close_matches(name, tags + branches, n=5, cutoff=0.6)
+    # ref names are the repository's (anyone who can push): each a code span that cannot be closed early
     if close:
         close_tags = sorted((c for c in close if c in tags), key=version_key, reverse=True)
-        hint = "nearest: " + ", ".join(f"`{c}`" for c in close_tags + [c for c in close if c not in tags])
+        hint = "nearest: " + ", ".join(literal(c) for c in close_tags + [c for c in close if c not in tags])
     elif tags or branches:
-        shown = [f"tags (newest first) " + ", ".join(f"`{t}`" for t in tags[:6]) + (" ..." if len(tags) > 6 else "")
+        shown = [f"tags (newest first) " + ", ".join(literal(t) for t in tags[:6]) + (" ..." if len(tags) > 6 else "")
                  ] if tags else []
         if branches:
-            shown.append("branches " + ", ".join(f"`{b}`" for b in branches[:6]) + (" ..." if len(branches) > 6 else ""))
+            shown.append("branches " + ", ".join(literal(b) for b in branches[:6])
+                         + (" ..." if len(branches) > 6 else ""))
         hint = "its " + "; ".join(shown)
     else:
         hint = "it has no tags or branches"
-    return QueryError(f"`{repo}` has no tag, branch or commit `{name}`; {hint}.")
+    return QueryError(f"{literal(repo)} has no tag, branch or commit {literal(name)}; {hint}.")
 
 
 def resolve(repo: str, name: str, tips: dict[str, bytes], rows_of_oid: Callable[[bytes], int],
