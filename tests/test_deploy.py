@@ -354,7 +354,7 @@ def test_operations_doc_explains_every_bot_scope():
 
 # --- the CLI commands the deploy files and the doc rely on ----------------------------------------
 
-NEEDED_COMMANDS = ("serve", "healthcheck", "doctor", "backup", "sync", "track", "repos")
+NEEDED_COMMANDS = ("serve", "healthcheck", "doctor", "backup", "restore", "status", "sync", "track", "repos")
 # Named by the brief, not written yet: the test tolerates their absence until they land.
 PENDING_COMMANDS: set[str] = set()
 

@@ -574,8 +574,34 @@ def backup(path, force):
         target.unlink()
     engine = _engine()
     engine.index.backup(target)
-    click.echo(f"backed up the index to {target} ({target.stat().st_size:,} bytes); restore: stop gad-bot, "
-               f"copy it to {engine.settings.index_path}, start gad-bot")
+    click.echo(f"backed up the index to {target} ({target.stat().st_size:,} bytes); to restore it: stop gad-bot, "
+               f"run `gad-bot restore {target}`, start gad-bot")
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@friendly
+def restore(path):
+    """Put a `gad-bot backup` file in place of the index (gad-bot serve must be stopped); the old index is kept aside."""
+    from pathlib import Path
+
+    from ..store.index import Index, restore_index
+    from .liveness import ServeLock
+
+    settings = _settings()
+    with ServeLock.acquire(settings, doing="restore the index"):  # no serve may start meanwhile
+        restored = restore_index(Path(path).expanduser(), settings.index_path)
+        index = Index(settings.index_path)  # migrations, if the backup is older than this gad-bot
+        try:
+            if not index.integrity_ok():
+                raise ConfigError(f"the restored index fails SQLite's integrity check; the one it replaced is "
+                                  f"{restored.kept}: move it back, and try an older backup.")
+            schema = index.schema_version()
+        finally:
+            index.close()
+    kept = f"; the index it replaced is kept as {restored.kept} (delete it once all is well)" if restored.kept else ""
+    click.echo(f"restored the index from {path} ({restored.size:,} bytes, integrity ok, schema {schema}){kept}. "
+               "Start gad-bot again; `gad-bot sync` fetches any mirror that is missing.")
 
 
 def main() -> None:

@@ -120,7 +120,9 @@ class ServeLock:
         self.fd = fd
 
     @classmethod
-    def acquire(cls, settings: Settings) -> "ServeLock":
+    def acquire(cls, settings: Settings, doing: str | None = None) -> "ServeLock":
+        """The lock, or ConfigError (one sentence). `doing`: what a command other than `serve` wants
+        the lock for (`restore the index`), named in its refusal."""
         try:
             settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(lock_path(settings), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -133,6 +135,10 @@ class ServeLock:
         except OSError:
             held = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
             os.close(fd)
+            if doing:
+                raise ConfigError(f"`gad-bot serve` (process {held or '?'}) is running on {settings.data_dir}; "
+                                  f"stop it first (systemctl stop gad-bot, docker compose stop gad-bot), then "
+                                  f"{doing}.") from None
             raise ConfigError(f"another `gad-bot serve` (process {held or '?'}) is already running on "
                               f"{settings.data_dir}; stop it first, or give this one its own GAD_DATA_DIR.") from None
         os.ftruncate(fd, 0)

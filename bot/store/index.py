@@ -23,6 +23,7 @@ Tables (as of migration 6):
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -397,6 +398,64 @@ def _create_private(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not path.exists():
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What `restore_index` did."""
+
+    size: int  # bytes of the restored index
+    schema: int  # its schema version as copied (migrations run on the next open)
+    kept: Path | None  # where the index it replaced was moved (None: there was none)
+
+
+def restore_index(backup: Path, target: Path) -> Restored:
+    """Put a backup in place of the index at `target`, so that nothing of the old one is replayed over it.
+
+    The backup is checked first (a SQLite file, a gad-bot index no newer than this code, integrity
+    ok); the old index and its -wal and -shm files are moved aside whole (`<name>.before-restore`,
+    nothing is deleted), since SQLite would replay an old WAL over the copy; the copy is written
+    beside the target and renamed into place, so a failure midway leaves no half-written index.
+    The caller makes sure no `serve` runs (bot/faces/liveness.py holds its lock meanwhile).
+    """
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"{backup} {why}; give the path of a file written by `gad-bot backup`.")
+
+    if not backup.is_file():
+        raise refuse("is not a file")
+    try:
+        source = sqlite3.connect(f"{backup.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            problems = [row[0] for row in source.execute("PRAGMA integrity_check")]
+            if problems != ["ok"]:
+                raise refuse(f"fails SQLite's integrity check ({problems[0][:200]})")
+            has = source.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('migrations', 'repos')")
+            if has.fetchone()[0] != 2:
+                raise refuse("is a SQLite database but not a gad-bot index")
+            schema = source.execute("SELECT max(version) FROM migrations").fetchone()[0] or 0
+        finally:
+            source.close()
+    except sqlite3.DatabaseError as error:
+        raise refuse(f"cannot be read as a SQLite database ({error})") from None
+    if schema > SCHEMA_VERSION:
+        raise ConfigError(f"{backup} is an index of schema {schema}, newer than this gad-bot's {SCHEMA_VERSION}; "
+                          "restore it with the gad-bot version that wrote it.")
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    incoming = target.with_name(target.name + ".restoring")
+    shutil.copyfile(backup, incoming)
+    os.chmod(incoming, 0o600)
+    with open(incoming, "rb+") as handle:
+        os.fsync(handle.fileno())
+    kept = None
+    if target.exists():
+        kept = target.with_name(target.name + ".before-restore")
+        for suffix in ("", "-wal", "-shm"):
+            old, aside = Path(f"{target}{suffix}"), Path(f"{kept}{suffix}")
+            aside.unlink(missing_ok=True)
+            if old.exists():
+                os.replace(old, aside)
+    os.replace(incoming, target)
+    return Restored(target.stat().st_size, schema, kept)
 
 
 class Index:
