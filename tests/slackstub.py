@@ -80,6 +80,7 @@ METHOD_SCOPES: dict[str, str] = {
     "chat.update": "chat:write",
     "users.info": "users:read",
     "chat.unfurl": "links:write",
+    "users.conversations": "channels:read",
     "files.getUploadURLExternal": "files:write",
     "files.completeUploadExternal": "files:write",
 }
@@ -404,6 +405,72 @@ def function_executed_event(callback_id: str, inputs: Mapping[str, Any], *, bot_
     }
 
 
+def view_state(view: Mapping[str, Any], answers: Mapping[str, Any]) -> dict[str, Any]:
+    """``view.state.values`` as Slack sends it on submit, for the input blocks answered in ``answers``
+    (block_id -> a list of option values, a date/time/conversation id, an option value or text)."""
+    values: dict[str, Any] = {}
+    for block in view.get("blocks") or []:
+        if block.get("type") != "input" or block.get("block_id") not in answers:
+            continue
+        element, answer = block["element"], answers[block["block_id"]]
+        kind = element["type"]
+        state: dict[str, Any] = {"type": kind}
+        if kind == "multi_external_select":
+            state["selected_options"] = [{"text": {"type": "plain_text", "text": v, "emoji": True}, "value": v}
+                                         for v in answer]
+        elif kind == "static_select":
+            (option,) = [o for o in element["options"] if o["value"] == answer]
+            state["selected_option"] = option
+        elif kind == "datepicker":
+            state["selected_date"] = answer
+        elif kind == "timepicker":
+            state["selected_time"] = answer
+        elif kind == "conversations_select":
+            state["selected_conversation"] = answer
+        else:
+            state["value"] = answer
+        values[block["block_id"]] = {element["action_id"]: state}
+    return {"values": values}
+
+
+def view_submission_payload(view: Mapping[str, Any], answers: Mapping[str, Any], *,
+                            user_id: str = "U123") -> dict[str, Any]:
+    """A ``view_submission`` payload: the opened modal (as views.open returned it) with its answers."""
+    submitted = dict(view)
+    submitted["state"] = view_state(view, answers)
+    return {
+        "type": "view_submission",
+        "team": {"id": TEAM_ID, "domain": TEAM_DOMAIN},
+        "user": {"id": user_id, "username": "alice", "name": "alice", "team_id": TEAM_ID},
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "trigger_id": _trigger_id(),
+        "view": submitted,
+        "response_urls": [],
+        "is_enterprise_install": False,
+        "enterprise": None,
+    }
+
+
+def block_suggestion_payload(view: Mapping[str, Any], action_id: str, value: str, *, block_id: str,
+                             user_id: str = "U123") -> dict[str, Any]:
+    """A ``block_suggestion`` payload: a person typed ``value`` into an external select of an open modal."""
+    return {
+        "type": "block_suggestion",
+        "user": {"id": user_id, "username": "alice", "name": "alice", "team_id": TEAM_ID},
+        "container": {"type": "view", "view_id": view.get("id")},
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "action_id": action_id,
+        "block_id": block_id,
+        "value": value,
+        "team": {"id": TEAM_ID, "domain": TEAM_DOMAIN},
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "view": dict(view),
+    }
+
+
 def message_action_payload(callback_id: str, text: str, *, user_id: str = "U123", channel_id: str = "C123",
                            message_ts: str = "1700000000.000300", thread_ts: str | None = None,
                            response_url: str = f"https://hooks.slack.com/app/{TEAM_ID}/1000000003/stubresponseurl"
@@ -494,6 +561,8 @@ class SlackStub:
         self._files: dict[str, UploadedFile] = {}
         self._upload_keys: dict[str, str] = {}
         self.home_views: dict[str, dict[str, Any]] = {}
+        self.opened_views: list[dict[str, Any]] = []  # views.open, in order (modals as Slack stores them)
+        self.memberships: dict[str, list[str]] = {}  # user id -> channel ids (users.conversations)
         self._ids = itertools.count(1)
         self._ts_lock = threading.Lock()
         self._last_ts = (0, 0)
@@ -1088,6 +1157,34 @@ class SlackStub:
         with self._cond:
             self.home_views[user_id] = published
         return {"ok": True, "view": published}
+
+    def _m_views_open(self, args):
+        view = args.get("view")
+        if not args.get("trigger_id"):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not isinstance(view, dict) or view.get("type") != "modal":
+            return {"ok": False, "error": "invalid_arguments"}
+        title = (view.get("title") or {}).get("text", "")
+        if not title or len(title) > 24:
+            return {"ok": False, "error": "invalid_arguments",
+                    "response_metadata": {"messages": ["[ERROR] must be less than 25 characters [json-pointer:/view/title/text]"]}}
+        errors = _block_errors(view.get("blocks") or [], MAX_VIEW_BLOCKS, "/view/blocks")
+        if errors:
+            return {"ok": False, "error": "invalid_arguments",
+                    "response_metadata": {"messages": [f"[ERROR] {e}" for e in errors]}}
+        view_id = "V" + uuid.uuid4().hex[:10].upper()
+        opened = {**view, "id": view_id, "team_id": self.team_id, "state": {"values": {}},
+                  "hash": f"{int(time.time())}.{uuid.uuid4().hex[:8]}", "private_metadata": view.get("private_metadata", ""),
+                  "root_view_id": view_id, "app_id": self.app_id, "bot_id": self.bot_id}
+        with self._cond:
+            self.opened_views.append(opened)
+        return {"ok": True, "view": opened}
+
+    def _m_users_conversations(self, args):
+        user = args.get("user") or ""
+        channels = [{"id": c, "name": c.lower(), "is_channel": c.startswith("C"), "is_private": c.startswith("G")}
+                    for c in self.memberships.get(user, [])]
+        return {"ok": True, "channels": channels, "response_metadata": {"next_cursor": ""}}
 
     def _m_users_info(self, args):
         uid = args.get("user")

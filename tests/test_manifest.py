@@ -21,6 +21,8 @@ EXPECTED_BOT_SCOPES = {
     "chat:write.public",  # digests in public channels the bot was not invited to
     "files:write",  # digest charts, CSV exports
     "users:read",  # subscriber's time zone, is the user a workspace admin
+    "channels:read",  # Home: the public channels a person is in, for their digests
+    "groups:read",  # ... and the private ones
     "links:read",  # link_shared: links of the unfurl domains pasted in messages
     "links:write",  # chat.unfurl: the card of a tracked repository
 }

@@ -12,7 +12,8 @@ from ..errors import GadError
 from ..store.sources import redact
 
 # What the features use; manifest.yml asks for exactly these (tests/test_manifest.py checks both).
-NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read", "links:read", "links:write")
+NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read", "channels:read",
+                 "groups:read", "links:read", "links:write")
 UNFURL_SCOPES = ("links:read", "links:write")  # needed only while GAD_UNFURLS is on
 
 

@@ -39,6 +39,7 @@ from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import share as sharing
 from .links import LinksFace
+from .modals import ModalsFace
 from .workflow import WorkflowStep
 from .slacktext import decode
 from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
@@ -166,6 +167,8 @@ class SlackFace:
         app.action(kit.UNTRACK_CANCEL_ACTION_ID)(self.cancel_untrack)
         LinksFace(self.settings, self.engine, self.today, self.ask_privately).register(app)
         WorkflowStep(self.engine, self.today).register(app)
+        ModalsFace(self.settings, self.engine, self.digests, self.today, require_admin=self._require_admin,
+                   user_tz=self._user_tz).register(app)
         app.error(self.on_error)
 
     def ack_command(self, ack, command, respond, client) -> None:

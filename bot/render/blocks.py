@@ -440,10 +440,28 @@ def _home_line(row: HomeRow) -> str:
     return line
 
 
+HOME_REPORT = "gad_home_report"  # the Home tab's buttons; each opens a modal (bot/render/modals.py)
+HOME_COMPARE = "gad_home_compare"
+HOME_SUBSCRIBE = "gad_home_subscribe"
+HOME_DIGESTS = "gad_home_digests"
+
+
+def _home_buttons() -> dict:
+    def button(action_id: str, text: str, primary: bool = False) -> dict:
+        made = {"type": "button", "action_id": action_id, "value": action_id.removeprefix("gad_home_"),
+                "text": plain(text, BUTTON_TEXT_LIMIT)}
+        return {**made, "style": "primary"} if primary else made
+
+    return {"type": "actions", "block_id": "home_buttons", "elements": [
+        button(HOME_REPORT, "Ask a report", primary=True), button(HOME_COMPARE, "Compare"),
+        button(HOME_SUBSCRIBE, "Subscribe a channel"), button(HOME_DIGESTS, "Digests of my channels")]}
+
+
 def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool) -> dict:
     """The App Home tab (views.publish): how to use /gad and each tracked repository's last full week in 2GAD."""
     blocks: list[dict] = [
         header("gad-bot: effort in 2GAD"),
+        _home_buttons(),
         section("*2GAD* (Git Active Days x 2) measures effort in person-days: every day a person "
                 "committed counts as two person-days.\nType `/gad REPO` in any channel, e.g. "
                 f"{code('/gad ' + EXAMPLES[0], 200)}; `/gad help` lists everything you can ask."),

@@ -1,0 +1,274 @@
+"""The Home tab's buttons and their modals: ask a report, compare, subscribe a channel, see digests.
+
+A button opens its modal (views.open, with the click's trigger_id); the repository fields search the
+tracked names (block_suggestion). On submit the form's values are joined into ONE command text for
+the grammar (bot/engine/query.py), field by field: the first field whose addition the grammar
+refuses gets the grammar's sentence next to it (`response_action: errors`) and the modal stays
+open. A valid form closes, and the answer, rendered as for `/gad`, goes to the chosen channel or to
+the person's DM with gad-bot.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import date
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from ..config import Settings
+from ..engine import query as q
+from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
+from ..render import blocks as kit
+from ..render import modals as ui
+
+log = logging.getLogger(__name__)
+
+
+class FormError(Exception):
+    """A field the grammar (or a rule) refused: which block, and the sentence to show next to it."""
+
+    def __init__(self, block: str, sentence: str):
+        super().__init__(sentence)
+        self.block, self.sentence = block, sentence
+
+
+def _values(view: dict) -> dict[str, str | list[str] | None]:
+    """The submitted fields, by block id: a string, a list of names, or None when left empty."""
+    out: dict[str, str | list[str] | None] = {}
+    for block_id, actions in ((view.get("state") or {}).get("values") or {}).items():
+        for action in actions.values():
+            kind = action.get("type")
+            if kind == "multi_external_select":
+                out[block_id] = [o.get("value", "") for o in action.get("selected_options") or []]
+            elif kind in ("static_select", "external_select"):
+                out[block_id] = (action.get("selected_option") or {}).get("value")
+            elif kind == "datepicker":
+                out[block_id] = action.get("selected_date")
+            elif kind == "timepicker":
+                out[block_id] = action.get("selected_time")
+            elif kind == "conversations_select":
+                out[block_id] = action.get("selected_conversation")
+            else:
+                out[block_id] = action.get("value")
+    return out
+
+
+def command_text(head: str, fields: list[tuple[str, str | None]], today: date):
+    """Join `head` and each (block, token) in order, parsing after each: (text, parsed) or FormError."""
+    text = head
+    parsed = None
+    for block, token in fields:
+        if not token:
+            continue
+        text = f"{text} {token}".strip()
+        try:
+            parsed = q.parse_command(text, today)
+        except QueryError as error:
+            raise FormError(block, str(error)) from None
+    return text, parsed
+
+
+def _ref_token(value: str | None) -> str | None:
+    if not value or not value.strip():
+        return None
+    value = value.strip()
+    if len(value.split()) != 1:
+        raise FormError(ui.REF, "One branch (e.g. `main`) or one range (e.g. `v1.0..v2.0`), without spaces.")
+    return f"range:{value}" if ".." in value else f"branch:{value}"
+
+
+class ModalsFace:
+    def __init__(self, settings: Settings, engine, digests, today: Callable[[], date], *,
+                 require_admin: Callable[[WebClient, str, str], None], user_tz: Callable[[WebClient, str], str | None]):
+        self.settings, self.engine, self.digests, self.today = settings, engine, digests, today
+        self.require_admin, self.user_tz = require_admin, user_tz
+
+    def register(self, app) -> None:
+        for action_id, view in ((kit.HOME_REPORT, ui.report_modal), (kit.HOME_COMPARE, ui.compare_modal),
+                                (kit.HOME_SUBSCRIBE, ui.subscribe_modal)):
+            app.action(action_id)(self._opener(view))
+        app.action(kit.HOME_DIGESTS)(self.open_digests)
+        app.options(ui.NAMES_ACTION)(self.name_options)
+        app.view(ui.MODAL_REPORT)(ack=self.check_report, lazy=[self.answer_report])
+        app.view(ui.MODAL_COMPARE)(ack=self.check_compare, lazy=[self.answer_compare])
+        app.view(ui.MODAL_SUBSCRIBE)(ack=self.check_subscribe, lazy=[self.answer_subscribe])
+
+    # -- opening ---------------------------------------------------------------------------------
+    def _opener(self, build: Callable[[], dict]):
+        def open_modal(ack, body, client: WebClient) -> None:
+            ack()
+            client.views_open(trigger_id=body["trigger_id"], view=build())
+        return open_modal
+
+    def open_digests(self, ack, body, client: WebClient) -> None:
+        ack()
+        user = body.get("user", {}).get("id", "")
+        trigger = body["trigger_id"]  # used first: a trigger_id lasts 3 seconds
+        lines: list[str]
+        if self.digests is None:
+            lines = ["Digests are not enabled on this gad-bot."]
+        else:
+            try:
+                mine = set(self._channels_of(client, user))
+                from ..digests import subscriptions as subs
+
+                lines = [ui.digest_line(s.channel_id, s.repos, s.schedule_words(), s.paused)
+                         for s in subs.all_subscriptions(self.engine.index) if s.channel_id in mine]
+            except SlackApiError as error:
+                lines = [f"I cannot list your channels (Slack said `{kit.escape_mrkdwn(str(error.response.get('error')))}`"
+                         "); `/gad subscriptions` in a channel shows its digest."]
+        client.views_open(trigger_id=trigger, view=ui.digests_modal(lines))
+
+    def _channels_of(self, client: WebClient, user: str, limit: int = 2000) -> list[str]:
+        channels: list[str] = []
+        cursor = None
+        while len(channels) < limit:
+            page = client.users_conversations(user=user, types="public_channel,private_channel", limit=200,
+                                              exclude_archived=True, cursor=cursor)
+            channels += [c["id"] for c in page.get("channels") or []]
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                break
+        return channels
+
+    def name_options(self, ack, payload) -> None:
+        ack(**ui.name_options(self.engine.known_names(), str(payload.get("value") or "")))
+
+    # -- checking (in the ack: errors next to their field) ------------------------------------------
+    def _form(self, view: dict, kind: str):
+        values = _values(view)
+        names = values.get(ui.NAMES) or []
+        if not names:
+            raise FormError(ui.NAMES, "Choose at least one repository or project.")
+        head = ("compare " if kind == "compare" else "") + " ".join(names)
+        if kind == "compare" and len(names) < 2:
+            raise FormError(ui.NAMES, "Choose at least two repositories or projects to compare.")
+        fields = [(ui.NAMES, None)]
+        since, until = values.get(ui.SINCE), values.get(ui.UNTIL)
+        fields += [(ui.SINCE, f"since:{since}" if since else None), (ui.UNTIL, f"until:{until}" if until else None)]
+        if kind == "report":
+            by = values.get(ui.BY)
+            fields += [(ui.BY, f"by:{by}" if by and by != "none" else None), (ui.REF, _ref_token(values.get(ui.REF)))]
+        try:
+            q.parse_command(head, self.today())
+        except QueryError as error:
+            raise FormError(ui.NAMES, str(error)) from None
+        text, parsed = command_text(head, fields, self.today())
+        return text, parsed or q.parse_command(text, self.today()), values.get(ui.WHERE)
+
+    def _check(self, ack, view: dict, kind: str) -> None:
+        try:
+            self._form(view, kind)
+        except FormError as error:
+            ack(response_action="errors", errors={error.block: error.sentence[:500]})
+            return
+        ack()
+
+    def check_report(self, ack, view) -> None:
+        self._check(ack, view, "report")
+
+    def check_compare(self, ack, view) -> None:
+        self._check(ack, view, "compare")
+
+    def _subscribe_form(self, view: dict):
+        values = _values(view)
+        names = values.get(ui.NAMES) or []
+        if not names:
+            raise FormError(ui.NAMES, "Choose at least one repository or project.")
+        fields = [(ui.DAY, f"day:{values[ui.DAY]}" if values.get(ui.DAY) else None),
+                  (ui.TIME, f"time:{values[ui.TIME]}" if values.get(ui.TIME) else None),
+                  (ui.TZ, f"tz:{values[ui.TZ].strip()}" if (values.get(ui.TZ) or "").strip() else None)]
+        head = "subscribe " + " ".join(names)
+        try:
+            q.parse_command(head, self.today())
+        except QueryError as error:
+            raise FormError(ui.NAMES, str(error)) from None
+        text, parsed = command_text(head, fields, self.today())
+        if not values.get(ui.CHANNEL):
+            raise FormError(ui.CHANNEL, "Choose the channel that gets the digest.")
+        return text, parsed or q.parse_command(text, self.today()), values[ui.CHANNEL]
+
+    def _subscription(self, body: dict, client: WebClient):
+        """The checked form (FormError otherwise), the admin rule (GAD_SUBSCRIBERS) included."""
+        form = self._subscribe_form(body["view"])
+        if self.digests is None:
+            raise FormError(ui.CHANNEL, "Digests are not enabled on this gad-bot.")
+        if self.settings.subscribers == "admins":
+            try:
+                self.require_admin(client, body.get("user", {}).get("id", ""), "change a channel's digest")
+            except PermissionDeniedError as error:
+                raise FormError(ui.CHANNEL, str(error)) from None
+        return form
+
+    def check_subscribe(self, ack, body, client: WebClient) -> None:
+        try:
+            self._subscription(body, client)
+        except FormError as error:
+            ack(response_action="errors", errors={error.block: error.sentence[:500]})
+            return
+        ack()
+
+    # -- answering (after the modal closed) ----------------------------------------------------------
+    def _post(self, client: WebClient, user: str, where: str | None, text: str, blocks: list[dict]) -> None:
+        """To the chosen channel, else to the person's DM; a channel that refuses: the DM, saying why."""
+        if where:
+            try:
+                client.chat_postMessage(channel=where, text=text, blocks=blocks, unfurl_links=False,
+                                        unfurl_media=False)
+                return
+            except SlackApiError as error:
+                why = str(error.response.get("error"))
+                log.info("a modal's answer to %s was refused: %s", where, why)
+                blocks = [*blocks, kit.context([f"I could not post this in <#{where}> (Slack said "
+                                                f"`{kit.escape_mrkdwn(why)}`; `/invite @gad-bot` there first)."])]
+        client.chat_postMessage(channel=user, text=text, blocks=blocks, unfurl_links=False, unfurl_media=False)
+
+    def _answer(self, body: dict, client: WebClient, kind: str) -> None:
+        user = body.get("user", {}).get("id", "")
+        where = None
+        try:
+            text, parsed, where = self._form(body["view"], kind)
+            if kind == "compare":
+                from ..render.compare import compare_blocks
+
+                answer = compare_blocks(self.engine.compare(parsed, self.today()), text, public=True)
+            else:
+                try:
+                    report = self.engine.report(parsed.query, self.today())
+                except UnknownRepoError as error:
+                    raise q.explain_unknown(error, text) from None
+                answer = kit.report_blocks(report, text, public=True)
+            self._post(client, user, where, *answer)
+        except FormError:
+            return  # shown next to its field by the ack; the modal is still open
+        except GadError as error:
+            self._post(client, user, None, *kit.error_blocks(str(error)))
+        except Exception:
+            reference = uuid.uuid4().hex[:8]
+            log.exception("internal error answering a modal (reference %s)", reference)
+            self._post(client, user, None, *kit.error_blocks("Something went wrong on gad-bot's side.", reference))
+
+    def answer_report(self, body, client) -> None:
+        self._answer(body, client, "report")
+
+    def answer_compare(self, body, client) -> None:
+        self._answer(body, client, "compare")
+
+    def answer_subscribe(self, body, client) -> None:
+        user = body.get("user", {}).get("id", "")
+        try:
+            _, parsed, channel = self._subscription(body, client)
+            reply = self.digests.handle(parsed, channel_id=channel, team_id=(body.get("team") or {}).get("id"),
+                                        user_id=user, user_tz=self.user_tz(client, user))
+            self._post(client, user, channel if reply.public else None, reply.text, reply.blocks)
+        except FormError:
+            return  # shown next to its field by the ack; the modal is still open
+        except GadError as error:
+            self._post(client, user, None, *kit.error_blocks(str(error)))
+        except Exception:
+            reference = uuid.uuid4().hex[:8]
+            log.exception("internal error subscribing from a modal (reference %s)", reference)
+            self._post(client, user, None, *kit.error_blocks("Something went wrong on gad-bot's side.", reference))
