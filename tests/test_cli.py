@@ -76,7 +76,7 @@ def test_track_sync_repos_untrack(repo, tmp_path):
     (("report", "proj", "since:2024-06", "until:2024-01"), "starts after"),
     (("report", "proj", "colour:red"), "not a token"),
     (("report", "nothing-here"), "No repository or project named"),
-    (("track", "/definitely/not/a/repo"), "not a git repository"),
+    (("track", "/definitely/not/a/repo"), "does not exist"),
     (("track", "https://user:hunter2@example.com/x.git"), "Credentials"),
 ])
 def test_bad_input_is_one_line_exit_2_no_traceback(tmp_path, args, fragment):

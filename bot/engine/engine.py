@@ -153,10 +153,27 @@ class Engine:
         return self.index.projects()
 
     def find_by_source(self, source: str) -> RepoRow | None:
+        """The tracked repository with this source, however it is written: a URL with or without a trailing
+        `/` or `.git`, a local path by the git directory it opens (any directory of its work tree)."""
+        wanted = self._source_key(source)
         for repo in self.index.repos():
-            if repo.source == source:
+            if repo.source == source or self._source_key(repo.source, repo) == wanted:
                 return repo
         return None
+
+    @staticmethod
+    def _source_key(source: str, repo: RepoRow | None = None) -> str:
+        from ..store.mirrors import open_local
+        from ..store.sources import is_local_path
+
+        if is_local_path(source):
+            if repo is not None and repo.in_place:
+                return str(repo.mirror_path)  # an in-place repository's mirror path is its git directory
+            try:
+                return str(open_local(source))
+            except GadError:
+                return source  # gone or not a repository: only the same text matches
+        return source.rstrip("/").removesuffix(".git").rstrip("/")
 
     def track(self, source: str, name: str | None = None, *, in_place: bool = False,
               progress: Progress | None = None, paths: bool = True, guarded: bool = False) -> SyncResult:
@@ -174,6 +191,10 @@ class Engine:
         if self.index.repo(name):
             raise QueryError(f"A repository named `{name}` is already tracked; choose another name with `as:NAME` "
                              f"(CLI: --name) or sync it with {command('sync ' + name)}.")
+        same = self.find_by_source(source)
+        if same is not None:  # the same history twice would be counted, synced and stored twice
+            raise QueryError(f"That repository is tracked already as `{same.name}`; ask about `{same.name}`, "
+                             f"or untrack it first to track it under another name.")
         if in_place:
             path = open_local(source)
             Mirror(path)  # fails early, clearly, if it is not readable
@@ -442,13 +463,13 @@ class Engine:
         if tip is None:
             self._require_other_refs([repo], f"`branch:{branch}`")  # it may be a ref not walked yet
             names = sorted(n.removeprefix("refs/heads/") for n in tips if n.startswith("refs/heads/"))
-            close = nearest(branch, names, n=1)
-            if close:
-                raise QueryError(f"`{repo.name}` has no branch {literal(branch)}; did you mean "
-                                 f"{literal('branch:' + close[0])}?")
+            default = repo.head_ref.removeprefix("refs/heads/") if repo.head_ref else None
+            close = [c for c in nearest(branch, names, n=2) if c != default][:1]
             # branch names are the repository's: code spans a backtick in a name cannot close
-            hint = ", ".join(literal(b) for b in names[:8]) + (" ..." if len(names) > 8 else "")
-            raise QueryError(f"`{repo.name}` has no branch {literal(branch)}; its branches are {hint or 'none'}.")
+            offers = ([f"{literal('branch:' + default)} (its default branch)"] if default else []) + \
+                [literal("branch:" + c) for c in close] + ["`branch:HEAD` (the default branch, whatever its name)"]
+            either = offers[0] if len(offers) == 1 else ", ".join(offers[:-1]) + " or " + offers[-1]
+            raise QueryError(f"`{repo.name}` has no branch {literal(branch)}; did you mean {either}?")
         reached = self._masks.get_or_compute(_snapshot_key(columns, "branch", tip),
                                              lambda: self.reachable_rows(columns, [tip]))
         return columns.in_rows(reached)
@@ -686,12 +707,18 @@ class Engine:
 
     def _range_mask(self, repo: RepoRow, columns: col.RepoColumns, span: RefRange) -> np.ndarray:
         """Membership of `range:A..B` over the columns: reachable from B and not from A (git's `A..B`)."""
-        try:
-            end = self.resolve_ref(repo, columns, span.end)
-            start = self.resolve_ref(repo, columns, span.start) if span.start else None
-        except QueryError:
+        found, unknown = {}, []
+        for name in (span.start, span.end):  # both looked up, so that both unknown names are told at once
+            if name is None:
+                continue
+            try:
+                found[name] = self.resolve_ref(repo, columns, name)
+            except QueryError as error:
+                unknown.append(error)
+        if unknown:
             self._require_other_refs([repo], f"`range:{span.start or ''}..{span.end}`")
-            raise
+            raise unknown[0] if len(unknown) == 1 else QueryError(" ".join(map(str, unknown)))
+        end, start = found[span.end], found.get(span.start) if span.start else None
         def between() -> np.ndarray:
             rows = self._reach_from_row(columns, end)
             if start is not None:
@@ -769,13 +796,25 @@ class Engine:
         return out
 
     # -- side by side: `compare` ------------------------------------------------
+    def _compare_item(self, command: Compare, item, today: date | None) -> Report:
+        """One item's report; a mistake in its `NAME:PATH` is told in the form typed (`git:bultin`, not `path:`)."""
+        try:
+            return self.report(dataclasses.replace(command.item_query(item), by="month"), today)
+        except QueryError as error:
+            if item.path is None or item.path in command.query.paths:
+                raise
+            typed = f"`path:{item.path}`"
+            if typed not in str(error):
+                raise
+            raise QueryError(str(error).replace(typed, f"`{item.label}`")
+                             .replace("`path:", f"`{item.name}:")) from None
+
     def compare(self, command: Compare, today: date | None = None):
         """One row per item over the same tokens (each item's report, by month, boiled down)."""
         from ..metric import CompareReport, CompareRow
 
         with self._masks.staged():  # one item refused: nothing cached for the others either
-            reports = [self.report(dataclasses.replace(command.item_query(item), by="month"), today)
-                       for item in command.items]
+            reports = [self._compare_item(command, item, today) for item in command.items]
         rows = [CompareRow.from_report(item.label, report) for item, report in zip(command.items, reports)]
         query = command.query
         as_of = [r.data_as_of for r in reports]

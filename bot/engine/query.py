@@ -8,6 +8,7 @@ QueryError with one sentence saying what was wrong and what to type instead.
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 import unicodedata
@@ -427,6 +428,12 @@ def parse_query(words: list[str], today: date) -> Query:
             cleaned = value.lstrip("!").strip("/")
             if not cleaned or ".." in cleaned.split("/"):
                 raise QueryError(f"`path:{value}` is not a path inside the repository; use e.g. `path:src/net`.")
+            if any(c in cleaned for c in "*?["):
+                plain = itertools.takewhile(lambda part: not any(c in part for c in "*?["), cleaned.split("/"))
+                parent = "/".join(plain)
+                raise QueryError(f"`path:{value}` is a glob, and `path:` takes a directory or file, not a pattern; "
+                                 + (f"use `path:{value[:len(value) - len(value.lstrip('!'))]}{parent}` for everything under "
+                                    f"`{parent}`." if parent else "name a directory, e.g. `path:src`."))
             target.append(cleaned)
         elif key in ("since", "until"):
             _one(key, seen, value)

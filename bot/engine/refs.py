@@ -68,9 +68,16 @@ def unknown_ref_error(repo: str, name: str, tips: dict[str, bytes]) -> QueryErro
     """'`web` has no tag, branch or commit `v2.2`; nearest: `v2.1`, `v2.0` ...' (tags sorted by version)."""
     tags = sorted({short_name(n) for n in tips if n.startswith("refs/tags/")}, key=version_key, reverse=True)
     branches = sorted({short_name(n) for n in tips if n.startswith("refs/heads/")})
-    close = difflib.get_close_matches(name, tags + branches, n=5, cutoff=0.6)
+    # a version typed short (`2.40` for v2.40.0): the tags whose numbers begin with the same numbers,
+    # oldest first, lead (spelling alone would offer v2.4.5 and v2.45.4 before v2.40.0)
+    numbers = re.findall(r"\d+", name)
+    same_version = sorted((t for t in tags if numbers and re.findall(r"\d+", t)[:len(numbers)] == numbers),
+                          key=version_key)[:3]
+    close = list(dict.fromkeys(same_version + difflib.get_close_matches(name, tags + branches, n=5, cutoff=0.6)))[:5]
     # ref names are the repository's (anyone who can push): each a code span that cannot be closed early
-    if close:
+    if same_version:
+        hint = "nearest: " + ", ".join(literal(c) for c in close)
+    elif close:
         close_tags = sorted((c for c in close if c in tags), key=version_key, reverse=True)
         hint = "nearest: " + ", ".join(literal(c) for c in close_tags + [c for c in close if c not in tags])
     elif tags or branches:

@@ -899,8 +899,14 @@ def _make_private(root: Path) -> None:
 
 
 def open_local(path: str) -> Path:
-    """The git directory of a local repository (bare or not), or SourceError."""
-    discovered = pygit2.discover_repository(str(Path(path).expanduser().resolve()))
+    """The git directory of a local repository (bare or not), or SourceError.
+
+    A path inside a work tree (`report .` from a subdirectory) gives the repository's own git directory,
+    so that the same repository is known whichever of its directories is named."""
+    where = Path(path[len("file://"):] if path.lower().startswith("file://") else path).expanduser()
+    if not where.exists():
+        raise SourceError(f"`{path}` does not exist; give the path of a repository or of a bare mirror.")
+    discovered = pygit2.discover_repository(str(where.resolve()))
     if not discovered:
         raise SourceError(f"`{path}` is not a git repository; give the path of a repository or of a bare mirror.")
     return Path(discovered)
