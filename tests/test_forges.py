@@ -15,7 +15,7 @@ from bot.engine.engine import Engine
 from bot.engine.query import Query
 from bot.errors import GadError
 from tests.forgestub import ForgeStub
-from tests.gitbuild import oracle_pairs
+from tests.gitbuild import RepoBuilder, oracle_pairs
 
 TOKEN = "forge-token-123"
 
@@ -314,8 +314,10 @@ def test_each_periodic_sync_lists_the_organization_again_and_tells_its_channels(
         forge.rename(web, "acme/website")
         forge.delete(api)
         forge.add("acme/new", commits=[("cy@acme.example", "2024-03-03")])
+        RepoBuilder(forge.base / "acme/website.git", bare=True).commit(name="Dee", email="dee@acme.example",
+                                                                       date="2024-05-05")  # a push
         scheduler = DigestScheduler(engine.settings, engine)
-        scheduler.sync_all()
+        scheduler.sync_all()  # the organization's repositories are fetched with it, in one batch
         (call,) = stub.calls_to("chat.postMessage")
         assert call.args["channel"] == "C1"
         assert call.args["text"] == (
@@ -328,6 +330,7 @@ def test_each_periodic_sync_lists_the_organization_again_and_tells_its_channels(
         scheduler.sync_all()  # nothing changed: nothing said
         assert stub.calls_to("chat.postMessage") == []
     assert gad(engine, "acme") == oracle(forge, ["acme/website", "acme/new"]) + 2  # bob's day stays counted
+    assert engine.repo("acme/website").commits == 2  # the push is in
 
 
 def test_serve_lists_an_organization_in_a_sync_worker_and_tells_its_channels(forge, tmp_path):
@@ -358,7 +361,7 @@ def test_serve_lists_an_organization_in_a_sync_worker_and_tells_its_channels(for
                 time.sleep(0.1)
         finally:
             queue.shutdown()
-        assert [(d.job.kind, d.job.name, d.error) for d in done] == [("org", "acme", None)]
+        assert [(d.job.kind, d.job.name, d.error) for d in done] == [("org-fetch", "acme", None)]
         (call,) = stub.calls_to("chat.postMessage")
         assert call.args["text"] == "acme changed on its forge:\n• `acme/new` is new in acme: now tracked."
     assert gad(engine, "acme") == oracle(forge, ["acme/web", "acme/new"])

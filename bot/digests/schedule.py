@@ -17,8 +17,9 @@ Jobs (a BackgroundScheduler with an in-memory job store, rebuilt from SQLite at 
 - `sync`: every GAD_SYNC_INTERVAL_MINUTES (GAD_WEBHOOK_SYNC_INTERVAL_MINUTES when webhooks are
   configured), fetch and index every tracked repository whose back-off (repos.next_attempt_at, set by
   Engine.sync_one after a failure) has passed; in `serve`, in the sync worker processes. Then every
-  tracked forge organization is listed again (bot/engine/forgeorgs.py) and the channels subscribed to
-  its project are told what changed (bot/digests/orgnews.py).
+  tracked forge organization is listed again (bot/engine/forgeorgs.py), its repositories are fetched
+  in batches (not one by one with the others), and the channels subscribed to its project are told
+  what changed (bot/digests/orgnews.py).
 - `subscriptions-watch`: every WATCH_SECONDS, rebuild the digest jobs if the subscriptions changed
   (e.g. from another process), so a missed `reload()` costs at most a minute.
 """
@@ -63,17 +64,18 @@ def job_id(channel_id: str) -> str:
     return f"{DIGEST_PREFIX}{channel_id}"
 
 
-def due_repos(engine, now: datetime | None = None) -> list:
-    """Every tracked repository whose back-off (after a failed sync) has passed."""
+def due_repos(engine, now: datetime | None = None, exclude: frozenset[int] | set[int] = frozenset()) -> list:
+    """Every tracked repository whose back-off (after a failed sync) has passed (but those in `exclude`)."""
     now = now or utcnow()
-    return [repo for repo in engine.repos() if not (repo.next_attempt_at and repo.next_attempt_at > now)]
+    return [repo for repo in engine.repos()
+            if repo.id not in exclude and not (repo.next_attempt_at and repo.next_attempt_at > now)]
 
 
-def sync_due_repos(engine, now: datetime | None = None) -> list:
+def sync_due_repos(engine, now: datetime | None = None, exclude: frozenset[int] | set[int] = frozenset()) -> list:
     """Sync every tracked repository not in back-off; one failure never stops the others."""
     now = now or utcnow()
     results = []
-    for repo in due_repos(engine, now):
+    for repo in due_repos(engine, now, exclude):
         try:
             results.append(engine.sync_one(repo, now=now))
         except Exception:  # sync_one records GadErrors itself; anything else is a bug worth a log line
@@ -206,12 +208,15 @@ class DigestScheduler:
         return results
 
     def sync_all(self) -> list:
+        from ..store.orgindex import OrgIndex
+
         try:
+            members = OrgIndex(self.engine.index).member_repo_ids()  # fetched in batches with their organization
             if self.syncer is not None:
-                self.syncer([repo.name for repo in due_repos(self.engine, self.clock())])
+                self.syncer([repo.name for repo in due_repos(self.engine, self.clock(), members)])
                 results = []
             else:
-                results = sync_due_repos(self.engine, self.clock())
+                results = sync_due_repos(self.engine, self.clock(), members)
         except Exception:
             log.exception("the periodic sync failed")
             return []
@@ -230,7 +235,7 @@ class DigestScheduler:
             if self.org_syncer is not None:
                 self.org_syncer(names)
                 return
-            announce_org_changes(self.engine.index, self.client_factory(), self.engine.sync_orgs(names))
+            announce_org_changes(self.engine.index, self.client_factory(), self.engine.sync_orgs(names, fetch=True))
         except Exception:
             log.exception("listing the forge organizations again failed")
 

@@ -237,11 +237,12 @@ class Engine:
         owner (`acme`, `group/subgroup`; any case), or None when that owner is not tracked as a whole."""
         return self.forge_orgs.org_of(host, owner)
 
-    def sync_orgs(self, names: list[str] | None = None, progress=None) -> list["OrgSyncResult"]:
+    def sync_orgs(self, names: list[str] | None = None, progress=None, *, fetch: bool = False) -> list["OrgSyncResult"]:
         """List each tracked organization (those named; all when None) again: new repositories are tracked,
         renamed or transferred ones take their new name, deleted ones are marked gone; one OrgSyncResult each,
-        whose `changes` (OrgChange) are what the channels subscribed to it are told."""
-        return self.forge_orgs.sync(names, progress)
+        whose `changes` (OrgChange) are what the channels subscribed to it are told. fetch=True (the periodic
+        sync) also fetches and indexes every repository of the organization that is due, in batches."""
+        return self.forge_orgs.sync(names, progress, fetch=fetch)
 
     def index_paths(self, name: str, progress: Progress | None = None) -> tuple[int, float]:
         """What a first index leaves for after its answer: the refs outside branches and tags, then the changed

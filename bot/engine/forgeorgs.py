@@ -209,8 +209,13 @@ class OrgTracker:
             commits=outcome.commits, refused=listing.refused, failed=tuple(outcome.failed),
             changes=tuple(outcome.changes), seconds=time.monotonic() - started, waited_seconds=listing.waited_seconds)
 
-    def sync(self, names: list[str] | None = None, progress: OrgProgressFn | None = None) -> list[OrgSyncResult]:
-        """List each organization again: track new repositories, rename renamed ones, mark deleted ones gone."""
+    def sync(self, names: list[str] | None = None, progress: OrgProgressFn | None = None, *,
+             fetch: bool = False) -> list[OrgSyncResult]:
+        """List each organization again: track new repositories, rename renamed ones, mark deleted ones gone.
+
+        With fetch=True (the periodic sync) every repository of the organization that is due is fetched too,
+        in GAD_FORGE_FETCHES lanes of one fetch child each, and what changed is indexed in worker processes:
+        one fetch child a repository, as a lone sync starts, would cost more than the fetch itself."""
         orgs = self.rows.orgs()
         if names is not None:
             wanted = set(names)
@@ -228,9 +233,63 @@ class OrgTracker:
             outcome = self._reconcile(org, listing, progress, announce_new=True)
             self.rows.listed(org.id, None)
             self.engine.index.set_project(org.name, self._member_ids(org))
+            if fetch:
+                outcome.failed.extend(self._sync_members(org, outcome.fresh))
             results.append(OrgSyncResult(org.name, len(self._member_ids(org)), tuple(outcome.changes),
                                          tuple(outcome.failed)))
         return results
+
+    def _sync_members(self, org: OrgRow, skip: set[int]) -> list[tuple[str, str]]:
+        """Fetch every repository of `org` that is due (not gone upstream, not in back-off, not being synced by
+        another process right now, not just cloned), in lanes; then index each in the worker processes."""
+        engine, index, now = self.engine, self.engine.index, utcnow()
+        held: list[tuple[object, object]] = []  # (repository, its lock file), each locked without waiting
+        for row in self.rows.repos(org.id):
+            repo = index.repo_by_id(row.repo_id) if row.state == TRACKED and row.repo_id is not None else None
+            if repo is None or repo.id in skip or repo.in_place or not repo.mirror_path.exists() \
+                    or (repo.next_attempt_at and repo.next_attempt_at > now):
+                continue
+            handle = _try_lock(self.settings.data_dir, repo.id)
+            if handle is not None:
+                held.append((repo, handle))
+        failed: list[tuple[str, str]] = []
+        fetched: list[int] = []
+        if not held:
+            return failed
+        from ..store.mirrors import Mirror, fetch_many
+
+        def done(number: int, error: str | None) -> None:
+            repo, handle = held[number]
+            handle.close()  # unlocks: the index worker takes the lock again
+            if error is None:
+                fetched.append(repo.id)
+                return
+            failed.append((repo.name, error))
+            delay = timedelta(minutes=min(self.settings.sync_interval_minutes * 2 ** min(repo.failures + 1, 10), 24 * 60))
+            index.record_attempt(repo.id, error, now, now + delay)
+
+        try:
+            for repo, _ in held:
+                Mirror(repo.mirror_path).clear_stale_locks()  # what a killed fetch left: the lock is ours
+            lanes = max(1, min(self.settings.forge_fetches, len(held)))
+            guard = engine.policy if org.guarded else None
+            with ThreadPoolExecutor(lanes, thread_name_prefix="org-fetch") as pool:
+                for lane in range(lanes):
+                    numbers = list(range(lane, len(held), lanes))
+                    pool.submit(fetch_many, [held[n][0].mirror_path for n in numbers], engine.store.limits, guard,
+                                lambda i, error, numbers=numbers: done(numbers[i], error))
+        finally:
+            for _, handle in held:
+                handle.close()
+        with _IndexPool(engine, _index_workers(len(fetched))) as workers:
+            for repo_id, future in [(r, workers.submit(r)) for r in fetched]:
+                try:
+                    result = future.result()
+                except Exception as error:  # a worker that died: the next sync goes on
+                    result = _Indexed(0, f"indexing stopped ({type(error).__name__})")
+                if result.error:
+                    failed.append((index.repo_by_id(repo_id).name if index.repo_by_id(repo_id) else "?", result.error))
+        return failed
 
     def _owner_of_row(self, org: OrgRow) -> OwnerRef:
         forge = self.forges.forge_for(org.host)
@@ -329,6 +388,7 @@ class OrgTracker:
                 clock.commits += result.new_commits if result else 0
                 outcome.commits += result.new_commits if result else 0
                 outcome.new += 1
+                outcome.fresh.add(repo_id)
                 self.rows.set_state(org.id, row.forge_id, TRACKED, repo_id=repo_id)
                 index.set_project(org.name, [repo_id])  # counted from now on, whatever happens next
                 if announce_new:
@@ -411,6 +471,7 @@ class _Outcome:
     commits: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     changes: list[OrgChange] = field(default_factory=list)
+    fresh: set[int] = field(default_factory=set)  # repository ids cloned by this call
 
 
 @dataclass
@@ -424,6 +485,21 @@ class _Clock:
         if not self.done or self.done >= self.total:
             return None
         return (time.monotonic() - self.started) * (self.total - self.done) / self.done
+
+
+def _try_lock(data_dir, repo_id: int):
+    """The repository's writer lock (the file Engine._repo_lock takes), if no one holds it; else None."""
+    import fcntl
+
+    lock_dir = data_dir / "locks"
+    lock_dir.mkdir(exist_ok=True, mode=0o700)
+    handle = open(lock_dir / f"{repo_id}.lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
 
 
 def _index_workers(count: int) -> int:

@@ -39,7 +39,7 @@ DEBOUNCE_SECONDS = 1.0  # pushes within this second are one sync; short enough f
 
 @dataclass(frozen=True)
 class SyncJob:
-    kind: str  # "repo" or "org"
+    kind: str  # "repo", "org" (list again) or "org-fetch" (list again and fetch its repositories: periodic)
     name: str
 
 
@@ -145,9 +145,10 @@ class SyncQueue:
         return len(names)
 
     def sync_orgs_due(self, names: list[str]) -> int:
-        """Queue a new listing of each named forge organization (the periodic sync), behind any webhook's."""
+        """Queue a new listing of each named forge organization, and a fetch of its repositories (the periodic
+        sync), behind any webhook's."""
         for name in names:
-            self._request(SyncJob("org", name), 0, urgent=False)
+            self._request(SyncJob("org-fetch", name), 0, urgent=False)
         return len(names)
 
     def pending(self) -> int:
@@ -235,8 +236,8 @@ def run_sync(job: SyncJob) -> SyncDone:
 
     engine = workers._engine
     try:
-        if job.kind == "org":
-            results = engine.sync_orgs(names=[job.name])
+        if job.kind in ("org", "org-fetch"):
+            results = engine.sync_orgs(names=[job.name], fetch=job.kind == "org-fetch")
             _announce_org_changes(engine, results)
             return SyncDone(job, error=next((r.error for r in results if r.error), None))
         try:

@@ -572,9 +572,10 @@ def _child_request(limits: FetchLimits, guard: SourcePolicy | None, **what) -> s
                                                             "ssh": guard.allow_ssh}})
 
 
-def _fetch_many_in_child(paths: list[Path], limits: FetchLimits, guard: SourcePolicy | None,
-                         done: Callable[[int, str | None], None]) -> None:
-    """Fetch each of `paths` (new, empty mirrors) in one child process, one after the other: starting Python
+def fetch_many(paths: list[Path], limits: FetchLimits, guard: SourcePolicy | None,
+               done: Callable[[int, str | None], None]) -> None:
+    """Fetch each mirror of `paths` with prune, as `Mirror.fetch` does, in one child process, one after the other
+    (the caller holds each repository's lock, or owns the new mirror, until `done` says it is finished): starting Python
     and pygit2 takes ~0.4 s of CPU, more than fetching a small repository. `done(i, error or None)` is called
     as each finishes. Each fetch has the whole GAD_FETCH_TIMEOUT_SECONDS: one that takes longer is killed with
     its child, and a new child goes on with the rest."""
@@ -687,7 +688,7 @@ def _child_main() -> int:
 
     guard = request.get("guard")
     policy = None if guard is None else SourcePolicy(tuple(guard["allowed"]), tuple(guard["denied"]), guard["ssh"])
-    if "paths" in request:  # several fetches, one after the other: one interpreter start for all (_fetch_many_in_child)
+    if "paths" in request:  # several fetches, one after the other: one interpreter start for all (fetch_many)
         for number, path in enumerate(request["paths"]):
             try:
                 Mirror(Path(path)).fetch_here(limits, None, policy)
@@ -784,7 +785,7 @@ class MirrorStore:
             done(number, None if error else final, error)
 
         if staged:
-            _fetch_many_in_child([staging for _, staging, _ in staged], self.limits, guard, fetched)
+            fetch_many([staging for _, staging, _ in staged], self.limits, guard, fetched)
 
     def sweep(self) -> list[Path]:
         """Remove what an interrupted clone or fetch left: staging directories and stale temporary packs."""

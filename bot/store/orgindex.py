@@ -110,6 +110,11 @@ class OrgIndex:
             db.execute("UPDATE repos SET name = ?, source = ? WHERE id = ?", (new, source, repo_id))
             db.execute("UPDATE subscription_repos SET name = ? WHERE name = ?", (new, old))
 
+    def member_repo_ids(self) -> set[int]:
+        """The repositories the periodic sync fetches with their organization (tracked, not gone upstream)."""
+        return {r[0] for r in self.index.execute(
+            "SELECT repo_id FROM forge_org_repos WHERE state = 'tracked' AND repo_id IS NOT NULL")}
+
     def subscribed_channels(self, name: str) -> list[str]:
         """The channels whose digest subscription names `name` (a project or repository)."""
         return [r[0] for r in self.index.execute(
