@@ -120,3 +120,11 @@ def test_http_mode_switch_is_documented_in_the_manifest():
     text = MANIFEST.read_text(encoding="utf-8")
     assert "https://YOUR-HOST/slack/events" in text
     assert "socket_mode_enabled: false" in text
+
+
+def test_the_messages_tab_shows_what_gad_bot_sends_to_a_dm(manifest):
+    """CSVs of private answers go to the person's DM with the app (tests/test_surfaces.py:
+    test_csv_of_a_private_question_goes_to_the_askers_dm); Slack shows that conversation only with the
+    Messages tab on. The bot reads no messages, so it is read-only: people type /gad, not a message."""
+    home = manifest["features"]["app_home"]
+    assert home["messages_tab_enabled"] is True and home["messages_tab_read_only_enabled"] is True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -234,21 +235,21 @@ def test_confirmation_messages(engine):
     result = subs.subscribe(engine, "C1", command("subscribe web api"), user_tz="Europe/London", now=NOW)
     text, blocks = subscribe_blocks(result, next_due=result.subscription.next_due(NOW)[1], by="U0ANN1")
     body = json.dumps(blocks)
-    assert text == "@U0ANN1 subscribed this channel to api, web."
+    assert text == "<@U0ANN1> subscribed this channel to api, web."  # a mention: Slack shows the name
     assert body.startswith('[{"type": "section", "text": {"type": "mrkdwn", "text": "<@U0ANN1> subscribed this channel '
                            'to `api`, `web`.\\n:white_check_mark: *Subscribed.*')
     assert "Mondays at 09:00 (Europe/London)" in body and "Mon 2026-11-02 09:00" in body
     text, blocks = unsubscribe_blocks(subs.unsubscribe(engine, "C1", Unsubscribe(("web", "zzz"))), by="U0ANN1")
     body = json.dumps(blocks)
-    assert text == "@U0ANN1 removed web from this channel's digest."
+    assert text == "<@U0ANN1> removed web from this channel's digest."
     assert "<@U0ANN1> removed `web` from this channel's digest." in body
     assert "Unsubscribed from" in body and "`zzz`" in body and "Still subscribed (1)" in body
 
 
 @pytest.mark.parametrize("change, announced", [
-    ("subscribe web day:fri", "<@U0ANN1> moved it to Fridays at 09:00 (Europe/London)."),
+    ("subscribe web day:fri", "<@U0ANN1> moved this channel's weekly digest to Fridays at 09:00 (Europe/London)."),
     ("subscribe api", "<@U0ANN1> added `api` to this channel's digest."),
-    ("subscribe web people:on", "<@U0ANN1> now shows people's names."),
+    ("subscribe web people:on", "<@U0ANN1> made this channel's digest show people's names."),
     ("subscribe web", None),  # nothing changed: nothing to announce
 ])
 def test_every_change_is_announced_by_name(engine, change, announced):
@@ -256,7 +257,9 @@ def test_every_change_is_announced_by_name(engine, change, announced):
     face = DigestFace(engine.settings, engine, clock=lambda: NOW)
     reply = face.handle(command(change), channel_id="C1", user_id="U0ANN1")
     assert reply.public == (announced is not None)
-    if announced:
+    if announced:  # the notification text names the person by a mention and says what changed, not "it"
+        assert reply.text == re.sub(r"`([^`]*)`", r"\1", announced)
+        assert not re.search(r"(?<!<)@U|\bit\b", reply.text)
         assert json.dumps(reply.blocks).startswith(f'[{{"type": "section", "text": {{"type": "mrkdwn", "text": '
                                                    f'"{announced}')
     reply = face.handle(command("unsubscribe all"), channel_id="C1", user_id="U<script>")
@@ -287,7 +290,7 @@ def test_digest_face_handles_the_four_commands(engine):
     reply = face.handle(command("unsubscribe nosuch"), channel_id="C1")
     assert not reply.public and changes == [1]  # nothing removed, nothing to rebuild or announce
     reply = face.handle(command("unsubscribe all"), channel_id="C1", user_id="U0BOB2")
-    assert reply.public and reply.text == "@U0BOB2 unsubscribed this channel from its weekly digest."
+    assert reply.public and reply.text == "<@U0BOB2> unsubscribed this channel from its weekly digest."
     assert changes == [1, 1] and subs.get(engine.index, "C1") is None
     with pytest.raises(Exception):
         face.handle(command("digest"), channel_id="C1")

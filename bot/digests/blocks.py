@@ -288,8 +288,9 @@ def _local(moment: datetime, tz: str) -> str:
 
 
 def _who(user: str | None) -> tuple[str, str]:
-    """(mrkdwn, plain text) naming the person who made a change."""
-    return (mention(user), f"@{user}") if user else ("Someone", "Someone")
+    """(mrkdwn, notification text) naming the person who made a change: a mention in both, which Slack shows
+    as the person's name (a bare "@U123" in a notification names nobody)."""
+    return (mention(user), mention(user)) if user else ("Someone", "Someone")
 
 
 def subscribe_announcement(result: SubscribeResult, by: str | None) -> tuple[str, str] | None:
@@ -305,13 +306,14 @@ def subscribe_announcement(result: SubscribeResult, by: str | None) -> tuple[str
         parts.append(f"added {', '.join(code(n) for n in result.added)} to this channel's digest")
         plain.append(f"added {', '.join(result.added)} to this channel's digest")
     if set(result.changed) & {"day", "time", "tz"}:
-        parts.append(f"moved it to {escape_mrkdwn(sub.schedule_words())}")
-        plain.append(f"moved it to {sub.schedule_words()}")
+        parts.append(f"moved this channel's weekly digest to {escape_mrkdwn(sub.schedule_words())}")
+        plain.append(f"moved this channel's weekly digest to {sub.schedule_words()}")
     if "people" in result.changed:
-        parts.append("now shows people's names" if sub.people else "now hides people's names")
+        parts.append("made this channel's digest show people's names" if sub.people
+                     else "made this channel's digest hide people's names")
         plain.append(parts[-1])
     if result.unpaused:
-        parts.append("resumed its deliveries")
+        parts.append("resumed this channel's digest deliveries")
         plain.append(parts[-1])
     if not parts:
         return None
