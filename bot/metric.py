@@ -114,6 +114,11 @@ class Report:
     coauthors: bool = False
     coauthor_commits: int = 0
     coauthor_active_days: int = 0
+    # `range:A..B`: the author days of the commits A and B name (A's None for `..B`), and how many counted
+    # commits are older than A's (merged in from long-lived branches: why the commits span longer).
+    range_start_day: date | None = None
+    range_end_day: date | None = None
+    range_older_commits: int = 0
 
     @property
     def two_gad(self) -> int:

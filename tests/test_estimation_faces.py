@@ -52,10 +52,14 @@ def read(message: dict) -> str:
 def test_slack_range_shows_the_range_and_its_span(bot, stub):
     _, name = dispatch(bot, stub, "web range:v1.0..v2.0")
     message = answer(stub, name)
-    # hand-worked in tests/test_estimation.py: 6 person-days from 2022-07-10 to 2022-12-01
-    assert message["text"] == "web: 2GAD 12 person-days, range v1.0..v2.0, over 4.8 months"
+    # hand-worked in tests/test_estimation.py: 6 person-days from 2022-07-10 to 2022-12-01; v1.0 is Cy's commit
+    # of 2022-09-01, v2.0 Ann's merge of 2022-12-01 (91 days: 3.0 months); Bob's two commits of 2022-07-10 and
+    # 2022-08-01 (his own day) are older than v1.0, merged in with the feature branch
+    assert message["text"] == ("web: 2GAD 12 person-days, range v1.0..v2.0: v1.0 (2022-09-01) to v2.0 (2022-12-01), "
+                               "3.0 months; its commits span 4.8 months because 2 older commits were merged in")
     shown = read(message)
-    assert "*Range:* `v1.0..v2.0` · 2022-07-10 to 2022-12-01 (4.8 months)" in shown
+    assert ("*Range:* `v1.0..v2.0` · v1.0 (2022-09-01) to v2.0 (2022-12-01), 3.0 months · commits 2022-07-10 to "
+            "2022-12-01 (4.8 months); 2 older commits merged in") in shown
     assert "4 developers · 6 commits · 6 active days (GAD)" in shown
 
 
@@ -154,7 +158,10 @@ def test_cli_range_json_and_csv(cli_data):
     assert (doc["active_days"], doc["range"], doc["first_day"], doc["last_day"]) == (6, "v1.0..v2.0", "2022-07-10",
                                                                                         "2022-12-01")
     text = run("report", "web", "range:..v1.0", data=data, env=env).stdout
-    assert text.splitlines()[0] == "web: 2GAD 4 person-days, range ..v1.0, over 3.1 months"
+    assert text.splitlines()[0] == "web: 2GAD 4 person-days, range ..v1.0: up to v1.0 (2022-09-01), over 3.1 months"
+    doc = json.loads(run("report", "web", "range:v1.0..v2.0", "--json", data=data, env=env).stdout)
+    assert (doc["range_start_day"], doc["range_end_day"], doc["range_interval_days"], doc["range_older_commits"]) == (
+        "2022-09-01", "2022-12-01", 91, 2)
 
 
 def test_cli_by_org_csv_has_share(cli_data):

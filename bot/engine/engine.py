@@ -604,6 +604,8 @@ class Engine:
                       mailmap=query.mailmap, bots=query.bots,
                       more_rows=more_rows, coauthors=query.coauthors, coauthor_commits=coauthor_commits,
                       coauthor_active_days=coauthor_days)
+        if query.range is not None and repos:
+            report = dataclasses.replace(report, **self._range_days(repos[0], query.range, author_selections))
         if totals.person_days == 0:
             report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table))
         if query.vs_cocomo:
@@ -705,6 +707,20 @@ class Engine:
             return store.reachable(offsets, parents, np.array([row], np.int64))
 
         return self._masks.get_or_compute(_snapshot_key(columns, "reach", row), reach)
+
+    def _range_days(self, repo: RepoRow, span: RefRange, selections: list) -> dict:
+        """The days of `range:A..B`'s ends (their commits' author days, in the first repository asked) and the
+        counted commits authored before A's day: Report fields."""
+        columns = self.columns_of(repo)
+        days = columns.store.history.days
+        day_of = lambda row: from_epoch_day(int(days[row])) if days[row] != col.BAD_DAY else None  # noqa: E731
+        end_day = day_of(self.resolve_ref(repo, columns, span.end))
+        start_day = day_of(self.resolve_ref(repo, columns, span.start)) if span.start else None
+        older = 0
+        if start_day is not None:
+            limit = to_epoch_day(start_day)
+            older = col.distinct_count([s.commit_ids[s.days < limit] for s in selections])
+        return {"range_start_day": start_day, "range_end_day": end_day, "range_older_commits": older}
 
     def _range_mask(self, repo: RepoRow, columns: col.RepoColumns, span: RefRange) -> np.ndarray:
         """Membership of `range:A..B` over the columns: reachable from B and not from A (git's `A..B`)."""

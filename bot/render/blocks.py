@@ -295,7 +295,11 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
     if filters:
         figure.append("*Filters:* " + " ".join(code(token, 200) for token in filters))
     if report.range:
-        figure.append(f"*Range:* {code(report.range)} · {escape_mrkdwn(words.span_words(report.first_day, report.last_day))}")
+        ends = words.range_ends_words(report)
+        older = (f"; {words.plural(report.range_older_commits, 'older commit')} merged in"
+                 if report.range_older_commits else "")
+        figure.append(f"*Range:* {code(report.range)}" + (f" · {escape_mrkdwn(ends)}" if ends else "") +
+                      f" · commits {escape_mrkdwn(words.span_words(report.first_day, report.last_day))}{older}")
     if report.scope_words:
         figure.append(f"*Scope:* {_prose(report.scope_words, 1000)}")
     if report.asked and set(report.asked) != set(report.repos):

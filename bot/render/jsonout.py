@@ -77,6 +77,13 @@ def report_to_dict(report: Report) -> dict:
                       "active_days_added": report.coauthor_active_days,
                       "two_gad_added": 2 * report.coauthor_active_days},
         "range": report.range,
+        # `range:A..B`: the author days of the commits A and B name, the days between them, and the counted
+        # commits older than A (merged in later)
+        "range_start_day": _day(report.range_start_day),
+        "range_end_day": _day(report.range_end_day),
+        "range_interval_days": (report.range_end_day - report.range_start_day).days
+        if report.range_start_day and report.range_end_day else None,
+        "range_older_commits": report.range_older_commits,
         "first_day": _day(report.first_day),
         "last_day": _day(report.last_day),
         "span_months": None if report.span_months is None else round(report.span_months, 2),

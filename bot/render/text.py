@@ -51,7 +51,8 @@ def _totals_table(report: Report) -> Table:
     grid.add_row("commits", words.number(t.commits))
     grid.add_row("period", words.report_period_words(report))
     if report.range:
-        grid.add_row("range", f"{report.range} (what git log {report.range} lists)")
+        ends = words.range_ends_words(report)
+        grid.add_row("range", f"{report.range} (what git log {report.range} lists)" + (f"; {ends}" if ends else ""))
         grid.add_row("span", words.span_words(report.first_day, report.last_day))
     filters = words.filter_tokens(report)
     if filters:

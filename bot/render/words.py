@@ -187,9 +187,35 @@ def range_headline(report: Report) -> str | None:
     if not report.range:
         return None
     text = f"range {report.range}"
+    ends = range_ends_words(report)
+    if ends:
+        text += f": {ends}"
     if report.first_day and report.last_day:
-        text += f", over {span_length(report.first_day, report.last_day)}"
+        span = span_length(report.first_day, report.last_day)
+        older = report.range_older_commits
+        text += (f"; its commits span {span} because {plural(older, 'older commit')} "
+                 f"{'was' if older == 1 else 'were'} merged in" if older else f", over {span}")
     return text
+
+
+def range_ends_words(report: Report) -> str | None:
+    """'v1.0 (2022-09-01) to v2.0 (2022-12-01), 3.0 months' (the days of the commits the ends name, and the
+    interval between them), 'up to v1.0 (2022-09-01)' for `..B`; None without a range."""
+    if not report.range or report.range_end_day is None:
+        return None
+    start, _, end = report.range.partition("..")
+    if not start or report.range_start_day is None:
+        return f"up to {end} ({report.range_end_day.isoformat()})"
+    return (f"{start} ({report.range_start_day.isoformat()}) to {end} ({report.range_end_day.isoformat()}), "
+            f"{interval_words(report.range_start_day, report.range_end_day)}")
+
+
+def interval_words(start: date, end: date) -> str:
+    """From one day to another (the first not included): '12 days', '3.0 months', '0 days'."""
+    from ..metric import DAYS_PER_MONTH
+
+    days = (end - start).days
+    return plural(days, "day") if abs(days) < 61 else months_words(days / DAYS_PER_MONTH)
 
 
 def days_words(person_days: int) -> str:
