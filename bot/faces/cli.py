@@ -545,18 +545,22 @@ def status():
 @friendly
 def doctor():
     """Check tokens, scopes, mode, data directory, mirrors and schedules; exit 1 when something needs fixing."""
-    from .doctor import run_checks
+    from .doctor import check_data_dir, run_checks
     from .slack import web_client
 
     settings = _settings()
-    engine = _engine()
-    checks = run_checks(settings, engine, lambda: web_client(settings))
-    for check in checks:
-        click.echo(check.line())
+    where = check_data_dir(settings)
+    # a data directory it cannot create or write: that one line, not a crash opening the index there
+    checks = [where] if not where.ok and not where.warning else run_checks(settings, _engine(), lambda: web_client(settings))
     failing = [c for c in checks if not c.ok and not c.warning]
-    click.echo(f"{len(failing)} problem(s) to fix" if failing else "everything needed is in place")
-    if failing:
-        sys.exit(1)
+    try:
+        for check in checks:
+            click.echo(check.line())
+        click.echo(f"{len(failing)} problem(s) to fix" if failing else "everything needed is in place")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `gad-bot doctor | head`: the reader left; the exit code still tells cron
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(1 if failing else 0)
 
 
 @cli.command()

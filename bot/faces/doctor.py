@@ -35,7 +35,8 @@ def check_data_dir(settings: Settings) -> Check:
         with tempfile.NamedTemporaryFile(dir=settings.data_dir):
             pass
     except OSError as error:
-        return Check(False, f"data directory {settings.data_dir} is not writable ({error.strerror})",
+        what = "is not writable" if settings.data_dir.is_dir() else "cannot be created"
+        return Check(False, f"data directory {settings.data_dir} {what} ({error.strerror})",
                      "give the service user write access, or point GAD_DATA_DIR elsewhere")
     mode = os.stat(settings.data_dir).st_mode & 0o777
     if mode & 0o077:
@@ -149,6 +150,60 @@ def check_slack(settings: Settings, client_factory) -> list[Check]:
     return checks
 
 
+FAILURES_TO_ACT_ON = 3  # consecutive failed syncs: past a passing fault, an operator must look
+MIN_FREE_BYTES = 1 << 30  # below this, a sync may fill the disk mid-fetch
+MIN_FREE_SHARE = 0.05
+
+
+def check_disk(settings: Settings) -> Check:
+    import shutil
+
+    try:
+        usage = shutil.disk_usage(settings.data_dir)
+    except OSError as error:
+        return Check(False, f"cannot read the free space under {settings.data_dir} ({error.strerror})")
+    free = f"{usage.free / 2**30:,.1f} GiB free of {usage.total / 2**30:,.1f} GiB under {settings.data_dir}"
+    if usage.free < MIN_FREE_BYTES or usage.free < MIN_FREE_SHARE * usage.total:
+        return Check(False, free, "free space there (old backups, `*.before-restore` files), or grow the volume; "
+                                  "a sync that runs out of space fails and is retried later")
+    return Check(True, free)
+
+
+def check_counter() -> Check:
+    from ..engine.cocomo import detect_counter
+
+    try:
+        counter = detect_counter()
+    except GadError:
+        return Check(False, "no line counter installed: `vs:cocomo` answers without COCOMO",
+                     "apt-get install sloccount (or cloc)", warning=True)
+    return Check(True, f"{counter.name} counts lines for `vs:cocomo`")
+
+
+def check_serve(settings: Settings) -> Check:
+    from .liveness import HEARTBEAT_SECONDS, heartbeat_age, serve_pid
+
+    pid = serve_pid(settings)
+    if pid is None:
+        return Check(False, "`gad-bot serve` is not running on this data directory",
+                     "start it (systemctl start gad-bot, docker compose up -d)", warning=True)
+    age = heartbeat_age(settings)
+    if age is None or age > 4 * HEARTBEAT_SECONDS:
+        return Check(False, f"`gad-bot serve` (process {pid}) holds the data directory but its heartbeat is "
+                            f"{'missing' if age is None else f'{int(age)} s old'}: it is hung",
+                     "restart it (systemctl restart gad-bot, docker compose restart gad-bot)")
+    return Check(True, f"`gad-bot serve` runs (process {pid}), heartbeat {int(age)} s ago")
+
+
+def _gone(source: str) -> bool:
+    """A local source that no longer exists: no sync will ever succeed again."""
+    from pathlib import Path
+
+    from ..store.sources import is_local_path
+
+    return is_local_path(source) and not Path(source).expanduser().exists()
+
+
 def check_mirrors(engine, now: datetime) -> list[Check]:
     from ..store.mirrors import Mirror
 
@@ -166,9 +221,15 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
             checks.append(Check(False, f"{repo.name}: mirror unreadable ({error})",
                                 f"gad-bot sync --reclone {repo.name}"))
             continue
-        if repo.last_error:
-            checks.append(Check(False, f"{repo.name}: last sync failed: {redact(repo.last_error)}",
-                                f"check the source {redact(repo.source)}; gad-bot retries with backoff", warning=True))
+        if not repo.in_place and _gone(repo.source):
+            checks.append(Check(False, f"{repo.name}: its source {redact(repo.source)} no longer exists (gone upstream)",
+                                f"`gad-bot untrack {repo.name}`, or track its new location"))
+        elif repo.last_error:
+            acting = repo.failures >= FAILURES_TO_ACT_ON
+            checks.append(Check(False, f"{repo.name}: the last {max(1, repo.failures)} sync(s) failed: "
+                                       f"{redact(repo.last_error)}",
+                                f"check the source {redact(repo.source)}; gad-bot retries with backoff",
+                                warning=not acting))
         elif repo.last_success_at is None or now - repo.last_success_at > stale_after:
             when = repo.last_success_at.strftime("%Y-%m-%d %H:%M UTC") if repo.last_success_at else "never"
             checks.append(Check(False, f"{repo.name}: last synced {when}",
@@ -220,5 +281,6 @@ def check_webhooks(engine, now: datetime) -> list[Check]:
 
 def run_checks(settings: Settings, engine, client_factory, now: datetime | None = None) -> list[Check]:
     now = now or datetime.now(timezone.utc)
-    return [check_data_dir(settings), check_git(), *check_index(engine), *check_slack(settings, client_factory),
-            *check_mirrors(engine, now), *check_schedule(engine, now), *check_webhooks(engine, now)]
+    return [check_data_dir(settings), check_disk(settings), check_git(), check_counter(), check_serve(settings),
+            *check_index(engine), *check_slack(settings, client_factory), *check_mirrors(engine, now),
+            *check_schedule(engine, now), *check_webhooks(engine, now)]

@@ -1,0 +1,93 @@
+"""`gad-bot doctor` where an operator meets it (issue 21, part 3): a read-only data directory, one it
+cannot create, its output piped into a reader that leaves early, a repository gone upstream, and the
+new lines (disk space, the line counter, whether serve runs). One sentence and an exit code each."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from bot.faces.doctor import NEEDED_SCOPES
+from tests.faults import ROOT, cli_env, run_cli
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub
+from tests.test_restart import read_only
+
+
+@pytest.fixture
+def stub():
+    with SlackStub(scopes=list(NEEDED_SCOPES)) as running:
+        yield running
+
+
+@pytest.fixture
+def data(tmp_path):
+    upstream = RepoBuilder(tmp_path / "web")
+    upstream.commit(email="ann@example.com", date="2024-01-02")
+    path = tmp_path / "data"
+    assert run_cli("track", str(upstream.path), "--name", "web", data=path).returncode == 0
+    return path
+
+
+def slack(stub) -> dict[str, str]:
+    return {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url, "SLACK_SIGNING_SECRET": "x" * 32}
+
+
+def no_traceback(result) -> None:
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+
+
+def test_doctor_says_what_it_checks_and_passes_on_a_healthy_install(data, stub):
+    result = run_cli("doctor", data=data, **slack(stub))
+    assert result.returncode == 0, result.stdout + result.stderr
+    free = shutil.disk_usage(data).free / 2**30
+    (disk,) = [line for line in result.stdout.splitlines() if " GiB free of " in line]
+    assert disk.startswith("[ok  ] ") and abs(float(re.search(r"([\d,.]+) GiB free", disk)[1].replace(",", "")) - free) < 1
+    assert "[warn] `gad-bot serve` is not running on this data directory" in result.stdout
+    counter = shutil.which("sloccount") or shutil.which("cloc")
+    assert ("counts lines for `vs:cocomo`" in result.stdout) == bool(counter), result.stdout
+
+
+def test_a_repository_gone_upstream_fails_doctor_for_cron(data, stub, tmp_path):
+    shutil.rmtree(tmp_path / "web")
+    result = run_cli("doctor", data=data, **slack(stub))
+    assert result.returncode == 1, result.stdout
+    assert f"[FAIL] web: its source {tmp_path / 'web'} no longer exists (gone upstream) -- `gad-bot untrack web`" \
+        in result.stdout, result.stdout
+    assert result.stdout.rstrip().endswith("1 problem(s) to fix")
+
+
+def test_doctor_on_a_data_directory_it_cannot_create(tmp_path, stub):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    result = run_cli("doctor", data=blocker / "data", **slack(stub))
+    no_traceback(result)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"[FAIL] data directory {blocker / 'data'} cannot be created (Not a directory) -- give the service user "
+        "write access, or point GAD_DATA_DIR elsewhere", "1 problem(s) to fix"]
+
+
+def test_doctor_on_a_read_only_data_directory(data, stub):
+    result = subprocess.run([*read_only(data), sys.executable, "-m", "bot.faces.cli", "doctor"], cwd=ROOT,
+                            env=cli_env(data, **slack(stub)), capture_output=True, text=True, timeout=120)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"[FAIL] data directory {data} is not writable (Read-only file system) -- give the service user write "
+        "access, or point GAD_DATA_DIR elsewhere", "1 problem(s) to fix"]
+
+
+def test_doctor_piped_into_a_reader_that_leaves_early(data, stub, tmp_path):
+    """As `gad-bot doctor | head -1` once head has its line: the pipe is closed before doctor writes."""
+    shutil.rmtree(tmp_path / "web")  # something to act on: the exit code must still say so
+    process = subprocess.Popen([sys.executable, "-m", "bot.faces.cli", "doctor"], cwd=ROOT,
+                               env=cli_env(data, **slack(stub)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert stderr.decode().strip() == "", stderr.decode()
