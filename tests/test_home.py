@@ -12,17 +12,20 @@ import json
 import pytest
 
 from bot.digests import subscriptions as subs
-from tests.slackstub import (block_actions_payload, block_suggestion_payload, signed_interaction,
+from tests.slackstub import (SlackStub, block_actions_payload, block_suggestion_payload, signed_interaction,
                              view_submission_payload)
 from tests.test_surfaces import TODAY, Bot, read
 
 
 @pytest.fixture
+def stub():
+    with SlackStub() as running:
+        yield running
+
+
+@pytest.fixture
 def bot(tmp_path, stub):
     return Bot(tmp_path, stub)
-
-
-from tests.test_surfaces import stub  # noqa: E402,F401  (the loopback Slack)
 
 
 def press(bot, action_id: str, user: str = "U123") -> dict:

@@ -11,7 +11,6 @@ the person's DM with gad-bot.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from datetime import date
 
@@ -20,9 +19,10 @@ from slack_sdk.errors import SlackApiError
 
 from ..config import Settings
 from ..engine import query as q
-from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
+from ..errors import PermissionDeniedError, QueryError, UnknownRepoError
 from ..render import blocks as kit
 from ..render import modals as ui
+from .failures import answered_failures
 
 log = logging.getLogger(__name__)
 
@@ -146,32 +146,30 @@ class ModalsFace:
         head = ("compare " if kind == "compare" else "") + " ".join(names)
         if kind == "compare" and len(names) < 2:
             raise FormError(ui.NAMES, "Choose at least two repositories or projects to compare.")
-        fields = [(ui.NAMES, None)]
+        fields: list[tuple[str, str | None]] = []
         since, until = values.get(ui.SINCE), values.get(ui.UNTIL)
         fields += [(ui.SINCE, f"since:{since}" if since else None), (ui.UNTIL, f"until:{until}" if until else None)]
         if kind == "report":
             by = values.get(ui.BY)
             fields += [(ui.BY, f"by:{by}" if by and by != "none" else None), (ui.REF, _ref_token(values.get(ui.REF)))]
-        try:
-            q.parse_command(head, self.today())
-        except QueryError as error:
-            raise FormError(ui.NAMES, str(error)) from None
-        text, parsed = command_text(head, fields, self.today())
-        return text, parsed or q.parse_command(text, self.today()), values.get(ui.WHERE)
+        text, parsed = command_text("", [(ui.NAMES, head), *fields], self.today())
+        return text, parsed, values.get(ui.WHERE)
 
-    def _check(self, ack, view: dict, kind: str) -> None:
+    @staticmethod
+    def _ack(ack, check: Callable[[], object]) -> None:
+        """Close the modal, or keep it open with the sentence next to the field it is about."""
         try:
-            self._form(view, kind)
+            check()
         except FormError as error:
             ack(response_action="errors", errors={error.block: error.sentence[:500]})
             return
         ack()
 
     def check_report(self, ack, view) -> None:
-        self._check(ack, view, "report")
+        self._ack(ack, lambda: self._form(view, "report"))
 
     def check_compare(self, ack, view) -> None:
-        self._check(ack, view, "compare")
+        self._ack(ack, lambda: self._form(view, "compare"))
 
     def _subscribe_form(self, view: dict):
         values = _values(view)
@@ -181,15 +179,10 @@ class ModalsFace:
         fields = [(ui.DAY, f"day:{values[ui.DAY]}" if values.get(ui.DAY) else None),
                   (ui.TIME, f"time:{values[ui.TIME]}" if values.get(ui.TIME) else None),
                   (ui.TZ, f"tz:{values[ui.TZ].strip()}" if (values.get(ui.TZ) or "").strip() else None)]
-        head = "subscribe " + " ".join(names)
-        try:
-            q.parse_command(head, self.today())
-        except QueryError as error:
-            raise FormError(ui.NAMES, str(error)) from None
-        text, parsed = command_text(head, fields, self.today())
+        text, parsed = command_text("", [(ui.NAMES, "subscribe " + " ".join(names)), *fields], self.today())
         if not values.get(ui.CHANNEL):
             raise FormError(ui.CHANNEL, "Choose the channel that gets the digest.")
-        return text, parsed or q.parse_command(text, self.today()), values[ui.CHANNEL]
+        return text, parsed, values[ui.CHANNEL]
 
     def _subscription(self, body: dict, client: WebClient):
         """The checked form (FormError otherwise), the admin rule (GAD_SUBSCRIBERS) included."""
@@ -204,12 +197,7 @@ class ModalsFace:
         return form
 
     def check_subscribe(self, ack, body, client: WebClient) -> None:
-        try:
-            self._subscription(body, client)
-        except FormError as error:
-            ack(response_action="errors", errors={error.block: error.sentence[:500]})
-            return
-        ack()
+        self._ack(ack, lambda: self._subscription(body, client))
 
     # -- answering (after the modal closed) ----------------------------------------------------------
     def _post(self, client: WebClient, user: str, where: str | None, text: str, blocks: list[dict]) -> None:
@@ -228,9 +216,11 @@ class ModalsFace:
 
     def _answer(self, body: dict, client: WebClient, kind: str) -> None:
         user = body.get("user", {}).get("id", "")
-        where = None
-        try:
-            text, parsed, where = self._form(body["view"], kind)
+        with answered_failures(lambda text, blocks: self._post(client, user, None, text, blocks), "answering a modal"):
+            try:
+                text, parsed, where = self._form(body["view"], kind)
+            except FormError:
+                return  # shown next to its field by the ack; the modal is still open
             if kind == "compare":
                 from ..render.compare import compare_blocks
 
@@ -242,14 +232,6 @@ class ModalsFace:
                     raise q.explain_unknown(error, text) from None
                 answer = kit.report_blocks(report, text, public=True)
             self._post(client, user, where, *answer)
-        except FormError:
-            return  # shown next to its field by the ack; the modal is still open
-        except GadError as error:
-            self._post(client, user, None, *kit.error_blocks(str(error)))
-        except Exception:
-            reference = uuid.uuid4().hex[:8]
-            log.exception("internal error answering a modal (reference %s)", reference)
-            self._post(client, user, None, *kit.error_blocks("Something went wrong on gad-bot's side.", reference))
 
     def answer_report(self, body, client) -> None:
         self._answer(body, client, "report")
@@ -259,16 +241,12 @@ class ModalsFace:
 
     def answer_subscribe(self, body, client) -> None:
         user = body.get("user", {}).get("id", "")
-        try:
-            _, parsed, channel = self._subscription(body, client)
+        with answered_failures(lambda text, blocks: self._post(client, user, None, text, blocks),
+                               "subscribing from a modal"):
+            try:
+                _, parsed, channel = self._subscription(body, client)
+            except FormError:
+                return  # shown next to its field by the ack; the modal is still open
             reply = self.digests.handle(parsed, channel_id=channel, team_id=(body.get("team") or {}).get("id"),
                                         user_id=user, user_tz=self.user_tz(client, user))
             self._post(client, user, channel if reply.public else None, reply.text, reply.blocks)
-        except FormError:
-            return  # shown next to its field by the ack; the modal is still open
-        except GadError as error:
-            self._post(client, user, None, *kit.error_blocks(str(error)))
-        except Exception:
-            reference = uuid.uuid4().hex[:8]
-            log.exception("internal error subscribing from a modal (reference %s)", reference)
-            self._post(client, user, None, *kit.error_blocks("Something went wrong on gad-bot's side.", reference))

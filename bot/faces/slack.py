@@ -38,6 +38,7 @@ from ..engine.rows import HomeRow, RepoSummary
 from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import share as sharing
+from .failures import answered_failures
 from .links import LinksFace
 from .modals import ModalsFace
 from .workflow import WorkflowStep
@@ -421,31 +422,19 @@ class SlackFace:
         """The Share button: the answer the person saw, posted for everyone once (bot/faces/share.py)."""
         user = body.get("user", {}).get("id", "")
         responder = Responder(respond, client, user)
-        try:
+        with answered_failures(responder.final, "sharing a report"):
             sharing.share(self.engine.index, str(body["actions"][0].get("value", "")), user, responder)
-        except GadError as error:
-            responder.final(*kit.error_blocks(str(error)))
-        except Exception:
-            reference = uuid.uuid4().hex[:8]
-            log.exception("internal error sharing a report (reference %s)", reference)
-            responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
 
     def ask_privately(self, text: str, body: dict, respond, client: WebClient) -> None:
         """A report asked by a button (a link card's): answered as `/gad text` would be, to that person only."""
         user = body.get("user", {}).get("id", "")
         channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
         responder = Responder(respond, client, user)
-        try:
+        with answered_failures(responder.final, "answering a button"):
             parsed = q.parse_command(text, self.today())
             if not isinstance(parsed, q.ShowReport):
                 raise QueryError("That button asks for a report only; type `/gad help` for the rest.")
             self._report(dataclasses.replace(parsed.query, public=False), text, responder, client, channel, user)
-        except GadError as error:
-            responder.final(*kit.error_blocks(str(error)))
-        except Exception:
-            reference = uuid.uuid4().hex[:8]
-            log.exception("internal error answering a button (reference %s)", reference)
-            responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
 
     # -- untracking --------------------------------------------------------------
     def _digest_channels(self, name: str) -> list[str]:
@@ -468,7 +457,7 @@ class SlackFace:
 
         user = body.get("user", {}).get("id", "")
         responder = Responder(respond, client, user)
-        try:
+        with answered_failures(lambda text, blocks: responder.final(text, blocks, replace=True), "untracking"):
             self._require_admin(client, user, "untrack a repository")
             name = self.engine.repo(str(body["actions"][0].get("value", ""))).name
             self.engine.untrack(name)
@@ -486,12 +475,6 @@ class SlackFace:
                              error.response.get("error"))
             said = f" Told {', '.join(told)}." if told else ""
             responder.final(f"Untracked {name}.", [kit.section(f"Untracked {kit.code(name)}.{said}")], replace=True)
-        except GadError as error:
-            responder.final(*kit.error_blocks(str(error)), replace=True)
-        except Exception:
-            reference = uuid.uuid4().hex[:8]
-            log.exception("internal error untracking (reference %s)", reference)
-            responder.final(*kit.error_blocks("Something went wrong on gad-bot's side.", reference))
 
     # -- tracking ----------------------------------------------------------------
     def _track(self, parsed: q.Track, responder: Responder) -> None:

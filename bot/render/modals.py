@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .blocks import BUTTON_TEXT_LIMIT, code, plain, section
+from .blocks import code, plain, section
 
 MODAL_REPORT = "gad_modal_report"
 MODAL_COMPARE = "gad_modal_compare"

@@ -1,0 +1,28 @@
+"""What a person reads when a Slack answer fails: the error's own sentence, or a reference for the logs."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from ..errors import GadError
+from ..render import blocks as kit
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def answered_failures(send: Callable[[str, list[dict]], None], doing: str) -> Iterator[None]:
+    """Run the block; a GadError is sent as its sentence, anything else is logged with a reference the
+    person is given (never a stack trace). `doing` names the work in the log line ("sharing a report")."""
+    try:
+        yield
+    except GadError as error:
+        send(*kit.error_blocks(str(error)))
+    except Exception:
+        reference = uuid.uuid4().hex[:8]
+        log.exception("internal error %s (reference %s)", doing, reference, extra={"reference": reference})
+        send(*kit.error_blocks("Something went wrong on gad-bot's side; the operator can find the details in "
+                               "the logs.", reference))
