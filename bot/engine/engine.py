@@ -281,7 +281,23 @@ class Engine:
             path = self.store.create(repo.source, repo.name, progress, replace=repo.mirror_path,
                                      guard=self._guard(repo))
             self.index.set_mirror_path(repo.id, path)
+            self.index.set_meta(_damage_key(repo), "")  # a fresh clone: what was missing is not any more
         return self.sync_one(self.index.repo_by_id(repo.id), progress=progress, fetch=False)
+
+    def check_connectivity(self, repo: RepoRow, timeout: float = 600) -> list[str] | None:
+        """Walk every object of the repository's mirror (`git fsck --connectivity-only`): the objects found
+        missing ([] when none; None when the walk took over `timeout`). A finding is remembered, so that
+        `repos` does not call that mirror ok, until a check finds it whole (after `sync --reclone`)."""
+        from ..store.history import missing_objects
+
+        missing = missing_objects(repo.mirror_path, timeout)
+        if missing is not None:
+            self.index.set_meta(_damage_key(repo), "; ".join(missing))
+        return missing
+
+    def damage(self, repo: RepoRow) -> str | None:
+        """The missing objects the last connectivity check found in this repository's mirror, or None."""
+        return self.index.get_meta(_damage_key(repo)) or None
 
     def untrack(self, name: str) -> None:
         repo = self.repo(name)
@@ -876,3 +892,9 @@ class Engine:
 def _snapshot_key(columns: col.RepoColumns, *what) -> tuple:
     """A cache key for one repository at one generation (a sync makes a new one; the old ages out)."""
     return (columns.repo_id, columns.generation, *what)
+
+
+def _damage_key(repo: RepoRow) -> str:
+    """Where a connectivity finding is kept (the index's meta table): per mirror directory, so that an
+    untracked repository's finding never sticks to a new one."""
+    return f"missing-objects:{repo.mirror_path}"

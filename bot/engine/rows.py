@@ -36,9 +36,10 @@ class RepoSummary:
     last_error: str | None = None
     next_attempt: datetime | None = None
     guarded: bool = False  # typed in Slack: every connection of its fetches is checked (bot/store/egress.py)
+    missing_objects: str | None = None  # what `doctor`'s connectivity check found missing in the mirror
 
     @classmethod
-    def of(cls, repo: "RepoRow", *, paths: bool = True) -> "RepoSummary":
+    def of(cls, repo: "RepoRow", *, paths: bool = True, missing_objects: str | None = None) -> "RepoSummary":
         """paths=False (Slack, for people who are not admins): no file path of the server, neither a
         local source's nor a mirror's, not even inside the last error."""
         from ..store.sources import is_local_path, redact
@@ -53,7 +54,7 @@ class RepoSummary:
         return cls(name=repo.name, source=source, in_place=repo.in_place,
                    commits=repo.commits if repo.generation > 0 else None, skipped=repo.skipped,
                    last_sync=repo.last_sync_at, last_success=repo.last_success_at, last_error=error,
-                   next_attempt=repo.next_attempt_at, guarded=repo.guarded)
+                   next_attempt=repo.next_attempt_at, guarded=repo.guarded, missing_objects=missing_objects)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -247,7 +247,8 @@ def repos(as_json):
     """List tracked repositories: source, commits, last sync, last error."""
     from ..engine.rows import RepoSummary
 
-    rows = [RepoSummary.of(r) for r in _engine().repos()]
+    engine = _engine()
+    rows = [RepoSummary.of(r, missing_objects=engine.damage(r)) for r in engine.repos()]
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows], default=lambda v: v.isoformat() if hasattr(v, "isoformat")
                               else str(v), indent=2))

@@ -221,6 +221,16 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
             checks.append(Check(False, f"{repo.name}: mirror unreadable ({error})",
                                 f"gad-bot sync --reclone {repo.name}"))
             continue
+        missing = engine.check_connectivity(repo)  # refs can be fine while an object they reach is gone
+        if missing:
+            checks.append(Check(False, f"{repo.name}: mirror is missing objects ({'; '.join(missing)})",
+                                f"gad-bot sync --reclone {repo.name}" if not repo.in_place else
+                                f"repair it with git (git fsck; clone it again), then gad-bot sync {repo.name}"))
+            continue
+        if missing is None:
+            checks.append(Check(False, f"{repo.name}: connectivity not checked (git fsck took over 10 minutes)",
+                                f"run `git --git-dir {repo.mirror_path} fsck --connectivity-only` by hand",
+                                warning=True))
         if not repo.in_place and _gone(repo.source):
             checks.append(Check(False, f"{repo.name}: its source {redact(repo.source)} no longer exists (gone upstream)",
                                 f"`gad-bot untrack {repo.name}`, or track its new location"))

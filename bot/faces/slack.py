@@ -302,7 +302,8 @@ class SlackFace:
             self._compare(parsed, typed(command), responder, client, channel, user)
         elif isinstance(parsed, q.ListRepos):
             paths = self._may_administer(client, user)  # where repositories live on the server is the admins' business
-            responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths) for r in self.engine.repos()]))
+            responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths, missing_objects=self.engine.damage(r))
+                                               for r in self.engine.repos()]))
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
         elif isinstance(parsed, q.Untrack):  # asked first: the buttons land in run_untrack

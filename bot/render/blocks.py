@@ -384,6 +384,9 @@ def _repo_line(row: RepoSummary) -> str:
         line += f" · from {code(row.source, 120)}"
     if row.last_error:
         line += f"\n    :warning: last sync failed: {_prose(row.last_error, 300)}"
+    if row.missing_objects:
+        line += f"\n    :warning: the mirror is missing objects: {_prose(row.missing_objects, 300)}; " \
+                "`gad-bot doctor` tells the operator how to repair it"
     return line
 
 

@@ -132,7 +132,8 @@ def render_repos_text(rows: Sequence[RepoSummary], *, width: int = 100, color: b
         table.add_row(row.name,
                       words.number(row.commits) if row.commits is not None else "-",
                       words.utc_words(row.last_sync) if row.last_sync is not None else "never",
-                      f"failed: {row.last_error}" if row.last_error else "ok",
+                      f"missing objects: {row.missing_objects} (gad-bot doctor says how to repair it)"
+                      if row.missing_objects else f"failed: {row.last_error}" if row.last_error else "ok",
                       row.source)
     failing = sum(1 for r in rows if r.last_error)
     summary = words.plural(len(rows), "repository", "repositories") + " tracked"
