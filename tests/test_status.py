@@ -3,6 +3,7 @@ per repository, disk, versions; `--version` from the package metadata. Real proc
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
@@ -67,3 +68,26 @@ def test_status_beside_a_running_serve_shows_its_queue_workers_and_jobs(setup, t
     assert re.search(r"next \d{4}-\d\d-\d\d \d\d:\d\d UTC", jobs["sync"]), jobs["sync"]
     after = run_cli("status", data=data).stdout.splitlines()
     assert after[1] == "serve: not running"
+
+
+def test_answers_about_a_repository_whose_sync_keeps_failing_say_so(setup):
+    """Figures from before a failing sync are not passed off as current: the report says how old they are."""
+    from datetime import datetime, timedelta
+
+    data, upstream = setup
+    shutil.rmtree(upstream.path)
+    assert run_cli("sync", "web", data=data).returncode != 0
+    db = sqlite3.connect(data / "index.sqlite")
+    (stored,) = db.execute("SELECT last_success_at FROM repos WHERE name = 'web'").fetchone()
+    three_days_ago = datetime.fromisoformat(stored) - timedelta(days=3, minutes=5)
+    db.execute("UPDATE repos SET last_success_at = ? WHERE name = 'web'", (three_days_ago.isoformat(),))
+    db.commit()
+    db.close()
+    when = three_days_ago.strftime("%Y-%m-%d %H:%M")
+    expected = (f"web: data as of 3 days ago ({when} UTC): the last sync failed; gad-bot tries again by itself, "
+                "and `gad-bot repos` says why.")
+    text = run_cli("report", "web", data=data)
+    assert text.returncode == 0, text.stderr
+    assert expected in " ".join(text.stdout.split()), text.stdout
+    as_json = run_cli("report", "web", "--json", data=data)
+    assert expected in json.loads(as_json.stdout)["notes"], as_json.stdout

@@ -624,6 +624,10 @@ class Engine:
             report = dataclasses.replace(report, **self._range_days(repos[0], query.range, author_selections))
         if totals.person_days == 0:
             report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table))
+        failing = [r for r in repos if r.last_error]
+        if failing:  # figures from before a sync that keeps failing: say so wherever they are shown
+            now = utcnow()
+            report = dataclasses.replace(report, notes=report.notes + tuple(sync_failed_note(r, now) for r in failing))
         if query.vs_cocomo:
             from .cocomo import SlocCache, with_cocomo  # runs a line counter only when asked
 
@@ -887,6 +891,20 @@ class Engine:
             days = keys & 0xFFFFFFFF
             return "week" if int(days.max() - days.min()) <= 26 * 7 else "month"
         return "month"
+
+
+def sync_failed_note(repo: RepoRow, now: datetime) -> str:
+    """'web: data as of 3 days ago (2026-12-01 08:00 UTC): the last sync failed; ...' for a report's notes."""
+    if repo.last_success_at is None:
+        as_of = "data as of its first index"
+    else:
+        seconds = (now - repo.last_success_at).total_seconds()
+        days, hours = int(seconds // 86400), int(seconds // 3600)
+        age = f"{days} day{'s' * (days != 1)} ago" if days else f"{hours} hour{'s' * (hours != 1)} ago" if hours \
+            else "less than an hour ago"
+        as_of = f"data as of {age} ({repo.last_success_at.strftime('%Y-%m-%d %H:%M')} UTC)"
+    return (f"{repo.name}: {as_of}: the last sync failed; gad-bot tries again by itself, and "
+            f"{command('repos')} says why.")
 
 
 def _snapshot_key(columns: col.RepoColumns, *what) -> tuple:
