@@ -366,3 +366,28 @@ def test_compaction_keeps_each_co_author_on_its_commit(paired, paired_engine):
     expected = [(int(history.keys[r]), int(a)) for r, a in zip(before.rows, before.author_ids) if alive[r]]
     assert [(int(kept_keys[r]), int(a)) for r, a in zip(after.rows, after.author_ids)] == expected
     assert len(expected) == len(before.rows) - 1 > 0
+
+
+# -- compare: ranges as items ---------------------------------------------------------------------------
+
+def test_compare_takes_ranges_as_items_each_as_git_lists_it(tmp_path):
+    from tests.test_estimation import build_web, figures, git_records
+
+    web = build_web(tmp_path / "web")
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(web.path), "web")
+    command = parse_command("compare web range:v1.9..v1.0 range:v1.0..v2.0 web:src@v1.0..v2.0", TODAY)
+    assert [i.label for i in command.items] == ["web@v1.9..v1.0", "web@v1.0..v2.0", "web:src@v1.0..v2.0"]
+    compared = engine.compare(command, TODAY)
+    got = [(r.item, r.totals.person_days, r.totals.developers, r.totals.commits) for r in compared.rows]
+    expected = [("web@v1.9..v1.0", *figures(git_records(web, "v1.9..v1.0"))),
+                ("web@v1.0..v2.0", *figures(git_records(web, "v1.0..v2.0"))),
+                ("web:src@v1.0..v2.0", *figures(git_records(web, "v1.0..v2.0", paths=("src",), no_merges=True)))]
+    assert got == expected
+    # by hand: v1.9..v1.0 is Cy's commit alone (Bob's branch is merged after v1.0); v1.0..v2.0 is 6 active days
+    # (tests/test_estimation.py)
+    assert expected[0][1:] == (1, 1, 1) and expected[1][1] == 6
+    one = parse_command("compare web api range:v1.0..v2.0", TODAY)  # one range stays shared by every item
+    assert one.query.range is not None and all(i.range is None for i in one.items)
+    with pytest.raises(QueryError, match="A range replaces the scope"):
+        parse_command("compare web range:v1.9..v1.0 range:v1.0..v2.0 branch:main", TODAY)

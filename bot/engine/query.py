@@ -12,7 +12,7 @@ import itertools
 import re
 import shlex
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from typing import Literal, Union
 
@@ -194,10 +194,12 @@ class CompareItem:
 
     name: str  # the repository or project
     path: str | None = None
+    range: RefRange | None = None  # `NAME@A..B`, or one of several `range:` tokens: this item's own range
 
     @property
     def label(self) -> str:
-        return f"{self.name}:{self.path}" if self.path else self.name
+        base = f"{self.name}:{self.path}" if self.path else self.name
+        return f"{base}@{self.range.token().removeprefix('range:')}" if self.range else base
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,8 @@ class Compare:
         from dataclasses import replace
 
         paths = self.query.paths + ((item.path,) if item.path else ())
-        return replace(self.query, repos=(item.name,), paths=tuple(dict.fromkeys(paths)), format=None)
+        query = replace(self.query, repos=(item.name,), paths=tuple(dict.fromkeys(paths)), format=None)
+        return replace(query, range=item.range) if item.range else query
 
 
 Command = Union[Help, ListRepos, ShowReport, Track, Untrack, Sync, Subscribe, Unsubscribe,
@@ -510,6 +513,21 @@ def parse_query(words: list[str], today: date) -> Query:
                  exclude_paths=tuple(excluded), orgs=tuple(dict.fromkeys(orgs)), **options)  # type: ignore[arg-type]
 
 
+def _compare_item(word: str) -> CompareItem:
+    """A compare item: `NAME`, `NAME:PATH`, either with `@A..B` (its own range: `git:builtin@v2.40.0..v2.45.0`)."""
+    base, at, span = word.rpartition("@")
+    own = None
+    if at and ".." in span and base and not is_source(word):
+        own, word = _parse_range(span), base
+    key, sep, value = word.partition(":")
+    if sep and not is_source(word):
+        path = value.strip("/")
+        if not path or ".." in path.split("/"):
+            raise QueryError(f"`{word}` is not `NAME:PATH`; use e.g. `linux:drivers/gpu/drm/nouveau`.")
+        return CompareItem(_check_repo_word(key), path, own)
+    return CompareItem(_check_repo_word(word), None, own)
+
+
 def _parse_range(value: str) -> RefRange:
     """`A..B` or `..B`; A and B are ref names or commit ids (git's three-dot form is not a range here)."""
     example = "e.g. `range:v1.0..v2.0` (what 2.0 added after 1.0) or `range:..v1.0` (everything up to 1.0)"
@@ -528,17 +546,21 @@ def parse_compare(words: list[str], today: date) -> Compare:
     """`compare ITEM ITEM ... [tokens]`: items are repositories, projects or `NAME:PATH`; tokens are a report's."""
     items: list[CompareItem] = []
     tokens: list[str] = []
+    ranges: list[str] = []  # `range:` tokens: one is shared by every item, several are items of their own
     for word in words:
         key, sep, value = word.partition(":")
-        if word.lower() == "public" or (sep and key.lower() in _REPORT_KEYS and not is_source(word)):
+        if sep and key.lower() == "range" and not is_source(word):
+            ranges.append(word)
+        elif word.lower() == "public" or (sep and key.lower() in _REPORT_KEYS and not is_source(word)):
             tokens.append(word)
-        elif sep and not is_source(word):
-            path = value.strip("/")
-            if not path or ".." in path.split("/"):
-                raise QueryError(f"`{word}` is not `NAME:PATH`; use e.g. `linux:drivers/gpu/drm/nouveau`.")
-            items.append(CompareItem(_check_repo_word(key), path))
         else:
-            items.append(CompareItem(_check_repo_word(word)))
+            items.append(_compare_item(word))
+    if len(ranges) == 1:
+        tokens.append(ranges[0])
+    elif ranges:  # `compare git range:v2.35.0..v2.40.0 range:v2.40.0..v2.45.0`: each item in each range
+        spans = [_parse_range(r.partition(":")[2]) for r in ranges]
+        items = [item if item.range else replace(item, range=span) for item in items
+                 for span in ([None] if item.range else spans)]
     items = list(dict.fromkeys(items))
     if len(items) < 2:
         raise QueryError("Name at least two things to compare, e.g. `compare mesa linux:drivers/gpu/drm since:2023`.")
@@ -546,6 +568,8 @@ def parse_compare(words: list[str], today: date) -> Compare:
         raise QueryError(f"`compare` takes up to {MAX_COMPARE_ITEMS} items and {len(items)} were given; "
                          f"split them into two comparisons of at most {MAX_COMPARE_ITEMS}.")
     query = parse_query([item.name for item in items] + tokens, today)
+    if any(item.range for item in items) and query.scope.kind != "default":
+        raise QueryError(f"A range replaces the scope: leave out `{query.scope.token()}` when items have ranges.")
     if query.by is not None:
         raise QueryError(f"`compare` already gives one row per item; leave out `by:{query.by}` "
                          "(or ask for one item with it).")
