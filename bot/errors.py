@@ -94,7 +94,19 @@ def did_you_mean(options: list[str], fmt: str = "`{}`") -> str:
 
 
 class GadError(Exception):
-    """Base class: the message is written for the person who typed the command."""
+    """Base class: the message is written for the person who typed the command.
+
+    `operator_detail`: the message names the server's insides (a path on it, the operator's files
+    and their lines), which are the operator's business: a member is shown `for_member`'s sentence
+    and a reference id instead, and the detail is logged under that id; admins see the message.
+    """
+
+    operator_detail: bool = False
+
+    def __init__(self, *args, operator_detail: bool | None = None):
+        super().__init__(*args)
+        if operator_detail is not None:
+            self.operator_detail = operator_detail
 
 
 class QueryError(GadError):
@@ -135,6 +147,25 @@ class MirrorError(GadError):
 
 class ConfigError(GadError):
     """A setting is missing or malformed."""
+
+    operator_detail = True  # it names the operator's settings and files
+
+
+MEMBER_SENTENCE = ("Something on the gad-bot server needs the operator's attention before this can be answered; "
+                   "tell an admin the reference below.")
+
+
+def for_member(error: GadError) -> tuple[str, str | None]:
+    """What someone who is not an admin is shown for `error`: its message, or (when it carries
+    operator detail) one sentence and a reference id, the detail logged under that id."""
+    if not error.operator_detail:
+        return str(error), None
+    import logging
+    import uuid
+
+    reference = uuid.uuid4().hex[:8]
+    logging.getLogger(__name__).warning("%s (reference %s)", error, reference, extra={"reference": reference})
+    return MEMBER_SENTENCE, reference
 
 
 class PermissionDeniedError(GadError):

@@ -7,20 +7,26 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ..errors import GadError
+from ..errors import GadError, for_member
 from ..render import blocks as kit
 
 log = logging.getLogger(__name__)
 
 
 @contextmanager
-def answered_failures(send: Callable[[str, list[dict]], None], doing: str) -> Iterator[None]:
+def answered_failures(send: Callable[[str, list[dict]], None], doing: str, *,
+                      is_admin: Callable[[], bool] = lambda: False) -> Iterator[None]:
     """Run the block; a GadError is sent as its sentence, anything else is logged with a reference the
-    person is given (never a stack trace). `doing` names the work in the log line ("sharing a report")."""
+    person is given (never a stack trace). `doing` names the work in the log line ("sharing a report").
+    A GadError that names the server's insides reaches someone `is_admin` denies as a sentence and a
+    reference (bot.errors.for_member)."""
     try:
         yield
     except GadError as error:
-        send(*kit.error_blocks(str(error)))
+        if error.operator_detail and not is_admin():
+            send(*kit.error_blocks(*for_member(error)))
+        else:
+            send(*kit.error_blocks(str(error)))
     except Exception:
         reference = uuid.uuid4().hex[:8]
         log.exception("internal error %s (reference %s)", doing, reference, extra={"reference": reference})

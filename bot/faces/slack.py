@@ -29,7 +29,7 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, Se
 from ..engine import query as q
 from ..config import Settings
 from ..engine.engine import Engine
-from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
+from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError, for_member
 from ..metric import CompareReport
 from ..engine import periods
 from ..render import blocks as kit
@@ -243,6 +243,8 @@ class SlackFace:
                  query_text: str, share_id: str | None = None) -> None:
         """Post a worker's answer (and its CSV) the way `_report` would have."""
         text, blocks = answer.text, answer.blocks
+        if answer.detail is not None and self._may_administer(client, user):
+            text, blocks = kit.error_blocks(answer.detail)  # members were given a sentence and a reference
         if share_id is not None and answer.report is not None and not answer.failed:
             self._keep(share_id, user, query_text, text, blocks, answer.report)  # Share posts it without the CSV's place
         if answer.csv is not None and isinstance(answer.report, CompareReport) and not answer.failed:
@@ -283,7 +285,7 @@ class SlackFace:
         except GadError as error:
             log.info("/gad refused (%s)", type(error).__name__, extra={"request_id": request_id(command)})
             mentions = self.settings.admins if isinstance(error, PermissionDeniedError) else ()
-            text, blocks = kit.error_blocks(str(error), mentions=mentions)
+            text, blocks = self._error_blocks(error, client, user, mentions=mentions)
             # a failed track replaces its "Tracking ..." message and progress: one message tells the story
             responder.final(text, blocks, replace=isinstance(parsed, q.Track))
         except Exception:
@@ -423,7 +425,8 @@ class SlackFace:
         """The Share button: the answer the person saw, posted for everyone once (bot/faces/share.py)."""
         user = body.get("user", {}).get("id", "")
         responder = Responder(respond, client, user)
-        with answered_failures(responder.final, "sharing a report"):
+        with answered_failures(responder.final, "sharing a report",
+                               is_admin=lambda: self._may_administer(client, user)):
             sharing.share(self.engine.index, str(body["actions"][0].get("value", "")), user, responder)
 
     def ask_privately(self, text: str, body: dict, respond, client: WebClient) -> None:
@@ -431,7 +434,8 @@ class SlackFace:
         user = body.get("user", {}).get("id", "")
         channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
         responder = Responder(respond, client, user)
-        with answered_failures(responder.final, "answering a button"):
+        with answered_failures(responder.final, "answering a button",
+                               is_admin=lambda: self._may_administer(client, user)):
             parsed = q.parse_command(text, self.today())
             if not isinstance(parsed, q.ShowReport):
                 raise QueryError("That button asks for a report only; type `/gad help` for the rest.")
@@ -458,7 +462,8 @@ class SlackFace:
 
         user = body.get("user", {}).get("id", "")
         responder = Responder(respond, client, user)
-        with answered_failures(lambda text, blocks: responder.final(text, blocks, replace=True), "untracking"):
+        with answered_failures(lambda text, blocks: responder.final(text, blocks, replace=True), "untracking",
+                               is_admin=lambda: self._may_administer(client, user)):
             self._require_admin(client, user, "untrack a repository")
             name = self.engine.repo(str(body["actions"][0].get("value", ""))).name
             self.engine.untrack(name)
@@ -529,6 +534,14 @@ class SlackFace:
                         replace=True)
 
     # -- people ------------------------------------------------------------------
+    def _error_blocks(self, error: GadError, client: WebClient, user: str,
+                      mentions: tuple[str, ...] | list[str] = ()) -> tuple[str, list[dict]]:
+        """`error` as a message for `user`: its words, unless they name the server's insides and
+        `user` is not an admin (then a sentence and a reference id: bot.errors.for_member)."""
+        if error.operator_detail and not self._may_administer(client, user):
+            return kit.error_blocks(*for_member(error))
+        return kit.error_blocks(str(error), mentions=mentions)
+
     def _may_administer(self, client: WebClient, user: str) -> bool:
         """GAD_ADMINS when the operator set it, workspace admins otherwise."""
         if self.settings.admins:

@@ -29,6 +29,8 @@ memory, say) fails only the job it was running and is started again.
 
 from __future__ import annotations
 
+import dataclasses
+
 import collections
 import logging
 import os
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..config import Settings
-from ..errors import GadError
+from ..errors import GadError, for_member
 from ..metric import CompareReport, Report
 from ..engine.query import Compare, Query
 
@@ -83,6 +85,7 @@ class ReportAnswer:
     report: Report | CompareReport | None = None  # with `csv` or a share: the face renders it again (where
     #                                               the file went; the private answer without its button)
     failed: bool = False  # text/blocks are an error message (a GadError's, or an internal error's)
+    detail: str | None = None  # failed with operator detail: text/blocks are for members, this for admins
 
 
 def default_workers() -> int:
@@ -473,7 +476,9 @@ def run_report(job: ReportJob) -> ReportAnswer:
             return ReportAnswer(text, blocks, public=public, report=report)
         return ReportAnswer(text, blocks, public=public)
     except GadError as error:
-        return _failure(str(error))
+        sentence, reference = for_member(error)
+        failure = _failure(sentence, reference)
+        return dataclasses.replace(failure, detail=str(error)) if reference else failure
     except Exception:
         reference = uuid.uuid4().hex[:8]
         log.exception("internal error computing a report (reference %s)", reference, extra={"reference": reference})

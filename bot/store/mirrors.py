@@ -135,7 +135,7 @@ class Mirror:
             self.repo = pygit2.Repository(str(path))
         except (pygit2.GitError, KeyError) as error:
             raise MirrorError(f"The mirror at {path} cannot be opened ({_describe(error)}); "
-                              "re-clone it with `gad-bot sync --reclone NAME`.") from None
+                              "re-clone it with `gad-bot sync --reclone NAME`.", operator_detail=True) from None
 
     # -- network -------------------------------------------------------------
     def set_origin(self, url: str) -> None:

@@ -96,3 +96,48 @@ def test_repos_shows_server_paths_to_admins_only(data, stub, tmp_path, source):
     assert str(source) in admin and str(tmp_path) in admin
     assert str(tmp_path) not in member and "/srv/" not in member and "data/mirrors" not in member
     assert "a directory on the gad-bot server" in member and "`web`" in member
+
+
+def _reference(message: dict) -> str:
+    """The reference id an error message gives (`error_blocks` shows it as `reference abc12345`)."""
+    import re
+
+    found = re.search(r"\b([0-9a-f]{8})\b", json.dumps(message))
+    assert found, message
+    return found.group(1)
+
+
+def test_server_paths_and_the_rules_file_reach_admins_only(data, stub, tmp_path):
+    """Issue 22: `/gad gone vs:cocomo` with a missing mirror named the mirror's path, and a
+    malformed GAD_ORG_FILE its path and offending line, to anyone. Members now get a sentence and
+    a reference id (the detail is logged under it); admins get the detail."""
+    other = RepoBuilder(tmp_path / "srv" / "gone-source")
+    other.commit(email="bo@example.com", date="2024-01-03")
+    assert run_cli("track", str(other.path), "--name", "gone", data=data).returncode == 0
+    [mirror] = (data / "mirrors").glob("gone-*.git")
+    shutil.rmtree(mirror)
+    rules = tmp_path / "secret-rules" / "orgs.txt"
+    rules.parent.mkdir()
+    rules.write_text("intel.com Intel\nlocalhost Internal-Codename-Zebra\n")
+    answers = {}
+    with Serve(data, stub, logs=tmp_path / "logs", GAD_ADMINS=ADMIN) as serve:
+        for who, user in (("member", MEMBER), ("admin", ADMIN)):
+            answers["mirror", who] = json.dumps(_ask(serve, stub, "gone vs:cocomo", user, f"mirror-{who}"))
+        assert serve.stop() == 0
+    mirror_log = serve.stderr
+    with Serve(data, stub, logs=tmp_path / "logs-2", GAD_ADMINS=ADMIN, GAD_ORG_FILE=str(rules)) as serve:
+        for who, user in (("member", MEMBER), ("admin", ADMIN)):
+            answers["rules", who] = json.dumps(_ask(serve, stub, "web by:org", user, f"rules-{who}"))
+        assert serve.stop() == 0
+    rules_log = serve.stderr
+    print(answers)
+    for what, log in (("mirror", mirror_log), ("rules", rules_log)):
+        member = answers[what, "member"]
+        assert str(tmp_path) not in member and "mirrors" not in member and "orgs.txt" not in member
+        assert "line 2" not in member and "Zebra" not in member and "localhost" not in member
+        assert "operator" in member
+        reference = _reference(json.loads(member))
+        detailed = [line for line in log.splitlines() if reference in line]
+        assert detailed and (str(mirror) in detailed[0] if what == "mirror" else "line 2" in detailed[0])
+    assert str(mirror) in answers["mirror", "admin"]  # an admin sees what to fix
+    assert str(rules) in answers["rules", "admin"] and "line 2" in answers["rules", "admin"]
