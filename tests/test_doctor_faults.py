@@ -12,8 +12,7 @@ import sys
 import pytest
 
 from bot.faces.doctor import NEEDED_SCOPES
-from tests.faults import ROOT, cli_env, run_cli
-from tests.gitbuild import RepoBuilder
+from tests.faults import ROOT, cli_env, run_cli, tracked_web
 from tests.slackstub import SlackStub
 from tests.test_restart import read_only
 
@@ -26,11 +25,7 @@ def stub():
 
 @pytest.fixture
 def data(tmp_path):
-    upstream = RepoBuilder(tmp_path / "web")
-    upstream.commit(email="ann@example.com", date="2024-01-02")
-    path = tmp_path / "data"
-    assert run_cli("track", str(upstream.path), "--name", "web", data=path).returncode == 0
-    return path
+    return tracked_web(tmp_path)[0]
 
 
 def slack(stub) -> dict[str, str]:

@@ -15,21 +15,13 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.faults import Serve, run_cli
-from tests.gitbuild import RepoBuilder
+from tests.faults import Serve, tracked_web
 from tests.slackstub import SlackStub
 
 
 @pytest.fixture
 def data(tmp_path):
-    upstream = RepoBuilder(tmp_path / "web")
-    upstream.commit(email="ann@example.com", date="2024-01-02")
-    upstream.commit(email="bob@example.com", date="2024-01-03")
-    upstream.commit(email="ann@example.com", date="2024-01-05")
-    path = tmp_path / "data"
-    tracked = run_cli("track", str(upstream.path), "--name", "web", data=path)
-    assert tracked.returncode == 0, tracked.stderr
-    return path
+    return tracked_web(tmp_path, "2024-01-02", "2024-01-03", "2024-01-05")[0]
 
 
 def get(url: str) -> tuple[int, str, str]:

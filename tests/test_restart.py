@@ -16,8 +16,7 @@ import pytest
 
 from bot.config import Settings
 from bot.faces.workers import BusyError, ReportPool
-from tests.faults import ROOT, Serve, cli_env, run_cli
-from tests.gitbuild import RepoBuilder
+from tests.faults import ROOT, Serve, cli_env, run_cli, tracked_web
 from tests.slackstub import SlackStub
 from tests.test_workers import Inbox, _job, gated
 
@@ -29,13 +28,19 @@ def settings(tmp_path) -> Settings:
     return Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
 
 
-def test_drain_lets_the_queue_finish_within_the_grace_period(settings, tmp_path):
-    gate = tmp_path / "go"
+def queued(settings, gate) -> tuple[ReportPool, Inbox]:
+    """One worker, and each of PEOPLE with a report that waits until `gate` exists: one runs, 19 wait."""
     pool = ReportPool(settings, workers=1, per_user=1, runner=gated)
     pool.start()
     inbox = Inbox()
     for person in PEOPLE:
         pool.submit(_job(person, str(gate)), inbox)
+    return pool, inbox
+
+
+def test_drain_lets_the_queue_finish_within_the_grace_period(settings, tmp_path):
+    gate = tmp_path / "go"
+    pool, inbox = queued(settings, gate)
     cut: list[int] = []
     drainer = threading.Thread(target=lambda: cut.append(pool.drain(grace=120)))
     drainer.start()
@@ -55,11 +60,7 @@ def test_drain_lets_the_queue_finish_within_the_grace_period(settings, tmp_path)
 
 def test_drain_tells_each_person_whose_report_is_cut_off(settings, tmp_path):
     gate = tmp_path / "never"
-    pool = ReportPool(settings, workers=1, per_user=1, runner=gated)
-    pool.start()
-    inbox = Inbox()
-    for person in PEOPLE:
-        pool.submit(_job(person, str(gate)), inbox)
+    pool, inbox = queued(settings, gate)
     assert pool.drain(grace=0.2) == 20  # one running, nineteen waiting: none can finish
     answers = inbox.wait(20)
     assert len(answers) == 20 and all(a.failed for a in answers)
@@ -74,13 +75,7 @@ def test_drain_tells_each_person_whose_report_is_cut_off(settings, tmp_path):
 
 @pytest.fixture
 def data(tmp_path):
-    upstream = RepoBuilder(tmp_path / "web")
-    upstream.commit(email="ann@example.com", date="2024-01-02")
-    upstream.commit(email="bob@example.com", date="2024-01-03")
-    path = tmp_path / "data"
-    tracked = run_cli("track", str(upstream.path), "--name", "web", data=path)
-    assert tracked.returncode == 0, tracked.stderr
-    return path
+    return tracked_web(tmp_path, "2024-01-02", "2024-01-03")[0]
 
 
 def test_sigterm_with_a_full_queue_answers_everyone_who_was_queued(data, tmp_path):

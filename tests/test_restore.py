@@ -16,8 +16,7 @@ import pytest
 
 from bot.config import Settings
 from bot.faces.liveness import ServeLock
-from tests.faults import run_cli
-from tests.gitbuild import RepoBuilder
+from tests.faults import run_cli, tracked_web
 
 # A writer that commits in WAL mode and dies before any checkpoint, as a killed `serve` does.
 CRASHING_WRITER = """
@@ -33,10 +32,7 @@ os._exit(0)  # no close, no checkpoint: the change lives only in index.sqlite-wa
 @pytest.fixture
 def crashed(tmp_path):
     """A data directory whose index was backed up, then changed by a process that crashed (WAL left)."""
-    upstream = RepoBuilder(tmp_path / "web")
-    upstream.commit(email="ann@example.com", date="2024-01-02")
-    data = tmp_path / "data"
-    assert run_cli("track", str(upstream.path), "--name", "web", data=data).returncode == 0
+    data, _ = tracked_web(tmp_path)
     backup = tmp_path / "backups" / "index.sqlite"
     backed = run_cli("backup", str(backup), data=data)
     assert backed.returncode == 0, backed.stderr

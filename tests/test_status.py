@@ -12,18 +12,13 @@ from importlib import metadata
 
 import pytest
 
-from tests.faults import Serve, run_cli
-from tests.gitbuild import RepoBuilder
+from tests.faults import Serve, run_cli, tracked_web
 from tests.slackstub import SlackStub
 
 
 @pytest.fixture
 def setup(tmp_path):
-    upstream = RepoBuilder(tmp_path / "web")
-    upstream.commit(email="ann@example.com", date="2024-01-02")
-    data = tmp_path / "data"
-    assert run_cli("track", str(upstream.path), "--name", "web", data=data).returncode == 0
-    return data, upstream
+    return tracked_web(tmp_path)
 
 
 def test_status_without_serve_names_versions_disk_and_each_repository(setup):
@@ -40,7 +35,7 @@ def test_status_without_serve_names_versions_disk_and_each_repository(setup):
     assert re.fullmatch(rf"disk: [\d,.]+ GiB free of [\d,.]+ GiB under {re.escape(str(data))}", lines[2]), lines[2]
     assert lines[3:] == ["repositories:", "  web: synced just now"]
 
-    shutil.rmtree(upstream.path)  # gone upstream: the next sync fails and says so
+    shutil.rmtree(upstream)  # gone upstream: the next sync fails and says so
     assert run_cli("sync", "web", data=data).returncode != 0
     lines = run_cli("status", data=data).stdout.splitlines()
     (web,) = [line for line in lines if line.startswith("  web: ")]
@@ -75,7 +70,7 @@ def test_answers_about_a_repository_whose_sync_keeps_failing_say_so(setup):
     from datetime import datetime, timedelta
 
     data, upstream = setup
-    shutil.rmtree(upstream.path)
+    shutil.rmtree(upstream)
     assert run_cli("sync", "web", data=data).returncode != 0
     db = sqlite3.connect(data / "index.sqlite")
     (stored,) = db.execute("SELECT last_success_at FROM repos WHERE name = 'web'").fetchone()

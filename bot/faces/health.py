@@ -17,9 +17,13 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from .. import metrics
 from ..config import Settings
+
+if TYPE_CHECKING:
+    from .liveness import ServeState
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +102,7 @@ class Health:
         return Part("scheduler", running, "running" if running else "stopped: digests and syncs are not run")
 
     # -- the heartbeat: what `gad-bot status` reads ----------------------------------------------
-    def serve_state(self, mode: str) -> "ServeState":
+    def serve_state(self, mode: str) -> ServeState:
         import os
 
         from ..version import package_version

@@ -8,7 +8,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 from .. import metrics
 from ..config import Settings

@@ -55,6 +55,20 @@ def run_cli(*args: str, data: Path, timeout: float = 120, **env: str) -> subproc
                           capture_output=True, text=True, timeout=timeout)
 
 
+def tracked_web(base: Path, *days: str) -> tuple[Path, Path]:
+    """A repository `web` (one commit per day given, ann and bob in turn) tracked by `gad-bot track`
+    into `base/data`: (the data directory, the upstream repository)."""
+    from tests.gitbuild import RepoBuilder
+
+    upstream = RepoBuilder(base / "web")
+    for i, day in enumerate(days or ("2024-01-02",)):
+        upstream.commit(email=("ann@example.com", "bob@example.com")[i % 2], date=day)
+    data = base / "data"
+    tracked = run_cli("track", str(upstream.path), "--name", "web", data=data)
+    assert tracked.returncode == 0, tracked.stderr
+    return data, upstream.path
+
+
 def start_cli(*args: str, data: Path, **env: str) -> subprocess.Popen:
     """A gad-bot command in its own process group (it and any fetch child it starts)."""
     return subprocess.Popen([sys.executable, "-m", "bot.faces.cli", *args], cwd=ROOT, env=cli_env(data, **env),
