@@ -184,28 +184,6 @@ def test_redirect_to_another_public_host_follows_the_allow_list(tmp_path, ca, ca
         _no_mirror(tmp_path / "data")
 
 
-class _CountingPort:
-    """A TCP port on `host` that accepts and hangs up at once, counting who came (not an ssh server)."""
-
-    def __init__(self, host: str):
-        import socket
-        import threading
-
-        self.sock = socket.create_server((host, 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
-
-
 def _track_answer(serve: Serve, stub, url: str, name: str) -> str:
     """Everything the admin saw for a track: the ack, then the messages at the response_url, if any."""
     status, ack, took = serve.post(stub.slash_fields(f"track {url} as:{name}", response_name=name))
@@ -230,7 +208,7 @@ def test_ssh_from_slack_cannot_rebind_nor_tell_an_open_port_from_a_closed_one(tm
 
     key = tmp_path / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    internal, open_port = _CountingPort("127.0.0.1"), _CountingPort(ADDRESSES[FORGE])
+    internal, open_port = _Listener(echo=False), _Listener(ADDRESSES[FORGE], echo=False)
     with socket.create_server((ADDRESSES[FORGE], 0)) as probe:
         closed = probe.getsockname()[1]  # nothing listens there once closed
     env = {"GAD_SSH_KEY": str(key), "GAD_ALLOWED_HOSTS": f"forge-attack.net,{FORGE}"}
@@ -283,15 +261,17 @@ def _connect_via(proxy, request: bytes, *, secret: bool = True) -> bytes:
 
 
 class _Listener:
-    """A TCP listener that counts connections and echoes what it reads (a stand-in upstream)."""
+    """A TCP listener on `host` that counts connections and echoes what it reads (a stand-in upstream),
+    or with `echo=False` hangs up at once (an open port that is no ssh server)."""
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1", *, echo: bool = True):
         import socket
         import threading
 
-        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock = socket.create_server((host, 0))
         self.port = self.sock.getsockname()[1]
         self.accepted = 0
+        self.echo = echo
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self):
@@ -301,8 +281,9 @@ class _Listener:
             except OSError:
                 return
             self.accepted += 1
-            data = conn.recv(4096)
-            conn.sendall(b"echo:" + data)
+            if self.echo:
+                data = conn.recv(4096)
+                conn.sendall(b"echo:" + data)
             conn.close()
 
 
