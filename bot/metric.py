@@ -63,6 +63,8 @@ class Row:
     key: str
     totals: Totals
     first_day: date | None = None  # for period rows
+    # a period row cut by since:, until: or today: (first day counted, last day counted), None for a side not cut
+    covers: tuple[date | None, date | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -191,8 +192,9 @@ def test_index_file_is_private_and_migrated(settings):
 def test_untrack_forgets_rows_and_mirror(engine, tmp_path):
     a = RepoBuilder(tmp_path / "a")
     a.commit()
+    shutil.copytree(a.path, tmp_path / "b")  # a fork: another source holding the same commit
     engine.track(str(a.path), "a")
-    engine.track(str(a.path), "b")
+    engine.track(str(tmp_path / "b"), "b")
     mirror = engine.repo("a").mirror_path
     engine.untrack("a")
     assert not mirror.exists()

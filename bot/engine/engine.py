@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a tr
     from ..store.forges import OwnerRef
     from ..store.sources import SourcePolicy
     from .forgeorgs import OrgProgressFn, OrgSyncResult, OrgTracker, OrgTrackResult
-from .periods import from_epoch_day, to_epoch_day
+from .periods import from_epoch_day, mark_partial, to_epoch_day
 from .query import Compare, Query, RefRange
 
 log = logging.getLogger(__name__)
@@ -486,7 +486,11 @@ class Engine:
             offers = ([f"{literal('branch:' + default)} (its default branch)"] if default else []) + \
                 [literal("branch:" + c) for c in close] + ["`branch:HEAD` (the default branch, whatever its name)"]
             either = offers[0] if len(offers) == 1 else ", ".join(offers[:-1]) + " or " + offers[-1]
-            raise QueryError(f"`{repo.name}` has no branch {literal(branch)}; did you mean {either}?")
+            if close:
+                raise QueryError(f"`{repo.name}` has no branch {literal(branch)}; did you mean {either}?")
+            hint = ", ".join(literal(b) for b in names[:8]) + (" ..." if len(names) > 8 else "")
+            raise QueryError(f"`{repo.name}` has no branch {literal(branch)}; its branches are {hint or 'none'}. "
+                             f"Did you mean {either}?")
         reached = self._masks.get_or_compute(_snapshot_key(columns, "branch", tip),
                                              lambda: self.reachable_rows(columns, [tip]))
         return columns.in_rows(reached)
@@ -583,6 +587,7 @@ class Engine:
         rows: list = []
         if query.by in ("week", "month", "quarter", "year"):
             rows = col.by_period(selections, keys, query.by, first_day=flt.since_day, last_day=flt.until_day)
+            rows = mark_partial(rows, query.by, query.since, query.until or today)
         elif query.by == "person":
             rows = col.by_person(selections, keys, self._people_names(col.distinct_persons(keys)))
         elif query.by == "repo":

@@ -115,6 +115,23 @@ def bucket_label(start: date, bucket: str) -> str:
     return str(start.year)
 
 
+def mark_partial(rows: list, bucket: str, since: date | None, until: date) -> list:
+    """Period rows with `covers` set where since:, until: (or today, for the period still running) cut
+    the bucket: `since:2024-03 by:year` counts 2024 from March 1st only, and says so."""
+    from dataclasses import replace
+
+    out = []
+    for row in rows:
+        if row.first_day is None:
+            out.append(row)
+            continue
+        last = next_bucket(row.first_day, bucket) - timedelta(days=1)
+        start = since if since is not None and since > row.first_day else None
+        end = until if until < last else None
+        out.append(replace(row, covers=(start, end)) if start or end else row)
+    return out
+
+
 def next_bucket(start: date, bucket: str) -> date:
     """The first day of the bucket after the one starting on `start`."""
     step = {"week": relativedelta(weeks=1), "month": relativedelta(months=1),

@@ -207,7 +207,8 @@ def _row_line(by: str | None, row: Row, rank: int, total: int = 0) -> str:
     if by == "person":
         return (f"{rank}. {code(row.key)} — {words.plural(t.person_days, 'active day')} · "
                 f"2GAD {words.number(t.two_gad)} · {words.plural(t.commits, 'commit')}")
-    return (f"{code(row.key)} — 2GAD {words.number(t.two_gad)} · "
+    cut = f" ({escape_mrkdwn(words.row_label(row)[len(row.key) + 2:-1])})" if row.covers else ""
+    return (f"{code(row.key)}{cut} — 2GAD {words.number(t.two_gad)} · "
             f"{words.plural(t.developers, 'developer')} · {words.plural(t.commits, 'commit')}")
 
 

@@ -37,6 +37,9 @@ def row_to_dict(row: Row) -> dict:
            "developers": t.developers, "commits": t.commits}
     if row.first_day is not None:
         out["first_day"] = row.first_day.isoformat()
+    if row.covers is not None:  # a period cut by since:, until: or today: the days it counts
+        start, end = row.covers
+        out["partial"] = {"from": start.isoformat() if start else None, "to": end.isoformat() if end else None}
     return out
 
 

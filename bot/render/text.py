@@ -91,7 +91,7 @@ def _breakdown_table(report: Report) -> Table:
 
     rows = words.sorted_rows(report)
     for i, row in enumerate(rows):
-        table.add_row(row.key, *cells(row.totals), end_section=i == len(rows) - 1)
+        table.add_row(words.row_label(row), *cells(row.totals), end_section=i == len(rows) - 1)
     table.add_row("total", *cells(report.totals))
     return table
 

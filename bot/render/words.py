@@ -351,6 +351,17 @@ def trend_words(report: Report, *, max_points: int = 104) -> tuple[str, str] | N
     return caption, sparkline(values)
 
 
+def row_label(row) -> str:
+    """A breakdown row's key, and for a period cut short the days it counts: '2024 (from 2024-03-01)',
+    '2026 (to 2026-12-04)', '2024-W10 (2024-03-06 to 2024-03-08)'."""
+    if row.covers is None:
+        return row.key
+    start, end = row.covers
+    if start and end:
+        return f"{row.key} ({start.isoformat()} to {end.isoformat()})"
+    return f"{row.key} (from {start.isoformat()})" if start else f"{row.key} (to {end.isoformat()})"
+
+
 def breakdown_title(by: str | None, top: int | None = None) -> str:
     """'By month', 'People by active days' (all of them), 'Top 10 contributors by active days' (`top:N` cut it)."""
     if by == "person":
