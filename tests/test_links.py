@@ -13,6 +13,7 @@ Figures by hand from tests/test_surfaces.py's histories (today is Thursday 2026-
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import uuid
 
@@ -138,3 +139,40 @@ def test_the_message_shortcut_answers_privately_in_the_thread(links, stub):
     calls = stub.wait_for("chat.postEphemeral", count=3, timeout=15)
     assert read(calls[-1].args) == ("That message links to no tracked repository or organization and names none; "
                                     "`/gad repos` lists what is tracked.")
+
+
+def test_a_tracked_organizations_link_unfurls_into_the_organizations_card(tmp_path, stub):
+    """A whole GitHub organization tracked from a loopback forge (tests/forgestub.py, shaped as GitHub's REST
+    API): its page unfurls as the organization; a repository page of it, as that repository."""
+    from tests.forgestub import ForgeStub
+    from tests.gitbuild import oracle_pairs
+
+    with ForgeStub(tmp_path / "srv", "github", token="forge-token") as forge:
+        forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01"), ("bob@acme.example", "2024-03-01")])
+        forge.add("acme/api", commits=[("ann@acme.example", "2024-03-01"), ("cy@acme.example", "2024-03-05")])
+        settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                      "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url,
+                                      "GAD_FORGES": forge.forges_setting, "GAD_HTTPS_TOKENS": "127.0.0.1=forge-token"})
+        engine = Engine.open(settings)
+        org = engine.track_org(engine.org_owner(forge.owner_url("acme"))).org
+        app, _ = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
+        # (ann, 03-01) counted once across both repositories, (bob, 03-01), (cy, 03-05): 3 pairs, 2GAD 6
+        pairs = oracle_pairs(forge.base / "acme/web.git") | oracle_pairs(forge.base / "acme/api.git")
+        assert 2 * len(pairs) == 6
+        page, repo_page = forge.owner_url("acme"), forge.owner_url("acme") + "/web/pulls"
+        event = event_callback(link_shared_event([page, repo_page, forge.owner_url("acme") + "-corp"]))
+        body, headers = signed_event(SECRET, event)
+        app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+        (call,) = stub.wait_for("chat.unfurl", timeout=15)
+    assert list(call.args["unfurls"]) == [page, repo_page]
+    shown = read(call.args["unfurls"][page])
+    assert f"*`{org}`* · 2GAD organization" in shown
+    # commits as git counts them: ann's identical commit in both repositories is one commit of the union
+    commits = set()
+    for name in ("web", "api"):
+        commits |= set(subprocess.run(["git", "rev-list", "--all"], cwd=forge.base / f"acme/{name}.git",
+                                      capture_output=True, text=True, check=True).stdout.split())
+    assert (f"*2GAD 6 person-days* all time · 3 developers · {len(commits)} commits · 2024-03-01 to 2024-03-05"
+            in shown)
+    assert "Last 12 weeks: *2GAD 0* · 0 developers\n" in shown  # no sparkline of nothing
+    assert "*2GAD 4 person-days* all time · 2 developers · 2 commits" in read(call.args["unfurls"][repo_page])

@@ -28,7 +28,8 @@ def card_blocks(card: CardFigures) -> list[dict]:
              f"*2GAD {number(card.two_gad)} person-days* all time · {plural(card.developers, 'developer')} · "
              f"{plural(card.commits, 'commit')}{span}",
              f"Last {CARD_WEEKS} weeks: *2GAD {number(card.recent_two_gad)}* · "
-             f"{plural(card.recent_developers, 'developer')} · `{sparkline(card.weekly_two_gad)}`"]
+             f"{plural(card.recent_developers, 'developer')}"
+             + (f" · `{sparkline(card.weekly_two_gad)}`" if any(card.weekly_two_gad) else "")]
     return [kit.section("\n".join(lines)),
             {"type": "actions", "elements": [{
                 "type": "button", "action_id": CARD_MORE_ACTION_ID, "value": card.name[:kit.BUTTON_VALUE_LIMIT],
