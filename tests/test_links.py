@@ -12,7 +12,6 @@ Figures by hand from tests/test_surfaces.py's histories (today is Thursday 2026-
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 import uuid
