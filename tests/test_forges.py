@@ -104,6 +104,7 @@ def test_a_user_is_listed_when_no_organization_has_the_name(forge, tmp_path):
                                                       "/api/v3/users/ann/repos?type=owner&per_page=100"]
 
 
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
 def test_sync_tracks_new_renames_and_marks_gone(forge, tmp_path):
     web = forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01")])
     api = forge.add("acme/api", commits=[("bob@acme.example", "2024-03-02")])
@@ -126,6 +127,7 @@ def test_sync_tracks_new_renames_and_marks_gone(forge, tmp_path):
     assert engine.sync_orgs() == [type(result)("acme", 3)]  # nothing changed: nothing said
 
 
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
 def test_rate_limits_are_waited_out(forge, tmp_path):
     forge.add("acme/web")
     forge.answers.append((429, {"Retry-After": "1", "Content-Type": "application/json"}, b"{}"))
@@ -147,12 +149,14 @@ def test_a_long_rate_limit_is_said_not_waited(forge, tmp_path):
     assert engine.repos() == [] and engine.projects() == {}
 
 
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
 def test_clone_urls_off_the_forge_are_not_fetched(forge, tmp_path):
+    from tests.forgestub import StubRepo
+
     forge.add("acme/web")
-    row = {"id": 1, "full_name": "acme/evil", "clone_url": "file:///etc", "archived": False, "fork": False,
-           "private": False, "size": 1}
-    rows = [row, dict(row, id=2, full_name="acme/ext", clone_url="ext::sh -c touch% /tmp/pwned"),
-            dict(row, id=3, full_name="acme/meta", clone_url="http://169.254.169.254/latest.git")]
+    url_key = "http_url_to_repo" if forge.kind == "gitlab" else "clone_url"
+    rows = [dict(forge._row(StubRepo(n, f"acme/{name}")), **{url_key: url}) for n, (name, url) in enumerate(
+        [("evil", "file:///etc"), ("ext", "ext::sh -c touch% /tmp/pwned"), ("meta", "http://169.254.169.254/x.git")])]
     forge.answers.append((200, {"Content-Type": "application/json"}, json.dumps(rows).encode()))
     engine = engine_for(forge, tmp_path)
     result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
@@ -161,6 +165,7 @@ def test_clone_urls_off_the_forge_are_not_fetched(forge, tmp_path):
     assert engine.repos() == []
 
 
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
 def test_a_huge_body_is_refused(forge, tmp_path):
     forge.answers.append((200, {"Content-Type": "application/json"}, b"[" + b" " * (50 * 1024 * 1024) + b"]"))
     engine = engine_for(forge, tmp_path)
