@@ -732,11 +732,7 @@ class MirrorStore:
         staging = self.root / (".incoming-" + final.name)
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            repo = pygit2.init_repository(str(staging), bare=True)
-            repo.remotes.create("origin", source, MIRROR_REFSPEC)
-            repo.config["remote.origin.mirror"] = True
-            repo.config["remote.origin.tagopt"] = "--no-tags"
-            _make_private(staging)  # libgit2 used the umask; the config holds the source URL
+            repo = _staged_mirror(source, staging)
             if guard is not None or not _copy_local(source, repo, staging):
                 Mirror(staging).fetch(self.limits, progress, guard)
             staging.rename(final)
@@ -763,11 +759,7 @@ class MirrorStore:
                 if final.exists():
                     shutil.rmtree(final)  # leftovers of an interrupted clone of a repository no longer tracked
                 shutil.rmtree(staging, ignore_errors=True)
-                repo = pygit2.init_repository(str(staging), bare=True)
-                repo.remotes.create("origin", source, MIRROR_REFSPEC)
-                repo.config["remote.origin.mirror"] = True
-                repo.config["remote.origin.tagopt"] = "--no-tags"
-                _make_private(staging)
+                _staged_mirror(source, staging)
                 staged.append((number, staging, final))
             except (pygit2.GitError, OSError, ValueError) as error:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -810,6 +802,16 @@ class MirrorStore:
     def remove(self, path: Path) -> None:
         if path.resolve().is_relative_to(self.root.resolve()) and path.exists():
             shutil.rmtree(path)
+
+
+def _staged_mirror(source: str, staging: Path) -> pygit2.Repository:
+    """A new, empty bare mirror of `source` at `staging` (every ref, no tag auto-following), for the service user only."""
+    repo = pygit2.init_repository(str(staging), bare=True)
+    repo.remotes.create("origin", source, MIRROR_REFSPEC)
+    repo.config["remote.origin.mirror"] = True
+    repo.config["remote.origin.tagopt"] = "--no-tags"
+    _make_private(staging)  # libgit2 used the umask; the config holds the source URL
+    return repo
 
 
 def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bool:
