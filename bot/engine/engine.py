@@ -407,8 +407,8 @@ class Engine:
                 raise UnknownRepoError(name, self.known_names())
             if not members:
                 raise QueryError(f"Project `{name}` has no repositories; add some with {command(f'project add {name} REPO...')}.")
-            for repo_id in members:
-                resolved[repo_id] = self.index.repo_by_id(repo_id)
+            for repo in self.index.repos_by_ids(members):  # one query: an organization's project has thousands
+                resolved[repo.id] = repo
         return list(resolved.values())
 
     def columns_of(self, repo: RepoRow) -> col.RepoColumns:

@@ -621,6 +621,16 @@ class Index:
     def repos(self) -> list[RepoRow]:
         return [RepoRow.from_row(r) for r in self.rows("SELECT * FROM repos ORDER BY name")]
 
+    def repos_by_ids(self, repo_ids: Iterable[int]) -> list[RepoRow]:
+        """The repositories of `repo_ids` that exist, in that order (SQLite binds at most 32,766 values a query)."""
+        ids = list(dict.fromkeys(repo_ids))
+        found: dict[int, RepoRow] = {}
+        for start in range(0, len(ids), 30_000):
+            chunk = ids[start:start + 30_000]
+            rows = self.rows(f"SELECT * FROM repos WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))
+            found.update((r["id"], RepoRow.from_row(r)) for r in rows)
+        return [found[i] for i in ids if i in found]
+
     def repo_names(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM repos ORDER BY name")]
 
