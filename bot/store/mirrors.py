@@ -7,6 +7,7 @@ prune, so it follows upstream exactly: deleted refs disappear, rewound branches 
 from __future__ import annotations
 
 import hashlib
+import errno
 import os
 import re
 import shutil
@@ -814,6 +815,29 @@ def _staged_mirror(source: str, staging: Path) -> pygit2.Repository:
     return repo
 
 
+def _copy_whole(path: Path, target: Path) -> None:
+    """Copy an object file so that `target` is whole or absent: a copy cut short (a full disk) leaves
+    only its temporary file, which is removed; git would read a truncated object as a damaged mirror."""
+    temporary = target.with_name(f"tmp_copy_{target.name}")
+    try:
+        shutil.copy2(path, temporary)
+        os.chmod(temporary, 0o400)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _write_failure(error: OSError, mirror_path: Path, source: str) -> str:
+    """One sentence naming the real cause of a failed write into a mirror."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"The disk holding {mirror_path.parent} is full: copying new objects from {redact(source)} stopped "
+                "(the mirror is kept as it was). Free space there (`gad-bot doctor` shows how much is left); "
+                "the next sync picks up where this one would have.")
+    return (f"Writing new objects from {redact(source)} into {mirror_path} failed ({error.strerror}); the mirror is kept "
+            "as it was. Check that the data directory is writable, then sync again.")
+
+
 def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bool:
     """Fetch from a local repository the way `git clone --mirror --local` does: hard-link the object
     files the mirror lacks (copy across file systems), then make every ref match the source's,
@@ -835,16 +859,24 @@ def _copy_local(source: str, mirror: pygit2.Repository, mirror_path: Path) -> bo
     # name an object the mirror cannot read yet.
     candidates = sorted(objects.glob("pack/pack-*.pack")) + sorted(objects.glob("pack/pack-*.idx")) + \
         [p for p in objects.glob("[0-9a-f][0-9a-f]/*") if len(p.name) == 38]
-    for path in candidates:
-        target = mirror_path / "objects" / path.relative_to(objects)
-        if target.exists():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            os.link(path, target)  # the same file as the source's: its mode is the source's
-        except OSError:
-            shutil.copy2(path, target)
-            os.chmod(target, 0o400)
+    added: list[Path] = []
+    try:
+        for path in candidates:
+            target = mirror_path / "objects" / path.relative_to(objects)
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:
+                os.link(path, target)  # the same file as the source's: its mode is the source's
+            except OSError:
+                _copy_whole(path, target)
+            added.append(target)
+    except OSError as error:
+        # A full disk (or any write error) midway: take back what this fetch added, so the mirror is
+        # exactly as it was; the sync is recorded as failed, with back-off, in one sentence.
+        for target in reversed(added):
+            target.unlink(missing_ok=True)
+        raise SourceError(_write_failure(error, mirror_path, source)) from None
     wanted = {name for name in origin.references if name.startswith("refs/")}
     targets = {name: origin.references[name].target for name in wanted}  # a symbolic ref (str) stays symbolic
     if not any(n.startswith("refs/") for n in mirror.references):
