@@ -46,11 +46,16 @@ def crowd(tmp_path):
     return b
 
 
+def engine_tracking(builder: RepoBuilder, name: str, data) -> Engine:
+    """An engine on a fresh data directory with one repository built in code tracked."""
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    engine.track(str(builder.path), name)
+    return engine
+
+
 @pytest.fixture
 def crowd_engine(crowd, tmp_path):
-    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
-    engine.track(str(crowd.path), "crowd")
-    return engine
+    return engine_tracking(crowd, "crowd", tmp_path / "data")
 
 
 # -- top:N -------------------------------------------------------------------------------------------
@@ -145,8 +150,7 @@ def test_cocomo_mode_through_the_engine_and_every_face(tmp_path):
     source = "".join(f"int v{i} = {i};\n" for i in range(2000))  # 2,000 physical lines of C
     up.commit(files={"a.c": source}, date="2024-01-02")
     up.commit(email="bob@example.com", files={"b.c": "int b;\n"}, date="2024-01-03")
-    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
-    engine.track(str(up.path), "up")
+    engine = engine_tracking(up, "up", tmp_path / "data")
     embedded = ask(engine, "up cocomo:embedded")
     organic = ask(engine, "up vs:cocomo")
     assert embedded.cocomo.sloc == organic.cocomo.sloc == 2001
@@ -234,9 +238,7 @@ def paired(tmp_path):
 
 @pytest.fixture
 def paired_engine(paired, tmp_path):
-    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
-    engine.track(str(paired.path), "paired")
-    return engine
+    return engine_tracking(paired, "paired", tmp_path / "data")
 
 
 def test_coauthors_on_agrees_with_git_and_with_the_hand_count(paired, paired_engine):
@@ -374,8 +376,7 @@ def test_compare_takes_ranges_as_items_each_as_git_lists_it(tmp_path):
     from tests.test_estimation import build_web, figures, git_records
 
     web = build_web(tmp_path / "web")
-    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
-    engine.track(str(web.path), "web")
+    engine = engine_tracking(web, "web", tmp_path / "data")
     command = parse_command("compare web range:v1.9..v1.0 range:v1.0..v2.0 web:src@v1.0..v2.0", TODAY)
     assert [i.label for i in command.items] == ["web@v1.9..v1.0", "web@v1.0..v2.0", "web:src@v1.0..v2.0"]
     compared = engine.compare(command, TODAY)
