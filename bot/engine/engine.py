@@ -375,6 +375,13 @@ class Engine:
                     self.indexer.index_paths(self.index.repo_by_id(repo.id), self._mirror(repo), progress)
         except GadError as error:  # the commits are indexed; paths catch up on the next sync
             log.warning("path indexing of %s stopped: %s", repo.name, error)
+        if fetch and not repo.in_place:  # every fetch adds a pack: git repacks and prunes when it is due
+            from ..store.history import maintain
+
+            with self._repo_lock(repo):
+                trouble = maintain(repo.mirror_path)
+            if trouble:
+                log.warning("housekeeping of the mirror of %s: %s", repo.name, trouble)
         self.index.record_attempt(repo.id, None, now)
         done = time.perf_counter()
         log.info("synced %s: %d new commits in %.2f s, changed paths in %.2f s", repo.name, result.new_commits,

@@ -88,6 +88,24 @@ def git_env(git_dir: Path) -> dict[str, str]:
             "GIT_TERMINAL_PROMPT": "0", "HOME": os.devnull}
 
 
+def maintain(git_dir: Path, timeout: float = 1800) -> str | None:
+    """git's own housekeeping of a mirror when git thinks it is due: `git gc --auto` repacks once there
+    are more than gc.autoPackLimit packs (50; each fetch adds one) or gc.auto loose objects (6,700),
+    and prunes what nothing reaches after gc.pruneExpire (2 weeks). Not detached: the caller holds the
+    repository's lock meanwhile, and runs in a sync worker or the CLI, never in the serving process.
+    None when done (or not due), else a sentence saying why not (the sync itself stands)."""
+    try:
+        run = subprocess.run([git_binary(), "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"],
+                             env=git_env(git_dir), capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"git gc took over {int(timeout)} s and was stopped"
+    except (MirrorError, OSError) as error:
+        return str(error)
+    if run.returncode != 0:
+        return f"git gc failed: {run.stderr.decode(errors='replace').strip()[:300]}"
+    return None
+
+
 def missing_objects(git_dir: Path, timeout: float = 600) -> list[str] | None:
     """What `git fsck --connectivity-only` finds missing in a repository ('missing blob 1f2e...'), at most
     five lines; [] when every object reachable from its refs is there; None when git took over `timeout`.
