@@ -355,7 +355,8 @@ def test_several_repositories_sum_their_heads_and_forks_count_once(engine, index
     other.commit(files={"b.py": py_source(70, "b")})
     engine.track(str(upstream.path), "up")
     engine.track(str(other.path), "other")
-    engine.track(str(upstream.path), "fork")  # same tree as `up`
+    shutil.copytree(upstream.path, tmp_path / "fork")  # a fork: another source, the same tree as `up`
+    engine.track(str(tmp_path / "fork"), "fork")
     answered = report_of(engine, "up other fork vs:cocomo")
     assert answered.cocomo.sloc == 270  # 200 + 70; the fork's identical tree is counted once
     assert "summed over the heads of 3 repositories" in answered.notes[-1]
