@@ -280,8 +280,11 @@ def test_kill9_sync_leaves_no_fetch_running(small, tmp_path):
         while len(_processes_with_data_dir(data)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)  # the sync process and its fetch
         kill9(proc, group=False)  # `kill -9 PID`: the process alone
-        time.sleep(1.0)
-        left = _processes_with_data_dir(data)
+        # A fetch child still starting (importing pygit2 under load) notices its parent is gone only
+        # once it runs; an orphan would hang on the stalled server for the whole 60 s timeout.
+        gone_by = time.monotonic() + 15
+        while (left := _processes_with_data_dir(data)) and time.monotonic() < gone_by:
+            time.sleep(0.1)
         for pid, _ in left:  # the test's own descendants: do not leave them behind
             os.kill(pid, 9)
     assert left == [], f"still running after kill -9 of `gad-bot sync`: {left}"
