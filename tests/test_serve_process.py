@@ -104,7 +104,9 @@ def test_sigterm_exits_0_within_seconds(data, stub, tmp_path, mode):
         code = serve.proc.wait(timeout=15)
         took = time.monotonic() - sent
     assert code == 0, serve.stderr
-    assert took < 5, f"serve ({mode}) took {took:.1f}s to stop after SIGTERM"
+    # An idle serve has nothing to drain: it must not wait out GAD_SHUTDOWN_GRACE_SECONDS (20) or a
+    # Socket Mode reconnect. The bound is loose because a loaded 2-core box took 6 s to start stopping.
+    assert took < 12, f"serve ({mode}) took {took:.1f}s to stop after SIGTERM"
     assert "Traceback" not in serve.stderr
 
 
