@@ -264,47 +264,46 @@ def test_a_repository_created_in_a_tracked_organization_is_tracked(tmp_path):
             stub.stop()
 
 
-def test_a_burst_of_pushes_is_one_sync(tmp_path):
-    """Five pushes within the debounce second: one sync (in a spawned worker process), not five."""
+def run_queue(tmp_path, requests, count: int, debounce: float) -> list:
+    """What a one-worker SyncQueue (in a spawned process, with `record_job` as its runner) finished, in order,
+    after `requests(queue)`: once `count` jobs are done, and a moment longer for any extra one."""
     from bot.faces.syncs import SyncQueue
 
     settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
     done = []
-    queue = SyncQueue(settings, workers=1, debounce=1.0, runner=record_job, on_done=done.append)
+    queue = SyncQueue(settings, workers=1, debounce=debounce, runner=record_job, on_done=done.append)
     queue.start()
     try:
+        requests(queue)
+        deadline = time.monotonic() + 60
+        while len(done) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)  # one more sync would have been handed to the worker by now
+    finally:
+        queue.shutdown()
+    assert queue.pending() == 0
+    assert all(d.error == "tracked nowhere" for d in done)
+    return [d.job.name for d in done]
+
+
+def test_a_burst_of_pushes_is_one_sync(tmp_path):
+    """Five pushes within the debounce second: one sync (in a spawned worker process), not five."""
+    def burst(queue):
         for _ in range(5):
             queue.request_repo("web")
         queue.request_repo("api")
-        deadline = time.monotonic() + 30
-        while len(done) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.5)  # a sixth sync would be scheduled by now
-    finally:
-        queue.shutdown()
-    assert sorted(d.job.name for d in done) == ["api", "web"]
-    assert all(d.error == "tracked nowhere" for d in done)
+
+    assert sorted(run_queue(tmp_path, burst, 2, debounce=1.0)) == ["api", "web"]
 
 
 def test_a_push_goes_before_the_periodic_syncs_queue(tmp_path):
     """One worker busy with the periodic sync's first repository and three more waiting: a push's sync is next."""
-    from bot.faces.syncs import SyncQueue
-
-    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
-    done = []
-    queue = SyncQueue(settings, workers=1, debounce=0.5, runner=record_job, on_done=done.append)
-    queue.start()
-    try:
+    def periodic_then_pushes(queue):
         assert queue.sync_due(["p1", "p2", "p3", "p4"]) == 4
         queue.request_repo("p3", delay=0)  # a push to a repository the periodic sync has queued: moved up
         queue.request_repo("pushed", delay=0)
-        deadline = time.monotonic() + 60
-        while len(done) < 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        queue.shutdown()
-    assert [d.job.name for d in done] == ["p1", "p3", "pushed", "p2", "p4"]
-    assert queue.pending() == 0
+
+    assert run_queue(tmp_path, periodic_then_pushes, 5, debounce=0.5) == ["p1", "p3", "pushed", "p2", "p4"]
 
 
 def record_job(job):
