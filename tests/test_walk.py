@@ -202,5 +202,6 @@ def test_a_sync_finishes_what_a_first_index_left(engine, with_pulls):
     result = engine.sync(["up"])[0]
     assert result.error is None and result.commits == 11
     assert ask(engine, "up refs:all").totals.person_days == oracle_gad(with_pulls.path, scope="all")
-    fresh = engine.track(str(with_pulls.path), "again")  # one call does the whole job
+    copy = shutil.copytree(with_pulls.path, with_pulls.path.parent / "again")  # one source is tracked once
+    fresh = engine.track(str(copy), "again")  # one call does the whole job
     assert fresh.commits == 11 and not engine.index.other_refs_pending(engine.repo("again").id)
