@@ -71,7 +71,7 @@ _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?$")
 _NUMERIC_LABEL = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$")
 _SSH_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,31}$")
 # anywhere: logs hold URLs inside sentences; the scheme is optional (`http\n://token@host` must not slip through)
-_USERINFO = re.compile(r"((?:[A-Za-z][A-Za-z0-9+.\-]*)?://)[^/?#]*@")
+_USERINFO = re.compile(r"((?:[A-Za-z][A-Za-z0-9+.\-]*)?://)[^/]*@")  # not stopped by ? or #: libgit2 may read ssh://#TOKEN@host as a user name
 _DEFAULT_PORTS = {"https": 443, "ssh": 22}
 
 # Names that never belong to a public host (RFC 6761, RFC 8375, common internal suffixes).
