@@ -9,7 +9,15 @@ import pygit2
 import pytest
 
 from bot.config import Settings
+from bot.errors import face
 from tests.gitbuild import RepoBuilder
+
+
+@pytest.fixture(autouse=True)
+def _slack_face():
+    """Each test starts with Slack's wording: a test running the CLI in-process sets the terminal's for its thread."""
+    with face("slack"):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
