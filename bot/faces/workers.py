@@ -383,7 +383,8 @@ def _completed(job: ReportJob, outcome: str, seconds: float | None) -> None:
     metrics.REPORTS.labels(outcome=outcome).inc()
     if seconds is not None:
         metrics.REPORT_SECONDS.observe(seconds)
-    repos = ",".join(job.query.repos)[:200]
+    # Names are logged only once answered: a failed one may be anything a member typed (request content).
+    repos = ",".join(job.query.repos)[:200] if outcome == "ok" else f"{len(job.query.repos)} names"
     log.info("report for %s on %s: %s in %s", job.user, repos or "-", outcome,
              "-" if seconds is None else f"{seconds:.3f} s",
              extra={"repo": repos, "outcome": outcome, "seconds": None if seconds is None else round(seconds, 3)})
