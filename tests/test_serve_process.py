@@ -167,3 +167,25 @@ def test_home_share_and_subscriptions_through_a_running_serve(data, stub, tmp_pa
         assert "Preview: Weekly 2GAD digest" in _answer_text(stub, "preview")
         assert serve.stop(signal.SIGTERM) == 0
     assert "Traceback" not in serve.stderr
+
+
+def test_a_request_cut_off_by_the_shutdown_is_one_line_not_a_traceback():
+    import logging
+    import threading
+
+    from bot.faces.server import _CutOffByShutdown
+
+    stop = threading.Event()
+    cut = _CutOffByShutdown(stop)
+    try:
+        raise OSError(9, "Bad file descriptor")
+    except OSError:
+        import sys
+        exc_info = sys.exc_info()
+    before = logging.LogRecord("waitress", logging.ERROR, __file__, 1, "Exception when servicing %r", ("t",), exc_info)
+    assert cut.filter(before) and before.exc_info is not None  # while serving, a server error stays one
+    stop.set()
+    after = logging.LogRecord("waitress", logging.ERROR, __file__, 1, "Exception when servicing %r", ("t",), exc_info)
+    assert cut.filter(after)
+    assert after.exc_info is None and after.levelno == logging.INFO
+    assert after.getMessage() == "a request in flight was cut off by the shutdown (OSError)"

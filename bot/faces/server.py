@@ -28,6 +28,22 @@ def _plain(start_response, status: int, text: str) -> list[bytes]:
     return [body]
 
 
+class _CutOffByShutdown(logging.Filter):
+    """A request in flight when SIGTERM closed the server fails writing to its closed socket: that is
+    the shutdown we asked for, said in one line, not a traceback waitress logs as a server error."""
+
+    def __init__(self, stop: threading.Event):
+        super().__init__()
+        self.stop = stop
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.stop.is_set() and record.exc_info and str(record.msg).startswith("Exception when servicing"):
+            error = record.exc_info[1]
+            record.msg, record.args = "a request in flight was cut off by the shutdown (%s)", (type(error).__name__,)
+            record.exc_info, record.exc_text, record.levelno, record.levelname = None, None, logging.INFO, "INFO"
+        return True
+
+
 def wsgi_app(bolt_app, gate, hooks=None):
     """/slack/events to Bolt once `gate` (bot.faces.slack.RequestGate) passes it; /healthz answered here;
     /hooks/* to `hooks` (bot.faces.webhooks.wsgi_hooks) when forge webhooks are configured.
@@ -261,6 +277,7 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
     except BoltError as error:
         raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
     stop = threading.Event()
+    logging.getLogger("waitress").addFilter(_CutOffByShutdown(stop))
     health = Health(settings, engine, reports, scheduler)
     mode = "Socket Mode" if socket_mode else f"HTTP on {host}:{port}"
     heartbeat = Heartbeat(settings, lock, describe=lambda: health.serve_state(mode))

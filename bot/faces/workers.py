@@ -373,7 +373,10 @@ class _Worker:
         except (OSError, ValueError, AttributeError):
             pass
         self.process.join(5)
-        self.conn.close()
+        try:
+            self.conn.close()
+        except OSError:
+            pass  # a shutdown closing every worker may have closed this pipe from another thread first
 
 
 def _completed(job: ReportJob, outcome: str, seconds: float | None) -> None:
