@@ -147,3 +147,76 @@ def test_an_author_glob_matching_only_bots_says_bots_on(engine, tmp_path):
     with pytest.raises(QueryError, match=r"matches only bot authors, who are left out by default; add `bots:on`"):
         ask(engine, "botty author:*dependabot*")
     assert ask(engine, "botty author:*dependabot* bots:on").totals.person_days == 1
+
+
+# -- `author:` suggestions come from the scope asked (issue 20, part 2) ------------------------------------
+
+
+@pytest.fixture
+def scoped(engine, tmp_path):
+    """alice wrote docs in 2023; alicia and bob wrote src in 2024."""
+    b = RepoBuilder(tmp_path / "web")
+    b.commit(email="alice@example.org", date="2023-05-01", files={"src/a.c": "1"})
+    b.commit(email="alice@example.org", date="2023-05-02", files={"docs/a.md": "1"})
+    b.commit(email="alicia@example.org", date="2024-02-01", files={"src/a.c": "2"})
+    b.commit(email="bob@example.org", date="2024-03-01", files={"src/b.c": "1"})
+    engine.track(str(b.path), "web")
+    return b
+
+
+def git_days(b: RepoBuilder, author: str, *pathspec: str) -> list[str]:
+    """The author days git lists for one person, oldest first."""
+    out = b.git("log", "--all", f"--author={author}", "--format=%ad", "--date=short", "--reverse", "--", *pathspec)
+    return out.split()
+
+
+def test_an_author_only_outside_the_period_is_told_when_they_last_committed(engine, scoped):
+    last = git_days(scoped, "alice@example.org")[-1]
+    assert last == "2023-05-02"
+    report = ask(engine, "web since:2024-01-01 author:alice@example.org")
+    assert report.totals.person_days == 0
+    assert report.hint == f"alice@example.org committed to `web`, but not since 2024-01-01: last on {last}."
+    first = git_days(scoped, "bob@example.org")[0]
+    assert ask(engine, "web until:2023-12-31 author:bob@example.org").hint == \
+        f"bob@example.org committed to `web`, but not until 2023-12-31: first on {first}."
+
+
+def test_an_author_only_outside_a_path_is_told_where_they_did_commit(engine, scoped):
+    assert git_days(scoped, "bob@example.org", "docs") == []
+    report = ask(engine, "web path:docs author:bob@example.org")
+    assert report.totals.person_days == 0
+    assert report.hint == "bob@example.org committed to `web`, but never with `path:docs`."
+
+
+def test_several_people_outside_the_period_name_the_most_recent(engine, scoped):
+    report = ask(engine, "web since:2024-02-15 author:ali*")
+    assert report.hint == ("None of the 2 people `author:ali*` matches is active in this scope; the last, "
+                           "alicia@example.org, committed to `web`, but not since 2024-02-15: last on 2024-02-01.")
+
+
+def test_a_misspelt_author_is_offered_someone_active_in_the_scope(engine, scoped):
+    # the nearest of all history is alice, who counts nothing since 2024: alicia does
+    with pytest.raises(QueryError) as error:
+        ask(engine, "web since:2024-01-01 author:alice@exmple.org")
+    assert str(error.value) == (
+        "`author:alice@exmple.org` matches nobody who committed to `web`, so it would count nothing; did you mean "
+        "`author:alicia@example.org`? The nearest of all, alice@example.org, committed to `web`, but not since "
+        "2024-01-01: last on 2023-05-02.")
+    # nobody close in scope: where the nearest did commit, and the command that lists the scope's people
+    with pytest.raises(QueryError) as error:
+        ask(engine, "web path:docs author:bob@exmple.org")
+    assert str(error.value) == (
+        "`author:bob@exmple.org` matches nobody who committed to `web`, so it would count nothing; "
+        "bob@example.org committed to `web`, but never with `path:docs`; `/gad web path:docs by:person` lists "
+        "those active in this scope.")
+    # in scope, the nearest is offered as before
+    with pytest.raises(QueryError, match=r"did you mean `author:bob@example.org`\?$"):
+        ask(engine, "web since:2024-01-01 author:bob@exmple.org")
+
+
+def test_the_scope_listing_command_names_the_scope(engine, scoped):
+    with pytest.raises(QueryError) as error:
+        ask(engine, "web since:2024-01-01 path:src author:zz")
+    assert str(error.value).endswith(
+        "authors are mailmapped, lower-cased e-mails: `/gad web since:2024-01-01 path:src by:person` lists those "
+        "active in this scope.")

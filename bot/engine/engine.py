@@ -26,7 +26,7 @@ from .caches import BoundedCache
 from ..store import store
 from ..config import Settings
 from ..errors import GadError, MirrorError, QueryError, UnknownRepoError, command, literal, nearest
-from .filters import check_filters
+from .filters import Active, author_zero_words, check_authors, check_filters
 from ..store.index import Index, RepoRow, utcnow
 from ..metric import Report, table_order
 from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
@@ -556,7 +556,7 @@ class Engine:
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
-        selections = []
+        selections, masks = [], []  # masks: each repository's scope (branch, range, paths), for `active`
         coauthor_parts = []  # METRIC.md rule 7, per repository: counted with coauthors:on, else only told
         data_ends = None  # the newest commit in scope, whatever the filters: where the data ends
         for repo in repos:
@@ -573,12 +573,15 @@ class Engine:
                 if mask is None:
                     mask = (columns.bits & scope_bit) != 0
                 mask = mask & self._path_mask(repo, columns, query)
+            masks.append(mask)
             selections.append(col.select(columns, flt, mask))
             coauthor_parts.append(col.coauthor_select(columns, flt, mask))
             if query.coauthors and not columns.coauthors.complete:
                 raise GadError(f"`{repo.name}` was indexed before gad-bot read `Co-authored-by:` trailers; "
                                f"{command('sync ' + repo.name)} reads them (once), then ask again.")
         org_table = self.org_table() if (query.orgs or query.by == "org") else None
+        active = self._active(repos, masks, flt, query, org_table)
+        check_authors(self.index, repos, query, active)  # `author:nobody@x` is a typo; suggestions from this scope
         co_selections = [part.selection for part in coauthor_parts if len(part.selection.persons)]
         if query.orgs:
             wanted = org_table.matching(query.orgs)
@@ -635,7 +638,7 @@ class Engine:
         if query.range is not None and repos:
             report = dataclasses.replace(report, **self._range_days(repos[0], query.range, author_selections))
         if totals.person_days == 0:
-            report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table))
+            report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table, active))
         failing = [r for r in repos if r.last_error]
         if failing:  # figures from before a sync that keeps failing: say so wherever they are shown
             now = utcnow()
@@ -647,7 +650,33 @@ class Engine:
                                  self.settings.data_dir / "tmp")
         return report
 
-    def _why_zero(self, query: Query, repos: list[RepoRow], data_ends: int | None, org_table) -> str | None:
+    def _active(self, repos: list[RepoRow], masks: list, flt: col.Filter, query: Query, org_table) -> Active:
+        """Who is active in this question's scope (every filter but `author:`), with their first and last day
+        (bot/engine/filters.py `Active`): asked only to word a refusal or a zero."""
+        def active(globs: tuple[str, ...] | None, with_period: bool) -> dict[str, tuple[date, date]]:
+            narrowed = dataclasses.replace(flt, allowed_people=self._allowed_people(globs) if globs else None,
+                                           since_day=flt.since_day if with_period else None,
+                                           until_day=flt.until_day if with_period else None)
+            selections = [col.select(self.columns_of(repo), narrowed, mask) for repo, mask in zip(repos, masks)]
+            if query.orgs:
+                wanted = org_table.matching(query.orgs)
+                selections = [col.keep(s, wanted[org_table.orgs_of(s.persons, s.days)]) for s in selections]
+            persons = np.concatenate([s.persons for s in selections] or [np.zeros(0, np.int64)]).astype(np.int64)
+            days = np.concatenate([s.days for s in selections] or [np.zeros(0, np.int32)])
+            if not len(persons):
+                return {}
+            order = np.lexsort((days, persons))
+            persons, days = persons[order], days[order]
+            firsts = np.flatnonzero(np.r_[True, persons[1:] != persons[:-1]])
+            lasts = np.r_[firsts[1:], len(persons)] - 1
+            names = self._people_names(persons[firsts])
+            return {names[int(persons[a])]: (from_epoch_day(int(days[a])), from_epoch_day(int(days[b])))
+                    for a, b in zip(firsts, lasts)}
+
+        return active
+
+    def _why_zero(self, query: Query, repos: list[RepoRow], data_ends: int | None, org_table,
+                  active: Active) -> str | None:
         """What a zero figure probably meant to ask (bot/engine/zeros.py words it)."""
         from .zeros import why_zero
 
@@ -658,7 +687,8 @@ class Engine:
 
         return why_zero(query, data_ends=from_epoch_day(data_ends) if data_ends is not None else None,
                         reversed_range_counts=reversed_range_counts,
-                        organizations=lambda: org_table.names if org_table else [])
+                        organizations=lambda: org_table.names if org_table else [],
+                        authors=lambda: author_zero_words(self.index, repos, query, active))
 
     def cocomo_heads(self, repos: Iterable[RepoRow], query: Query) -> list:
         """Where `vs:cocomo` counts lines: each repository's range end, named branch, or default branch head."""

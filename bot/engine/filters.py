@@ -2,19 +2,24 @@
 
 Without this check both answer "2GAD 0 person-days", which reads as "no effort". Engine.report
 calls `check_filters` before counting: a `path:` prefix that no commit of the repositories ever
-changed, or an `author:` glob that matches none of their authors, is refused with one sentence
-naming the nearest paths or authors. A filter that matches history outside the chosen period is
-fine: that is a quiet period, and the figures say so.
+changed is refused with one sentence naming the nearest paths. Once the scope is known it calls
+`check_authors`: an `author:` glob that matches none of the repositories' authors is refused too,
+offering the nearest person active in the scope asked (period, range, branch, `path:`, `org:`), not
+someone from elsewhere in history. A filter that matches history outside the chosen scope is a quiet
+period, not a typo: the answer counts 0, and `author_zero_words` says where those people did commit
+("a@x.org committed to `web`, but not since 2024-01-01: last on 2023-05-02").
 
 The engine says whether a prefix was ever changed (`touched`, from its path masks, cached per
-snapshot); the authors come from the repositories' author tables. Suggestions are computed only
-for a filter that failed.
+snapshot) and who is active in the scope (`Active`); the authors come from the repositories' author
+tables. Suggestions are computed only for a filter that failed.
 """
 
 from __future__ import annotations
 
 import fnmatch
+from glob import escape as glob_escape
 from collections.abc import Callable, Iterable
+from datetime import date
 from typing import TYPE_CHECKING
 
 from ..errors import QueryError, command, did_you_mean, nearest
@@ -76,7 +81,23 @@ def _people(index: "Index", repos: list["RepoRow"], mailmap: bool) -> dict[str, 
     return people
 
 
-def _check_authors(index: "Index", repos: list["RepoRow"], query: "Query") -> None:
+# {e-mail: (first day, last day)} of the people active in a question's scope, every filter but `author:`
+# applied: `active(globs, with_period)` narrows to the people the globs match (None: everyone) and keeps or
+# drops the period (since:/until:). The engine computes it, and only for a filter that failed.
+Active = Callable[[tuple[str, ...] | None, bool], dict[str, tuple[date, date]]]
+
+
+def _local(email: str) -> str:
+    """The part of an e-mail before its domain ('ann' of 'ann@example.org')."""
+    return email.rsplit("@", 1)[0]
+
+
+def check_authors(index: "Index", repos: list["RepoRow"], query: "Query", active: Active) -> None:
+    """Refuse (QueryError) an `author:` glob that matches nobody who ever committed to these repositories,
+    offering the nearest person active in the scope asked (or, failing that, the nearest who committed
+    outside it, and when)."""
+    if not repos or not query.authors:
+        return
     people = _people(index, repos, query.mailmap)
     for glob in query.authors:
         matched = [p for p in people if fnmatch.fnmatchcase(p, glob)]
@@ -86,16 +107,70 @@ def _check_authors(index: "Index", repos: list["RepoRow"], query: "Query") -> No
             raise QueryError(f"`author:{glob}` matches only bot authors, who are left out by default; "
                              "add `bots:on` to count them.")
         plain = glob.replace("*", "").replace("?", "")
-        close = nearest(plain, [p for p in people if query.bots or not people[p]], n=1, cutoff=0.5)
-        hint = did_you_mean(close, "`author:{}`") if close else \
-            f"authors are mailmapped, lower-cased e-mails: {command(repos[0].name + ' by:person')} lists them."
+        scope = active(None, True)
+        best = nearest(plain, [p for p in people if query.bots or not people[p]], n=1, cutoff=0.5)
+        if best and best[0] in scope:
+            hint = did_you_mean(best, "`author:{}`")
+        else:  # the nearest of all counts nothing here: offer one who does, and say where that one committed
+            # someone else in scope only if their name is close too: a shared domain alone makes e-mails alike
+            close = [c for c in nearest(plain, scope, n=3, cutoff=0.5) if nearest(_local(plain), [_local(c)])][:1]
+            outside = outside_words(best[0], query, _names(repos), active((glob_escape(best[0]),), False)) \
+                if best else None  # an e-mail may hold `[`, which a glob reads as a class
+            listing = command(" ".join([repos[0].name, *query.scope_tokens(), "by:person"]))
+            if close:
+                hint = did_you_mean(close, "`author:{}`") + (f" The nearest of all, {best[0]}, {outside}."
+                                                              if outside else "")
+            elif outside:
+                hint = f"{best[0]} {outside}; {listing} lists those active in this scope."
+            else:
+                hint = (f"authors are mailmapped, lower-cased e-mails: {listing} lists "
+                        f"{'those active in this scope' if query.scope_tokens() else 'them'}.")
         raise QueryError(f"`author:{glob}` matches nobody who committed to {_names(repos)}, so it would count "
                          f"nothing; {hint}")
 
 
+def outside_words(email: str, query: "Query", repos: str, elsewhere: dict[str, tuple[date, date]]) -> str:
+    """Where someone committed who counts nothing in this scope, to follow their e-mail: 'committed to `web`,
+    but not since 2024-01-01: last on 2023-05-02' (the period left them out), or 'committed to `web`, but never
+    with `path:docs`' (another filter did). `elsewhere` is `active((email,), False)`: their days without the
+    period."""
+    if email in elsewhere:  # active in this slice of history, only not in the period
+        first, last = elsewhere[email]
+        if query.since and last < query.since:
+            return f"committed to {repos}, but not since {query.since.isoformat()}: last on {last.isoformat()}"
+        if query.until and first > query.until:
+            return f"committed to {repos}, but not until {query.until.isoformat()}: first on {first.isoformat()}"
+        return (f"committed to {repos}, but not from {query.since.isoformat()} to "
+                f"{query.until.isoformat()}: on {first.isoformat()} and {last.isoformat()}, not between")
+    narrowing = [t for t in query.scope_tokens() if not t.startswith(("since:", "until:"))]
+    shown = ", ".join(f"`{t}`" for t in narrowing)
+    return f"committed to {repos}, but never with {shown}" if shown else \
+        f"committed to {repos}, but nothing of theirs counts in this scope"
+
+
+def author_zero_words(index: "Index", repos: list["RepoRow"], query: "Query", active: Active) -> str | None:
+    """Why `author:` globs that match people count nothing here: where the people they match did commit
+    (one sentence), or None when they are active in scope (the zero comes from elsewhere)."""
+    if not query.authors or active(query.authors, True):
+        return None
+    matched = active(query.authors, False)
+    globs = " or ".join(f"`author:{g}`" for g in query.authors)
+    if len(matched) > 1:  # the period left them all out: name the most recent
+        email = max(matched, key=lambda e: (matched[e][1], e))
+        return (f"None of the {len(matched)} people {globs} matches is active in this scope; the last, {email}, "
+                f"{outside_words(email, query, _names(repos), matched)}.")
+    if matched:
+        (email,) = matched
+        return f"{email} {outside_words(email, query, _names(repos), matched)}."
+    everyone = [p for p, is_bot in _people(index, repos, query.mailmap).items() if query.bots or not is_bot]
+    email = next((p for p in sorted(everyone) if any(fnmatch.fnmatchcase(p, g) for g in query.authors)), None)
+    return f"{email} {outside_words(email, query, _names(repos), {})}." if email else None
+
+
 def check_filters(index: "Index", repos: Iterable["RepoRow"], query: "Query",
                   touched: Callable[[str], bool]) -> None:
-    """Refuse (QueryError) a `path:` or `author:` filter that matches nothing in these repositories.
+    """Refuse (QueryError) a `path:` filter that matches nothing in these repositories (`author:` is
+    checked once the scope is known: `check_authors`).
 
     `touched(prefix)` says whether any commit of the repositories changed a path under `prefix`.
     """
@@ -106,5 +181,3 @@ def check_filters(index: "Index", repos: Iterable["RepoRow"], query: "Query",
         _check_path(index, repos, prefix, False, touched)
     for prefix in query.exclude_paths:  # excluding what was never there is a typo too
         _check_path(index, repos, prefix, True, touched)
-    if query.authors:
-        _check_authors(index, repos, query)

@@ -112,6 +112,17 @@ class Query:
             parts.append("organizations " + " or ".join(map(_literal, self.orgs)))
         return ", ".join(parts)
 
+    def scope_tokens(self) -> list[str]:
+        """The tokens that ask for this question's slice of history, authors aside (for a command that lists
+        the people in it): ['since:2024-01-01', 'branch:main', 'path:src', 'org:intel*']."""
+        tokens = [f"since:{self.since.isoformat()}"] if self.since else []
+        tokens += [f"until:{self.until.isoformat()}"] if self.until else []
+        tokens += [self.range.token()] if self.range else [] if self.scope.kind == "default" else [self.scope.token()]
+        tokens += [f"path:{p}" for p in self.paths] + [f"path:!{p}" for p in self.exclude_paths]
+        tokens += [f"org:{o}" for o in self.orgs]
+        tokens += ([] if self.mailmap else ["mailmap:off"]) + (["bots:on"] if self.bots else [])
+        return tokens
+
 
 _literal = literal  # what a user typed, shown as code so that no formatting (`*_~` in Slack) applies to it
 

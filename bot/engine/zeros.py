@@ -3,7 +3,8 @@
 A report of nothing is a true answer, but three zeros are nearly always a slip: a period that starts
 after the newest commit (`since:2030`), a range written backwards (`range:v9.5..v9.0` lists what 9.0
 added after 9.5: nothing), and an organization glob that names no organization (`org:google`, where
-the organizations are e-mail domains such as google.com). The engine asks `why_zero` only when the
+the organizations are e-mail domains such as google.com); and an `author:` whose people committed, only
+not in the scope asked. The engine asks `why_zero` only when the
 figure is 0, passing what it already knows; each sentence names the token to type instead.
 """
 
@@ -17,12 +18,14 @@ from .query import Query
 
 
 def why_zero(query: Query, *, data_ends: date | None, reversed_range_counts: Callable[[], bool],
-             organizations: Callable[[], Sequence[str]]) -> str | None:
+             organizations: Callable[[], Sequence[str]],
+             authors: Callable[[], str | None] = lambda: None) -> str | None:
     """The first likely slip behind a zero, as one sentence; None when the zero looks meant.
 
     `data_ends` is the newest commit's day in scope (before the period and filters);
     `reversed_range_counts()` whether `range:A..B` is empty and `range:B..A` is not; `organizations()` the
-    names of every organization the index knows (both called only when they can matter)."""
+    names of every organization the index knows; `authors()` where the people `author:` matches did commit,
+    when not in scope (each called only when it can matter)."""
     if query.since is not None and data_ends is not None and query.since > data_ends:
         return (f"Nothing can be counted from {query.since.isoformat()} on: the newest commit in scope is from "
                 f"{data_ends.isoformat()}; for that year ask `since:{data_ends.year}`, or leave `since:` out for "
@@ -32,7 +35,11 @@ def why_zero(query: Query, *, data_ends: date | None, reversed_range_counts: Cal
         return (f"`range:{start}..{end}` lists what `{end}` added after `{start}`, and that is nothing: `{end}` is "
                 f"the older of the two. Did you mean `range:{end}..{start}`?")
     if query.orgs:
-        return _org_hint(query.orgs, organizations())
+        hint = _org_hint(query.orgs, organizations())
+        if hint:
+            return hint
+    if query.authors:
+        return authors()
     return None
 
 
