@@ -297,6 +297,46 @@ def test_csv_that_cannot_be_uploaded_is_shown_in_the_answer(bot, stub):
     assert stub.uploaded_files() == []
 
 
+def test_sharing_a_csv_answer_attaches_the_csv_in_the_channel(bot, stub):
+    private = bot.ask("web since:2024-01 until:2024-02 by:month format:csv")
+    (in_dm,) = stub.uploaded_files()
+    replaced, shared = stub.wait_for_response(bot.click_share(private), count=2, timeout=15)
+    assert shared["response_type"] == "in_channel"
+    shown = read(shared)
+    assert "The CSV is attached in this channel." in shown
+    assert "direct messages" not in shown  # the private answer's sentence about its DM is not shared
+    dm_file, channel_file = stub.uploaded_files()
+    assert dm_file.id == in_dm.id and channel_file.channel_id == "C123" and channel_file.completed
+    assert channel_file.data.decode().splitlines() == CSV_JAN_FEB  # what the person was sent
+    assert channel_file.filename == "gad-report.csv"
+
+
+def test_a_shared_csv_slack_refuses_is_told_once_and_nothing_claims_a_file(bot, stub):
+    private = bot.ask("web since:2024-01 until:2024-02 by:month format:csv")
+    stub.fail_next("files.completeUploadExternal", error="not_in_channel")
+    replaced, shared = stub.wait_for_response(bot.click_share(private), count=2, timeout=15)
+    shown = read(shared)
+    assert shown.count("CSV") == 1, shown
+    assert ("I could not attach the CSV in this channel (Slack said `not_in_channel`); invite me with `/invite`, "
+            "then ask `/gad web since:2024-01 until:2024-02 by:month format:csv public` to have it here.") in shown
+    assert [f.channel_id for f in stub.uploaded_files()] == ["D123"]  # only the asker's own copy
+    assert [c.args.get("channel") for c in stub.calls_to("chat.postMessage")] == ["U123"]  # no other word posted
+
+
+def test_a_csv_the_dm_could_not_take_is_not_announced_there(bot, stub):
+    stub.fail_next("files.completeUploadExternal", error="file_upload_failed")
+    message = bot.ask("web since:2024-01 until:2024-02 by:month format:csv")
+    assert "I could not attach the CSV (Slack said `file_upload_failed`" in read(message)
+    assert "\n".join(CSV_JAN_FEB) in read(message).replace("\r", "")  # the figures reach the asker anyway
+    (announced,) = stub.calls_to("chat.postMessage")
+    (corrected,) = stub.calls_to("chat.update")
+    assert corrected.args["ts"] == announced.response["ts"]
+    assert corrected.args["text"] == ("I could not attach the CSV for `/gad web since:2024-01 until:2024-02 by:month "
+                                      "format:csv` here (Slack said `file_upload_failed`); my answer to you shows it "
+                                      "instead.")
+    assert stub.uploaded_files() == []
+
+
 # -- administration ---------------------------------------------------------------------------------
 
 

@@ -52,6 +52,7 @@ RESPONSE_URL_USES = 5  # ... and 5 uses
 PROGRESS_EVERY_SECONDS = 10.0
 ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove)
 CSV_INLINE_LIMIT = 2500  # characters of CSV shown in the answer when no file could be delivered
+CSV_IN_CHANNEL = "The CSV is attached in this channel."
 # A resolver that vouches for every host: the ack checks a /gad track source for everything but DNS
 # (which may take longer than Slack's 3 seconds); the lazy work checks it again, with DNS.
 _NO_DNS = ("1.1.1.1",)
@@ -71,6 +72,23 @@ def _today() -> date:
 def typed(command: dict) -> str:
     """What the person typed after `/gad`, with Slack's escaping and link forms undone."""
     return decode(command.get("text") or "")
+
+
+def _clicked_in(body: dict) -> str:
+    """The channel of the message whose button was clicked."""
+    return (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
+
+
+def _upload_csv(client: WebClient, channel: str, content: str, filename: str, query_text: str) -> str | None:
+    """Upload a CSV file into a channel (files.getUploadURLExternal + files.completeUploadExternal);
+    None once it is there, else the error Slack gave."""
+    try:
+        client.files_upload_v2(channel=channel, content=content, filename=filename, title=f"2GAD: {query_text}"[:200])
+        return None
+    except SlackApiError as error:
+        why = error.response.get("error") or "error"
+        log.info("CSV upload to %s failed: %s", channel, why)
+        return why
 
 
 def request_id(payload: dict) -> str:
@@ -246,7 +264,10 @@ class SlackFace:
         if answer.detail is not None and self._may_administer(client, user):
             text, blocks = kit.error_blocks(answer.detail)  # members were given a sentence and a reference
         if share_id is not None and answer.report is not None and not answer.failed:
-            self._keep(share_id, user, query_text, text, blocks, answer.report)  # Share posts it without the CSV's place
+            # Share posts it without the CSV's place, and attaches the CSV again where it is shared
+            filename = "gad-compare.csv" if isinstance(answer.report, CompareReport) else "gad-report.csv"
+            self._keep(share_id, user, query_text, text, blocks, answer.report,
+                       csv=(filename, answer.csv) if answer.csv is not None else None)
         if answer.csv is not None and isinstance(answer.report, CompareReport) and not answer.failed:
             notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
                                       content=answer.csv, filename="gad-compare.csv")
@@ -347,20 +368,26 @@ class SlackFace:
             report = self.engine.report(query, self.today())
         except UnknownRepoError as error:
             raise q.explain_unknown(error, query_text) from None
+        from ..render.csvout import report_to_csv
+
         share_id = None if query.public else sharing.new_share_id()
         text, blocks = kit.report_blocks(report, query_text, public=query.public, share_id=share_id)
-        if share_id is not None:
-            self._keep(share_id, user, query_text, text, blocks, report)  # Share posts it without the CSV's place
-        if query.format == "csv":
-            notice = self._attach_csv(client, channel, user, report, query_text, public=query.public)
+        csv = report_to_csv(report) if query.format == "csv" else None
+        if share_id is not None:  # Share posts it without the CSV's place, and attaches the CSV where it is shared
+            self._keep(share_id, user, query_text, text, blocks, report,
+                       csv=("gad-report.csv", csv) if csv is not None else None)
+        if csv is not None:
+            notice = self._attach_csv(client, channel, user, report, query_text, public=query.public, content=csv)
             text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice, share_id=share_id)
         responder.final(text, blocks, public=query.public)
 
-    def _keep(self, share_id: str, user: str, query_text: str, text: str, blocks: list[dict], report) -> None:
-        """Keep a private answer for its Share button (a Report or a CompareReport)."""
+    def _keep(self, share_id: str, user: str, query_text: str, text: str, blocks: list[dict], report,
+              csv: tuple[str, str] | None = None) -> None:
+        """Keep a private answer for its Share button (a Report or a CompareReport), with its CSV's
+        (file name, text) when it came with one."""
         repos = [n for row in report.rows for n in row.repos] if isinstance(report, CompareReport) else report.repos
         sharing.keep_answer(self.engine.index, share_id, user=user, query_text=query_text, text=text, blocks=blocks,
-                            data_as_of=report.data_as_of, repos=repos)
+                            data_as_of=report.data_as_of, repos=repos, csv=csv)
 
     def _compare(self, parsed: q.Compare, query_text: str, responder: Responder, client: WebClient,
                  channel: str, user: str) -> None:
@@ -369,11 +396,13 @@ class SlackFace:
         report = self.engine.compare(parsed, self.today())
         share_id = None if parsed.query.public else sharing.new_share_id()
         text, blocks = compare_blocks(report, query_text, public=parsed.query.public, share_id=share_id)
+        csv = compare_to_csv(report) if parsed.query.format == "csv" else None
         if share_id is not None:
-            self._keep(share_id, user, query_text, text, blocks, report)
-        if parsed.query.format == "csv":
+            self._keep(share_id, user, query_text, text, blocks, report,
+                       csv=("gad-compare.csv", csv) if csv is not None else None)
+        if csv is not None:
             notice = self._attach_csv(client, channel, user, report, query_text, public=parsed.query.public,
-                                      content=compare_to_csv(report), filename="gad-compare.csv")
+                                      content=csv, filename="gad-compare.csv")
             blocks = [*blocks, kit.section(notice)]
         responder.final(text, blocks, public=parsed.query.public)
 
@@ -387,28 +416,35 @@ class SlackFace:
         from ..render.csvout import report_to_csv
 
         content = content if content is not None else report_to_csv(report)
-        title = f"2GAD: {query_text}"[:200]
         why = ""
         if public:
-            try:
-                client.files_upload_v2(channel=channel, content=content, filename=filename, title=title)
-                return "The CSV is attached in this channel."
-            except SlackApiError as error:
-                why = error.response.get("error") or "error"
-                log.info("CSV upload to %s failed: %s", channel, why)
+            why = _upload_csv(client, channel, content, filename, query_text)
+            if why is None:
+                return CSV_IN_CHANNEL
+        opened = None
         try:
             # An ephemeral question gets its file privately: the app's DM with the user. Posting to a
             # user id opens that DM and answers with its D... id, which files.upload needs (no im:write).
             opened = client.chat_postMessage(channel=user, text=f"The CSV for {kit.code('/gad ' + query_text, 200)}.",
                                              unfurl_links=False, unfurl_media=False)
-            client.files_upload_v2(channel=opened["channel"], content=content, filename=filename, title=title)
-            if why:
-                return (f"I could not attach the CSV in this channel (Slack said `{kit.escape_mrkdwn(why)}`; "
-                        "invite me with `/invite`), so I sent it to you in a direct message.")
-            return "The CSV is in your direct messages with gad-bot (only you can see it)."
         except SlackApiError as error:
             why = error.response.get("error") or "error"
-            log.info("CSV upload to the DM of %s failed: %s", user, why)
+            log.info("opening the DM of %s for a CSV failed: %s", user, why)
+        if opened is not None:
+            refused = _upload_csv(client, opened["channel"], content, filename, query_text)
+            if refused is None:
+                if why:
+                    return (f"I could not attach the CSV in this channel (Slack said `{kit.escape_mrkdwn(why)}`; "
+                            "invite me with `/invite`), so I sent it to you in a direct message.")
+                return "The CSV is in your direct messages with gad-bot (only you can see it)."
+            why = refused
+            try:  # the DM announced a file that did not follow: it says so instead
+                client.chat_update(channel=opened["channel"], ts=opened["ts"],
+                                   text=f"I could not attach the CSV for {kit.code('/gad ' + query_text, 200)} here "
+                                        f"(Slack said `{kit.escape_mrkdwn(why)}`); my answer to you shows it instead.")
+            except SlackApiError as error:
+                log.info("correcting the CSV message in the DM of %s failed: %s", user,
+                         error.response.get("error") or "error")
         shown = content if len(content) <= CSV_INLINE_LIMIT else (
             content[:content.rfind("\n", 0, CSV_INLINE_LIMIT) + 1] + "…\n")
         more = "" if shown == content else " (cut short: `gad-bot report ... --csv` on the server gives it all)"
@@ -425,14 +461,23 @@ class SlackFace:
         """The Share button: the answer the person saw, posted for everyone once (bot/faces/share.py)."""
         user = body.get("user", {}).get("id", "")
         responder = Responder(respond, client, user)
+        channel = _clicked_in(body)
+
+        def attach(filename: str, content: str, query_text: str) -> str:
+            why = _upload_csv(client, channel, content, filename, query_text)
+            if why is None:
+                return CSV_IN_CHANNEL
+            return (f"I could not attach the CSV in this channel (Slack said `{kit.escape_mrkdwn(why)}`); invite me "
+                    f"with `/invite`, then ask {kit.code('/gad ' + query_text + ' public', 200)} to have it here.")
+
         with answered_failures(responder.final, "sharing a report",
                                is_admin=lambda: self._may_administer(client, user)):
-            sharing.share(self.engine.index, str(body["actions"][0].get("value", "")), user, responder)
+            sharing.share(self.engine.index, str(body["actions"][0].get("value", "")), user, responder, attach)
 
     def ask_privately(self, text: str, body: dict, respond, client: WebClient) -> None:
         """A report asked by a button (a link card's): answered as `/gad text` would be, to that person only."""
         user = body.get("user", {}).get("id", "")
-        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
+        channel = _clicked_in(body)
         responder = Responder(respond, client, user)
         with answered_failures(responder.final, "answering a button",
                                is_admin=lambda: self._may_administer(client, user)):

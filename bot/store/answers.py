@@ -23,7 +23,8 @@ KEEP_DAYS = 7
 
 @dataclass(frozen=True)
 class KeptAnswer:
-    """One private answer: who asked, what they typed, the blocks they saw, how fresh the data was."""
+    """One private answer: who asked, what they typed, the blocks they saw (and the CSV file that came
+    with them), how fresh the data was."""
 
     id: str
     user_id: str
@@ -33,6 +34,8 @@ class KeptAnswer:
     data_as_of: datetime | None
     generations: dict[str, int] = field(hash=False)  # repository name -> generation it was answered from
     created_at: datetime | None = None
+    csv_name: str | None = None  # the file name of the CSV that came with the answer (`format:csv`)
+    csv: str | None = field(default=None, hash=False, repr=False)  # its text
 
     def newer_data(self, index: Index) -> bool:
         """Whether any repository this answer counted was indexed again (or removed) since."""
@@ -58,10 +61,10 @@ def keep(index: Index, answer: KeptAnswer, now: datetime | None = None) -> None:
     now = now or utcnow()
     with index.transaction() as db:
         db.execute("DELETE FROM kept_answers WHERE created_at < ?", (_iso(now - timedelta(days=KEEP_DAYS)),))
-        db.execute("INSERT INTO kept_answers (id, user_id, query, text, blocks, data_as_of, generations, created_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        db.execute("INSERT INTO kept_answers (id, user_id, query, text, blocks, data_as_of, generations, created_at, "
+                   "csv_name, csv) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (answer.id, answer.user_id, answer.query, answer.text, json.dumps(answer.blocks),
-                    _iso(answer.data_as_of), json.dumps(answer.generations), _iso(now)))
+                    _iso(answer.data_as_of), json.dumps(answer.generations), _iso(now), answer.csv_name, answer.csv))
 
 
 def claim(index: Index, answer_id: str, user_id: str, now: datetime | None = None) -> KeptAnswer | None:
@@ -72,10 +75,11 @@ def claim(index: Index, answer_id: str, user_id: str, now: datetime | None = Non
                            (_iso(now or utcnow()), user_id, answer_id, user_id)).rowcount
         if taken != 1:
             return None
-        row = db.execute("SELECT id, user_id, query, text, blocks, data_as_of, generations, created_at "
+        row = db.execute("SELECT id, user_id, query, text, blocks, data_as_of, generations, created_at, csv_name, csv "
                          "FROM kept_answers WHERE id = ?", (answer_id,)).fetchone()
     return KeptAnswer(id=row[0], user_id=row[1], query=row[2], text=row[3], blocks=json.loads(row[4]),
-                      data_as_of=parse_time(row[5]), generations=json.loads(row[6]), created_at=parse_time(row[7]))
+                      data_as_of=parse_time(row[5]), generations=json.loads(row[6]), created_at=parse_time(row[7]),
+                      csv_name=row[8], csv=row[9])
 
 
 def known(index: Index, answer_id: str) -> bool:

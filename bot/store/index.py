@@ -309,6 +309,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "ALTER TABLE repo_authors ADD COLUMN automated_mm INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE repo_authors ADD COLUMN automated_raw INTEGER NOT NULL DEFAULT 0",
     ]),
+    (13, "kept_answer_files", [
+        # The CSV file a kept `format:csv` answer came with (its name and text), so that Share posts
+        # the file too, not only the blocks; NULL for an answer without one.
+        "ALTER TABLE kept_answers ADD COLUMN csv_name TEXT",
+        "ALTER TABLE kept_answers ADD COLUMN csv TEXT",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
