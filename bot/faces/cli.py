@@ -395,6 +395,83 @@ def compare(words, as_json, as_csv):
         click.echo(view.render_compare_text(result, width=shutil.get_terminal_size((150, 24)).columns))
 
 
+# -- calibrate: 2GAD beside a timesheet (issue 19 part 3; docs/calibrate.md) ---------------------------
+
+
+@cli.command(context_settings={"ignore_unknown_options": True},
+             short_help="2GAD beside a timesheet export, per month: the study's 'within 10 %' on your team.")
+@click.argument("timesheet", type=click.Path(exists=True, dir_okay=False))
+@click.argument("query", nargs=-1, required=True)
+@click.option("--columns", metavar="person=H,date=H,hours=H",
+              help="The timesheet's columns, by header, when its export is not recognised.")
+@click.option("--date-format", metavar="FORMAT", help="How its dates are written, e.g. %d/%m/%Y (default: "
+                                                      "YYYY-MM-DD, MM/DD/YYYY or DD.MM.YYYY).")
+@click.option("--hours-per-day", type=float, default=8.0, show_default=True,
+              help="The hours of one logged person-day.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV: the months, the total, the people listed apart.")
+@click.option("--chart", "chart_path", type=click.Path(dir_okay=False, writable=True), metavar="PATH.png",
+              help="Also write a PNG of both curves per month to PATH.png.")
+@friendly
+def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as_csv, chart_path):
+    """2GAD beside TIMESHEET (a CSV export of hours per person and day) for REPO... [tokens].
+
+    Per month and in total: the person-days logged (hours / --hours-per-day) by the people who commit,
+    the 2GAD of those people over the same days, their ratio and the error. People on one side only
+    are listed apart. Tokens are a report's (since:, until:, branch:, path:, mailmap:off, ...).
+    """
+    import dataclasses
+
+    from ..engine.calibrate import calibrate as compare_with_timesheet
+    from ..engine.query import parse_query, query_words
+    from ..engine.timesheets import MAX_BYTES, TimesheetError, parse_columns_option, read_timesheet
+
+    parsed = parse_query(query_words(query), _today())
+    _one_format(as_json, as_csv, parsed.format)
+    if parsed.by is not None or parsed.vs_cocomo:
+        raise QueryError(f"calibrate breaks its figures down by month itself; leave out "
+                         f"`{'by:' + parsed.by if parsed.by else 'vs:cocomo'}`.")
+    given = parse_columns_option(columns) if columns else None
+    try:
+        with open(timesheet, "rb") as file:
+            data = file.read(MAX_BYTES + 1)  # bounded: a larger file is refused, not read
+    except OSError as error:
+        raise TimesheetError(f"cannot read {timesheet} ({error.strerror}); give the path of the CSV export.") from None
+    sheet = read_timesheet(data, given, date_format=date_format)  # every bad row told before anything else
+    engine = _engine()
+    parsed = dataclasses.replace(parsed, repos=tuple(dict.fromkeys(_track_on_the_fly(engine, list(parsed.repos)))))
+    result = compare_with_timesheet(engine, sheet, parsed, _today(), hours_per_day=hours_per_day)
+    from ..render import calibrate as view
+
+    if chart_path:
+        _write_whole(chart_path, view.calibration_png(result))
+    if as_json:
+        click.echo(json.dumps(view.calibration_to_dict(result), indent=2))
+    elif as_csv or parsed.format == "csv":
+        click.echo(view.calibration_to_csv(result), nl=False)
+    else:
+        click.echo(view.render_calibration_text(result), nl=False)
+    if chart_path:
+        click.echo(f"gad-bot: wrote the chart to {chart_path}", err=True)
+
+
+def _write_whole(path: str, data: bytes) -> None:
+    """`path` holds all of `data` or is left as it was: written beside it, then renamed over it."""
+    import tempfile
+
+    target = os.path.abspath(path)
+    temporary = None
+    try:
+        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".gad-", suffix=".tmp")
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, target)
+    except OSError as error:
+        if temporary and os.path.exists(temporary):
+            os.unlink(temporary)
+        raise QueryError(f"cannot write {path} ({error.strerror}); choose a writable path for --chart.") from None
+
+
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("query", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
