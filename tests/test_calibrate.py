@@ -280,6 +280,8 @@ def test_hostile_files_are_bounded():
                        max_rows=3)
     with pytest.raises(TimesheetError, match="not UTF-8"):
         read_timesheet(b"Email,Date,Hours\n\xff\xfe,2024-03-04,8\n")
+    escaped = read_timesheet(b"Person,Date,Hours\n\x1b[2J\x1b]0;owned\x07Eve,2024-03-04,8\n")
+    assert escaped.days[0].person == "[2J]0;ownedEve"  # no terminal escape reaches the screen
     with pytest.raises(TimesheetError, match="longer than 1,000 characters"):
         read_timesheet(b"Email,Date,Hours\n" + b"a" * 5000 + b"@x.example,2024-03-04,8\n")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -47,13 +48,8 @@ class Export:
     hours: str
     signature: tuple[str, ...]  # headers that tell this export from the others
 
-    @property
-    def person_is_email(self) -> bool:
-        return len(self.person) == 1 and self.person[0] in EMAIL_HEADERS
 
-
-# Headers as these tools write them (compared without case); see docs/calibrate.md for where each comes from.
-EMAIL_HEADERS = ("email", "e-mail", "user email")
+# Headers as these tools write them (compared without case); docs/calibrate.md lists them.
 EXPORTS = (
     Export("Clockify detailed report", ("email",), "start date", "duration (decimal)",
            ("start date", "duration (decimal)", "email")),
@@ -161,14 +157,14 @@ _CLOCK = re.compile(r"^(\d{1,5}):([0-5]\d)(?::([0-5]\d))?$")
 def parse_hours(text: str) -> float | None:
     """Decimal hours (`7.5`, `7,5`) or a duration (`7:30`, `07:30:00`); None when it is neither."""
     text = text.strip()
-    if text.startswith("-"):
-        return -1.0  # told apart by the caller: negative hours
+    sign = -1.0 if text.startswith("-") else 1.0  # negative hours are a mistake the caller names
+    text = text.removeprefix("-")
     if _DECIMAL.match(text):
-        return float(text.replace(",", "."))
+        return sign * float(text.replace(",", "."))
     clock = _CLOCK.match(text)
     if clock:
         hours, minutes, seconds = (int(g or 0) for g in clock.groups())
-        return hours + minutes / 60 + seconds / 3600
+        return sign * (hours + minutes / 60 + seconds / 3600)
     return None
 
 
@@ -194,7 +190,9 @@ def parse_day(text: str, date_format: str | None = None) -> date | None:
 
 
 def _person(cells: list[str], columns: Columns) -> tuple[str, bool]:
-    text = " ".join(" ".join(cells[i] for i in columns.person).split())
+    joined = " ".join(cells[i] for i in columns.person)
+    # a name is printed to a terminal: no escape sequences or other control characters from the file
+    text = " ".join("".join(c for c in joined if unicodedata.category(c)[0] != "C").split())
     is_email = "@" in text
     return (person_key(text) if is_email else text), is_email
 
@@ -210,8 +208,10 @@ def _decode(data: bytes) -> str:
                              "\"CSV UTF-8\" and try again.") from None
 
 
-def _error_text(errors: list[str]) -> str:
-    shown = errors[:MAX_ERRORS_SHOWN]
+def _error_text(errors: list[tuple[int, str]]) -> str:
+    """Every problem in line order, one sentence each; the first MAX_ERRORS_SHOWN, then how many more."""
+    errors = sorted(errors, key=lambda error: error[0])
+    shown = [sentence for _, sentence in errors[:MAX_ERRORS_SHOWN]]
     more = len(errors) - len(shown)
     head = (f"the timesheet has {len(errors):,} bad row{'s' if len(errors) != 1 else ''}; nothing was "
             "computed. Fix them and run again:")
@@ -233,7 +233,7 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
         raise TimesheetError("the timesheet is empty; its first line names the columns (person, date, hours).")
     found = find_columns(header, columns)
     width = max(found.person + (found.date, found.hours)) + 1
-    errors: list[str] = []
+    errors: list[tuple[int, str]] = []  # (line, sentence)
     first_seen: dict[tuple[str, ...], int] = {}
     summed: dict[tuple[str, bool, date], list] = {}
     rows = 0
@@ -243,7 +243,7 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
         try:
             cells = next(reader, None)
         except csv.Error as error:
-            errors.append(f"line {start}: not readable as CSV ({error}).")
+            errors.append((start, f"line {start}: not readable as CSV ({error})."))
             break
         line = reader.line_num
         if cells is None:
@@ -255,17 +255,18 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
             raise TimesheetError(f"the timesheet has more than {max_rows:,} rows; export a shorter period "
                                  "(calibrate a year at a time, for instance).")
         if any(len(c) > MAX_CELL for c in cells):
-            errors.append(f"line {start}: a cell is longer than {MAX_CELL:,} characters; this is not a timesheet row.")
+            errors.append((start, f"line {start}: a cell is longer than {MAX_CELL:,} characters; this is not a "
+                                  "timesheet row."))
             continue
         key = tuple(c.strip() for c in cells)
         if key in first_seen:
-            errors.append(f"line {start} repeats line {first_seen[key]} exactly (a duplicated person-day row); "
-                          "remove one of them.")
+            errors.append((start, f"line {start} repeats line {first_seen[key]} exactly (a duplicated person-day "
+                                  "row); remove one of them."))
             continue
         first_seen[key] = start
         if len(cells) < width:
-            errors.append(f"line {start} has {len(cells)} cells, too few to hold the {found.names[-1]!r} column; "
-                          "every row needs the person, date and hours.")
+            errors.append((start, f"line {start} has {len(cells)} cells, too few to hold the {found.names[-1]!r} "
+                                  "column; every row needs the person, date and hours."))
             continue
         person, is_email = _person(cells, found)
         day = parse_day(cells[found.date], date_format)
@@ -285,7 +286,7 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
         elif hours > MAX_HOURS_PER_DAY:
             problems.append(f"{hours:g} hours is more than a day holds")
         if problems:
-            errors.append(f"line {start}: " + "; ".join(problems) + ".")
+            errors.append((start, f"line {start}: " + "; ".join(problems) + "."))
             continue
         entry = summed.setdefault((person, is_email, day), [0.0, []])
         entry[0] += hours
@@ -293,12 +294,11 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
     days = []
     for (person, is_email, day), (hours, lines) in sorted(summed.items(), key=lambda item: (item[0][0], item[0][2])):
         if hours > MAX_HOURS_PER_DAY + 1e-9:
-            errors.append(f"lines {', '.join(map(str, lines[:10]))}{' ...' if len(lines) > 10 else ''} log "
-                          f"{hours:g} hours for {person} on {day.isoformat()}, more than a day holds.")
+            errors.append((lines[0], f"lines {', '.join(map(str, lines[:10]))}{' ...' if len(lines) > 10 else ''} "
+                                     f"log {hours:g} hours for {person} on {day.isoformat()}, more than a day holds."))
             continue
         days.append(LoggedDay(person, is_email, day, round(hours, 6), tuple(lines)))
     if errors:
-        errors.sort(key=lambda e: int(re.search(r"\d+", e).group()))
         raise TimesheetError(_error_text(errors))
     if not days:
         raise TimesheetError("the timesheet has a header but no rows; export a period with logged hours.")
