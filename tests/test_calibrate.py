@@ -175,6 +175,18 @@ def test_a_name_two_committers_share_is_listed_apart_not_guessed(tmp_path):
     assert out["total"]["ratio"] is None
 
 
+def test_a_name_is_found_as_the_mailmap_names_the_person(tmp_path):
+    b = RepoBuilder(tmp_path / "home")
+    b.commit(name="ann", email="ann@home.example", date="2024-03-04",
+             files={".mailmap": "Ann Lee <ann@corp.com> <ann@home.example>\n"})
+    text = sheet(tmp_path, "Person,Date,Hours\nAnn  Lee,2024-03-04,8\n")
+    mapped = json.loads(invoke(tmp_path, text, str(b.path), "--json").stdout)
+    assert (mapped["compared"], mapped["total"]["two_gad"], mapped["total"]["ratio"]) == (["ann@corp.com"], 2, 2.0)
+    unmapped = json.loads(invoke(tmp_path, text, "home", "mailmap:off", "--json").stdout)
+    assert unmapped["timesheet_only"][0]["why"] == "matches no committer by name"
+    assert unmapped["commits_only"][0]["person"] == "ann@home.example"
+
+
 def test_tokens_narrow_the_span_and_the_hours_per_day_is_an_option(team, tmp_path):
     # until:2024-03 keeps March only: logged 9.0 person-days of 8 h = 72 h, i.e. 12.0 of 6 h; 2GAD 10
     result = invoke(tmp_path, sheet(tmp_path, TIMESHEET), str(team.path), "until:2024-03", "--hours-per-day", "6",

@@ -8,8 +8,9 @@ day's hours, 8 unless told otherwise) beside the 2GAD of the same people over th
 
 - People are matched as the metric identifies them: a timesheet e-mail is looked up among the
   repositories' raw author e-mails and mapped through their mailmap (so an old address the mailmap
-  folds into a new one finds the person), then lower-cased; a name is matched against the authors'
-  raw names, without case. A name two committers share is ambiguous and is listed apart.
+  folds into a new one finds the person), then lower-cased; a name is matched, without case, against
+  the authors' names as commits write them and as the mailmap names them. A name two committers
+  share is ambiguous and is listed apart.
 - Compared are the people the timesheet logs who have at least one active day in the span. Those
   with none (managers, designers, a name that matches nobody) and the committers the timesheet
   does not list are listed apart with their figures, never dropped silently.
@@ -23,8 +24,9 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from ..errors import QueryError
+from ..errors import MirrorError, QueryError
 from ..metric import person_key
+from ..store.mirrors import Mailmap, Mirror
 from .query import Query
 from .timesheets import Timesheet
 
@@ -103,12 +105,23 @@ def _name_key(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
+def _mailmap(repo) -> Mailmap | None:
+    """The repository's mailmap, for the canonical names it gives; None when the mirror cannot be read."""
+    try:
+        return Mailmap(Mirror(repo.mirror_path).mailmap_blob()[1])
+    except MirrorError:
+        return None  # names are then matched as the commits write them; e-mails are unaffected
+
+
 def identities(engine, repos, query: Query) -> Identities:
-    """Every raw author of the repositories, mapped as the query maps them (mailmap or not, bots or not)."""
+    """Every raw author of the repositories, mapped as the query maps them (mailmap or not, bots or not).
+
+    A name is known as the commits write it and, with the mailmap, as the mailmap names the person."""
     by_email: dict[str, set[str]] = {}
     by_name: dict[str, set[str]] = {}
     pending: list[tuple[str, str, int]] = []
     for repo in repos:
+        mailmap = _mailmap(repo) if query.mailmap else None
         people = {row[0]: row for row in engine.index.repo_author_map(repo.id)}
         for author_id, name, email in engine.index.repo_author_identities(repo.id):
             row = people.get(author_id)
@@ -117,7 +130,10 @@ def identities(engine, repos, query: Query) -> Identities:
             _, person_mm, person_raw, bot_mm, bot_raw = row[:5]
             if (bot_mm if query.mailmap else bot_raw) and not query.bots:
                 continue
-            pending.append((name, email, person_mm if query.mailmap else person_raw))
+            person_id = person_mm if query.mailmap else person_raw
+            pending.append((name, email, person_id))
+            if mailmap is not None:
+                pending.append((mailmap.resolve(name, email)[0], email, person_id))
     emails = engine.index.people_matching({p for _, _, p in pending})
     for name, email, person_id in pending:
         person = emails.get(person_id)
