@@ -236,7 +236,11 @@ def test_mistyped_command_and_names_get_suggestions(bot):
 
 def test_help_and_repos(bot):
     ack, _ = bot.slash("help")
-    assert "`/gad gstreamer/gstreamer since:2024-01`" in read(ack) and "since:PERIOD" in read(ack)
+    shown = read(ack)
+    assert "since:PERIOD" in shown
+    # the examples name what is tracked: web (9 commits) first, then api (2)
+    assert "`/gad web since:1y`" in shown and "`/gad compare web api since:1y`" in shown
+    assert "gstreamer" not in shown and "Nothing is tracked yet" not in shown
     message = bot.ask("repos")
     shown = read(message)
     assert re.search(r"`web` · 9 commits · synced \d{4}-\d\d-\d\d \d\d:\d\d UTC · from `", shown)
@@ -254,6 +258,7 @@ def test_app_home_shows_each_repositorys_last_full_week(bot):
     assert "no weekly figure yet" not in shown
     assert "*Admin:*" not in shown
     assert "*Admin:*" in read(bot.open_home(ADMIN))
+    assert "e.g. `/gad web since:1y`" in shown  # its example names the largest tracked repository
 
 
 # -- format:csv -------------------------------------------------------------------------------------

@@ -295,6 +295,11 @@ EXAMPLES = (
 _REF_NAME = re.compile(r"^[\w][\w.\-/+@]*$")
 
 
+def is_ref_word(word: str) -> bool:
+    """Whether `range:` takes `word` as one end (a ref name of safe characters, no `..`)."""
+    return bool(_REF_NAME.match(word)) and ".." not in word
+
+
 def suggest_command(word: str) -> str | None:
     """The command a mistyped first word most likely was (`subscibe` -> `subscribe`), or None."""
     found = nearest(word, COMMAND_WORDS, n=1, cutoff=0.75)

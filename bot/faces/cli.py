@@ -368,7 +368,25 @@ def help_command(topic):
 
     commands = [(f"gad-bot {name}", (command.get_short_help_str(limit=66)))
                 for name, command in sorted(cli.commands.items())]
-    click.echo(render_help_text(commands), nl=False)
+    click.echo(render_help_text(commands, _tracked_for_examples()), nl=False)
+
+
+def _tracked_for_examples():
+    """What help's examples may name: the tracked repositories, when the data directory has an index
+    (help never creates one, and still helps, with generic examples, when it cannot be read)."""
+    import sqlite3
+
+    from ..engine.examples import tracked
+    from ..store.index import Index
+
+    try:
+        settings = _settings()
+        if not settings.index_path.exists():
+            return None
+        return tracked(Index(settings.index_path))
+    except (GadError, sqlite3.Error) as error:
+        log.info("help shows the generic examples: the index could not be read (%s)", type(error).__name__)
+        return None
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})

@@ -31,7 +31,7 @@ from ..config import Settings
 from ..engine.engine import Engine
 from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError, for_member
 from ..metric import CompareReport
-from ..engine import periods
+from ..engine import examples, periods
 from ..render import blocks as kit
 from ..render import words
 from ..engine.rows import HomeRow, RepoSummary
@@ -202,7 +202,8 @@ class SlackFace:
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(parsed, q.Help):
-            text, blocks = kit.help_blocks()
+            # examples name what is tracked: a few rows of the index (WAL: a reader never waits for a sync)
+            text, blocks = kit.help_blocks(examples.tracked(self.engine.index))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(parsed, ADMIN_COMMANDS):
@@ -639,7 +640,8 @@ class SlackFace:
             except GadError:  # e.g. not indexed yet
                 weekly = None
             rows.append(HomeRow(name=repo.name, weekly_two_gad=weekly, week=week, last_error=repo.last_error))
-        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user)))
+        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user),
+                                                              found=examples.tracked(self.engine.index)))
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]

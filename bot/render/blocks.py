@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from ..metric import Report, Row
-from ..engine.query import EXAMPLES, GRAMMAR
+from ..engine.examples import Tracked, examples as tracked_examples
+from ..engine.query import GRAMMAR
 from ..engine.rows import HomeRow, RepoSummary
 from . import words
 
@@ -361,9 +362,12 @@ def error_blocks(message: str, reference: str | None = None, *,
     return fallback, blocks  # fallback is plain notification text: backticks are harmless
 
 
-def help_blocks() -> tuple[str, list[dict]]:
-    """The grammar and examples for `/gad help`."""
-    examples = "\n".join(f"• {code('/gad ' + e, 200)}" for e in EXAMPLES)
+def help_blocks(found: Tracked | None = None) -> tuple[str, list[dict]]:
+    """The grammar and examples for `/gad help`: examples about what is tracked (`found`), else generic
+    ones that say how to track a repository."""
+    examples = "\n".join(f"• {code('/gad ' + e, 200)}" for e in tracked_examples(found))
+    if found is None:
+        examples += "\n" + escape_mrkdwn(words.untracked_examples_words())
     blocks = [
         header("How to use /gad"),
         section("*2GAD* is Git Active Days x 2: every day a person committed counts as two person-days "
@@ -465,14 +469,15 @@ def _home_buttons() -> dict:
         button(HOME_SUBSCRIBE, "Subscribe a channel"), button(HOME_DIGESTS, "Digests of my channels")]}
 
 
-def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool) -> dict:
-    """The App Home tab (views.publish): how to use /gad and each tracked repository's last full week in 2GAD."""
+def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool, found: Tracked | None = None) -> dict:
+    """The App Home tab (views.publish): how to use /gad (its example about what is tracked, `found`) and
+    each tracked repository's last full week in 2GAD."""
     blocks: list[dict] = [
         header("gad-bot: effort in 2GAD"),
         _home_buttons(),
         section("*2GAD* (Git Active Days x 2) measures effort in person-days: every day a person "
                 "committed counts as two person-days.\nType `/gad REPO` in any channel, e.g. "
-                f"{code('/gad ' + EXAMPLES[0], 200)}; `/gad help` lists everything you can ask."),
+                f"{code('/gad ' + tracked_examples(found)[0], 200)}; `/gad help` lists everything you can ask."),
     ]
     if is_admin:
         blocks.append(section("*Admin:* `/gad track URL [as:NAME]` adds a repository, `/gad untrack NAME` "

@@ -13,7 +13,8 @@ from rich.text import Text
 
 from ..metric import Report
 from ..engine.rows import RepoSummary
-from ..engine.query import EXAMPLES, GRAMMAR
+from ..engine.examples import Tracked, examples as tracked_examples
+from ..engine.query import GRAMMAR
 from . import words
 
 _BY_LABEL = {"person": "person", "repo": "repository", "org": "organization"}
@@ -152,9 +153,10 @@ def token_lines(tokens, width: int = 88) -> list[str]:
     return lines
 
 
-def render_help_text(commands: Sequence[tuple[str, str]] = ()) -> str:
-    """The query grammar for a terminal: every token with its meaning and an example, periods, examples,
-    Slack's own commands, then `commands` ((usage, what it does) of the CLI's commands)."""
+def render_help_text(commands: Sequence[tuple[str, str]] = (), found: Tracked | None = None) -> str:
+    """The query grammar for a terminal: every token with its meaning and an example, periods, examples
+    (about what is tracked, `found`, else generic ones and how to track), Slack's own commands, then
+    `commands` ((usage, what it does) of the CLI's commands)."""
     from ..engine.periods import PERIOD_FORMS
     from ..engine.query import TOKENS
 
@@ -163,7 +165,9 @@ def render_help_text(commands: Sequence[tuple[str, str]] = ()) -> str:
              "Tokens, in any order after the repository or project names:", *token_lines(TOKENS)]
     lines += ["", *textwrap.wrap(f"PERIOD is {PERIOD_FORMS}.".replace("`", ""), 88), "", "Examples:"]
     lines += [f"  gad-bot {e}" if e.startswith("compare ") else f"  gad-bot report {e}"
-              for e in EXAMPLES if not e.startswith("subscribe ")]
+              for e in tracked_examples(found) if not e.startswith("subscribe ")]
+    if found is None:
+        lines += textwrap.wrap(words.untracked_examples_words().replace("`", ""), 88)
     lines += ["", *textwrap.wrap("In Slack, /gad also takes: " + GRAMMAR.split("Other commands: ", 1)[1].replace("`", ""), 88,
                                  subsequent_indent="  ")]
     if commands:

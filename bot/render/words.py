@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timezone
 
+from ..errors import command
 from ..metric import DAYS_PER_PERSON_MONTH, DAYS_PER_PERSON_YEAR, UNITS_NOTE, Report, Totals, table_order
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
@@ -44,6 +45,11 @@ SAMPLE_ANSWERS = (
      "demo:drivers/gpu 2GAD 250 (13.2 person-months), 47 developers · demo:net 2GAD 424 (22.3 person-months), "
      "63 developers"),
 )
+
+
+def untracked_examples_words() -> str:
+    """Under examples that name made-up repositories (nothing is tracked yet): how to track one."""
+    return f"Nothing is tracked yet, so these examples name made-up repositories; {command('track URL')} tracks one."
 
 
 def number(n: int) -> str:

@@ -1,0 +1,92 @@
+"""Help's and the App Home's examples name what is tracked here (bot/engine/examples.py), and each of them
+answers; with nothing tracked the generic examples stay and say how to track a repository (issue 20, part 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.engine import query as q
+from bot.engine.examples import Tracked, examples, tracked
+from bot.render import help_blocks, home_view, render_help_text
+from tests.conftest import TODAY
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import text_objects
+from tests.test_cli import run
+
+
+@pytest.fixture
+def site(engine, tmp_path):
+    """web: 3 commits, tags v1.9 < v1.10 (a version order that sorting by name gets wrong), plus tags that are no
+    version; api: 1 commit; the project suite counts both."""
+    web, api = RepoBuilder(tmp_path / "web"), RepoBuilder(tmp_path / "api")
+    first = web.commit(email="ann@example.com", date="2024-01-02", files={"src/a.c": "1"})
+    second = web.commit(email="bob@example.com", date="2024-02-03", files={"src/a.c": "2"})
+    web.commit(email="ann@example.com", date="2024-03-04", files={"docs/x.md": "3"})
+    web.tag("v1.10", second)
+    web.tag("v1.9", first)
+    web.tag("release-notes", second)  # no digit: not a version
+    api.commit(email="di@example.com", date="2024-01-05")
+    engine.track(str(web.path), "web")
+    engine.track(str(api.path), "api")
+    engine.project_add("suite", ["web", "api"])
+    return engine
+
+
+def test_what_is_tracked_largest_first_with_its_two_newest_versions(site):
+    assert tracked(site.index) == Tracked(repos=("web", "api"), projects=("suite",), tags=("v1.9", "v1.10"))
+
+
+def test_every_example_names_what_is_tracked_and_answers(site):
+    shown = examples(tracked(site.index))
+    assert shown[0] == "web since:1y"
+    assert "web range:v1.9..v1.10" in shown and "suite since:1y by:repo" in shown and "compare web api since:1y" in shown
+    for text in shown:
+        parsed = q.parse_command(text, TODAY)
+        if isinstance(parsed, q.ShowReport):
+            assert site.report(parsed.query, TODAY).repos, text  # no "unknown repository", no refused token
+        elif isinstance(parsed, q.Compare):
+            assert len(site.compare(parsed, TODAY).rows) == 2, text
+        else:
+            assert isinstance(parsed, q.Subscribe) and parsed.repos == ("web",), text
+    assert site.report(q.parse_query("web range:v1.9..v1.10".split(), TODAY), TODAY).totals.active_days == 1  # bob
+
+
+def test_one_repository_without_tags_gets_no_range_or_compare(engine, tmp_path):
+    solo = RepoBuilder(tmp_path / "solo")
+    solo.commit(email="ann@example.com", date="2024-01-02")
+    engine.track(str(solo.path), "solo")
+    shown = examples(tracked(engine.index))
+    assert all(e.split()[0] in ("solo", "subscribe") for e in shown), shown
+    assert not any("range:" in e or e.startswith("compare") for e in shown)
+
+
+def test_nothing_tracked_keeps_the_generic_examples_and_says_how_to_track(engine):
+    assert tracked(engine.index) is None and examples(None) == q.EXAMPLES
+    _, blocks = help_blocks(None)
+    slack = "\n".join(o["text"] for o in text_objects(blocks))
+    assert "`/gad gstreamer/gstreamer since:2024-01`" in slack
+    assert "Nothing is tracked yet, so these examples name made-up repositories; `/gad track URL` tracks one." in slack
+    home = "\n".join(o["text"] for o in text_objects(home_view([], is_admin=False)["blocks"]))
+    assert "e.g. `/gad gstreamer/gstreamer since:2024-01`" in home and "Nothing is tracked yet." in home
+
+
+def test_help_and_home_name_the_tracked_repositories(site):
+    found = tracked(site.index)
+    _, blocks = help_blocks(found)
+    slack = "\n".join(o["text"] for o in text_objects(blocks))
+    assert "`/gad web range:v1.9..v1.10`" in slack and "gstreamer" not in slack and "Nothing is tracked" not in slack
+    home = "\n".join(o["text"] for o in text_objects(home_view([], is_admin=False, found=found)["blocks"]))
+    assert "e.g. `/gad web since:1y`" in home
+    terminal = render_help_text((), found)
+    assert "  gad-bot report web since:1y\n" in terminal and "  gad-bot compare web api since:1y\n" in terminal
+
+
+def test_cli_help_names_the_tracked_repository(tmp_path):
+    repo = RepoBuilder(tmp_path / "proj")
+    repo.commit(email="ann@example.com", date="2024-01-02")
+    data = tmp_path / "data"
+    assert run("help", data=data).stdout.count("Nothing is tracked yet") == 1  # and help created nothing
+    assert not data.exists()
+    assert run("track", str(repo.path), data=data).returncode == 0
+    out = run("help", data=data).stdout
+    assert "gad-bot report proj since:1y" in out and "gstreamer" not in out and "Nothing is tracked" not in out
