@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..confine import ExportLimitError, ExportLimits, Limits
-from ..errors import GadError
+from ..errors import GadError, MirrorError
 from ..metric import DAYS_PER_PERSON_MONTH, Cocomo, Report
 from ..scratch import scratch_directory
 
@@ -349,9 +349,14 @@ def measure(heads: Iterable[Head], query: "Query", cache: SlocCache | None, work
         if key in seen:
             continue
         seen.add(key)
-        _, sloc = count_sloc(head.mirror, head.tip, cache, counter=counter, paths=query.paths,
-                             exclude_paths=query.exclude_paths, timeout=timeout, workdir=workdir,
-                             where=f"the head of `{head.name}`")
+        try:
+            _, sloc = count_sloc(head.mirror, head.tip, cache, counter=counter, paths=query.paths,
+                                 exclude_paths=query.exclude_paths, timeout=timeout, workdir=workdir,
+                                 where=f"the head of `{head.name}`")
+        except MirrorError as error:  # the mirror cannot say which repository it is: name it, and its repair
+            said = str(error).replace("--reclone NAME", f"--reclone {head.name}")
+            raise MirrorError(f"`{head.name}`: {said[:1].lower()}{said[1:]}", operator_detail=error.operator_detail) \
+                from None
         total += sloc
     return counter.name, total
 
