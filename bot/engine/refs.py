@@ -33,17 +33,35 @@ def short_name(ref: str) -> str:
     return ref
 
 
+# Words that mark a pre-release after a version's numbers (`v2.0-rc1`, `1.0b2`, `v3.0.0-beta.1`); any other
+# suffix (`V_9_5_P1`: OpenSSH's patch 1) comes after the release it qualifies. docs/metric.md lists them.
+PRERELEASE_WORDS = frozenset({"rc", "alpha", "beta", "pre", "preview", "dev", "a", "b", "snapshot", "nightly"})
+
+
+def _is_prerelease_part(part: str) -> bool:
+    """A text part between a version's numbers that makes it a pre-release: a listed word, or Debian's `~`."""
+    return part.startswith("~") or part.strip("-~_.+").lower() in PRERELEASE_WORDS
+
+
+def is_prerelease(name: str) -> bool:
+    """`v2.0-rc1`, `1.0b2`, `v3.0.0-beta.1`, `4.0~pre1`: a pre-release (text before the first number never is)."""
+    parts = re.split(r"\d+", name)
+    return any(_is_prerelease_part(part) for part in parts[1:] if part)
+
+
 def version_key(name: str) -> tuple:
-    """Sorts tag names as versions: v1.9 < v1.10 < v2.0-rc1 < v2.0 (a pre-release before its release)."""
-    parts = re.split(r"(\d+)", name)
+    """Sorts tag names as versions: v1.9 < v1.10 < v2.0-rc1 < v2.0 < V_2_0_P1 < v2.0.1 (a pre-release before
+    its release, any other suffix after it). Text before the first number (`v`, `release-`) only breaks ties,
+    so that `1.0`, `v1.1` and `release-1.2` still sort by their numbers."""
+    prefix = re.match(r"\D*", name).group()
     key: list = []
-    for part in parts:
+    for part in re.split(r"(\d+)", name[len(prefix):]):
         if part.isdigit():
             key.append((1, int(part), ""))
-        elif part:
-            # "-rc", "-beta" come before the end of the name: a release sorts after its pre-releases
-            key.append((0 if part[0] in "-~_" or part.isalpha() else 2, 0, part))
-    key.append((0.5, 0, ""))  # the end of the name: after pre-release suffixes, before ".1"
+        elif part:  # a pre-release word comes before the end of the name, any other text after it
+            key.append((0 if _is_prerelease_part(part) else 2, 0, part))
+    key.append((0.5, 0, ""))  # the end of the name: after pre-release suffixes, before ".1" or "_P1"
+    key.append((3, 0, prefix))
     return tuple(key)
 
 
