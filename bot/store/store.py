@@ -229,15 +229,25 @@ def scope_bits(offsets: np.ndarray, parent_rows: np.ndarray, lookup: Lookup, tip
     return bits
 
 
-def reachable(offsets: np.ndarray, parent_rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """graph.reachable, leaving out parents the store does not hold (a damaged or grafted history)."""
+def _held_parents(offsets: np.ndarray, parent_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The parents CSR without the parents the store does not hold (a damaged or grafted history)."""
     if len(parent_rows) and int(parent_rows.min()) < 0:
         valid = parent_rows >= 0
         counts = np.add.reduceat(valid.astype(np.int64), offsets[:-1]) if len(valid) else np.zeros(0, np.int64)
         counts[offsets[:-1] == offsets[1:]] = 0  # reduceat gives the next element for empty segments
         offsets = parent_offsets(counts)
         parent_rows = parent_rows[valid]
-    return graph.reachable(offsets, parent_rows.astype(np.int32), starts)
+    return offsets, parent_rows.astype(np.int32)
+
+
+def reachable(offsets: np.ndarray, parent_rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """graph.reachable over the parents the store holds."""
+    return graph.reachable(*_held_parents(offsets, parent_rows), starts)
+
+
+def consecutive_ranges(offsets: np.ndarray, parent_rows: np.ndarray, tips: list[int]) -> list[np.ndarray]:
+    """graph.consecutive_ranges (git's `t0`, `t0..t1`, `t1..t2`, ... as rows) over the parents the store holds."""
+    return graph.consecutive_ranges(*_held_parents(offsets, parent_rows), tips)
 
 
 def derive(history: History, tips: ScopeTips, person_of_author: np.ndarray, previous: Derived | None = None,
