@@ -57,14 +57,36 @@ class Totals:
 
 
 @dataclass(frozen=True)
+class Release:
+    """A by:release row's release: its tag, the release before it in version order, the days of their commits."""
+
+    tag: str
+    previous: str | None  # None for the first release: it counts everything its tag reaches
+    day: date | None  # the author day of the commit the tag names (as `range:A..B` shows its ends)
+    previous_day: date | None = None
+    prerelease: bool = False  # a pre-release shown as a row (prereleases:on, or no release after it yet)
+
+    @property
+    def range(self) -> str:
+        """The range the row counts, as `range:` takes it: 'v1.0..v1.1', '..v1.0' for the first."""
+        return f"{self.previous or ''}..{self.tag}"
+
+    @property
+    def interval_days(self) -> int | None:
+        """Days from the previous release's commit to this one's (negative: tagged on an older commit)."""
+        return (self.day - self.previous_day).days if self.day and self.previous_day else None
+
+
+@dataclass(frozen=True)
 class Row:
-    """One line of a breakdown: a period, a person or a repository."""
+    """One line of a breakdown: a period, a person, a repository or a release."""
 
     key: str
     totals: Totals
     first_day: date | None = None  # for period rows
     # a period row cut by since:, until: or today: (first day counted, last day counted), None for a side not cut
     covers: tuple[date | None, date | None] | None = None
+    release: Release | None = None  # for by:release rows
 
 
 @dataclass(frozen=True)
@@ -121,6 +143,9 @@ class Report:
     range_start_day: date | None = None
     range_end_day: date | None = None
     range_older_commits: int = 0
+    # by:release: the `tags:` glob typed (None: tags that look like versions), and `prereleases:on`
+    release_tags: str | None = None
+    prereleases: bool = False
 
     @property
     def two_gad(self) -> int:

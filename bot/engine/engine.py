@@ -28,7 +28,7 @@ from ..config import Settings
 from ..errors import GadError, MirrorError, QueryError, UnknownRepoError, command, literal, nearest
 from .filters import Active, author_zero_words, check_authors, check_filters
 from ..store.index import Index, RepoRow, utcnow
-from ..metric import Report, table_order
+from ..metric import Release, Report, Row, table_order
 from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
 
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
@@ -55,6 +55,15 @@ class SyncResult:
     unchanged: bool = False
     seconds: float = 0.0  # fetching and indexing commits
     path_seconds: float = 0.0  # indexing which paths the new commits changed
+
+
+@dataclass(frozen=True)
+class ReleaseRanges:
+    """by:release's rows before counting: each release with its commits (store rows), their union, what is left out."""
+
+    shown: list  # (metric.Release, np.ndarray of store rows), oldest version first
+    union: np.ndarray  # per store row: in any shown release's range (the report's total counts these)
+    more: int  # releases the row limit left out
 
 
 class Engine:
@@ -556,6 +565,7 @@ class Engine:
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
+        released = self._release_ranges(repos, query) if query.by == "release" else None
         selections, masks = [], []  # masks: each repository's scope (branch, range, paths), for `active`
         coauthor_parts = []  # METRIC.md rule 7, per repository: counted with coauthors:on, else only told
         data_ends = None  # the newest commit in scope, whatever the filters: where the data ends
@@ -566,6 +576,8 @@ class Engine:
                     if query.scope.kind == "branch" and query.scope.branch != "HEAD" else None)
             if query.range is not None:  # a range replaces the scope
                 mask = self._range_mask(repo, columns, query.range)
+            elif released is not None:  # so do the releases' ranges: the total counts their rows once
+                mask = columns.in_rows(released.union)
             newest = self._newest_day(columns, scope_bit, mask)
             if newest is not None:
                 data_ends = newest if data_ends is None else max(data_ends, newest)
@@ -607,10 +619,13 @@ class Engine:
         elif query.by == "org":
             rows = col.by_org(selections, keys, org_table)
         more_rows = 0
+        if released is not None:
+            rows = self._release_rows(repos[0], query, flt, released, org_table)
+            more_rows = released.more
         if query.by in ("person", "org", "repo"):
             # the order every face shows (CSV and JSON take rows as they come), and so the rows top:N keeps
             rows.sort(key=table_order)
-        if query.top is not None and query.by in ("person", "org", "repo"):
+        if query.top is not None and query.by in ("person", "org", "repo"):  # by:release: _release_ranges
             more_rows = max(0, len(rows) - query.top)
             rows = rows[:query.top]
         trend_bucket = self._trend_bucket(query, keys, today)
@@ -634,7 +649,7 @@ class Engine:
                       asked=query.repos, scope=query.scope.token(), authors=query.authors, orgs=query.orgs,
                       mailmap=query.mailmap, bots=query.bots,
                       more_rows=more_rows, coauthors=query.coauthors, coauthor_commits=coauthor_commits,
-                      coauthor_active_days=coauthor_days)
+                      coauthor_active_days=coauthor_days, release_tags=query.tags, prereleases=query.prereleases)
         if query.range is not None and repos:
             report = dataclasses.replace(report, **self._range_days(repos[0], query.range, author_selections))
         if totals.person_days == 0:
@@ -805,6 +820,66 @@ class Engine:
             return columns.in_rows(rows)
 
         return self._masks.get_or_compute(_snapshot_key(columns, "range", start, end), between)
+
+    # -- releases: `by:release` --------------------------------------------------
+    def _release_ranges(self, repos: list[RepoRow], query: Query) -> "ReleaseRanges":
+        """The releases a by:release report shows and each one's commits (git's `previous..this`), by store row."""
+        from . import releases
+        from .query import MAX_RELEASE_ROWS
+
+        if len(repos) != 1:
+            raise QueryError(f"`by:release` breaks one repository's history into its releases, and "
+                             f"{literal(', '.join(query.repos))} holds {len(repos)}; ask for one of them, e.g. "
+                             f"{literal(repos[0].name + ' by:release')}.")
+        repo = repos[0]
+        columns = self.columns_of(repo)
+        offsets, parents, lookup = self._graph(columns)
+        tags = {name.removeprefix("refs/tags/"): oid for name, oid in self.index.stored_tips(repo.id).items()
+                if name.startswith("refs/tags/")}
+        names = list(tags)
+        rows = lookup.rows_of(np.array([store.key_of(tags[n]) for n in names], np.int64)) if names else []
+        found = releases.releases(dict(zip(names, (int(r) for r in rows))), query.tags, query.prereleases)
+        if not found:
+            raise releases.no_release_error(repo.name, names, query.tags)
+        days = columns.store.history.days
+        day_of = [from_epoch_day(int(days[t.row])) if days[t.row] != col.BAD_DAY else None for t in found]
+        window = releases.window(day_of, query.since, query.until, query.top or MAX_RELEASE_ROWS)
+        tips = [t.row for t in found[window.first:window.shown[-1] + 1]] if window.shown else []
+        members = self._masks.get_or_compute(_snapshot_key(columns, "releases", tuple(tips)),
+                                             lambda: store.consecutive_ranges(offsets, parents, tips))
+        shown = []
+        union = np.zeros(len(offsets) - 1, bool)
+        for at in window.shown:
+            tag = found[at]
+            before = found[at - 1] if at else None
+            shown.append((Release(tag.name, before.name if before else None, day_of[at],
+                                  day_of[at - 1] if before else None, tag.prerelease),
+                          members[at - window.first]))
+            union[members[at - window.first]] = True
+        return ReleaseRanges(shown, union, window.more)
+
+    def _release_rows(self, repo: RepoRow, query: Query, flt: col.Filter, released: "ReleaseRanges",
+                      org_table) -> list:
+        """One row per release: its range's figures with every other token applied, as `range:` counts them."""
+        columns = self.columns_of(repo)
+        size = len(released.union)
+        touching = self._path_mask(repo, columns, query) if query.paths or query.exclude_paths else None
+        wanted = org_table.matching(query.orgs) if query.orgs else None
+        out = []
+        for release, members in released.shown:
+            by_row = np.zeros(size, bool)
+            by_row[members] = True
+            mask = columns.in_rows(by_row)
+            if touching is not None:
+                mask &= touching
+            parts = [col.select(columns, flt, mask)]
+            if query.coauthors:
+                named = col.coauthor_select(columns, flt, mask).selection
+                parts += [named] if len(named.persons) else []
+            if wanted is not None:
+                parts = [col.keep(p, wanted[org_table.orgs_of(p.persons, p.days)]) for p in parts]
+            out.append(Row(release.tag, col.totals(parts)[0], release=release))
+        return out
 
     def range_end_oid(self, repo: RepoRow, span: RefRange) -> bytes:
         """The full id of a range's end (for `vs:cocomo`: lines are counted at B)."""

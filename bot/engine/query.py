@@ -20,8 +20,10 @@ from ..errors import QueryError, command, did_you_mean, literal, nearest
 from ..metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
-BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo", "org")
-TOP_BREAKDOWNS = ("person", "org", "repo")  # the tables `top:N` can cut
+BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo", "org", "release")
+TOP_BREAKDOWNS = ("person", "org", "repo", "release")  # the tables `top:N` can cut
+MAX_RELEASE_ROWS = 100  # the newest releases a by:release table shows at most (bot/engine/releases.py)
+MAX_TAGS_GLOB = 100  # characters of a `tags:GLOB`
 COCOMO_MODES = ("organic", "semidetached", "embedded")  # bot/engine/cocomo.py MODES
 MAX_COMPARE_ITEMS = 10
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -95,10 +97,13 @@ class Query:
     top: int | None = None  # `top:N`: the first N rows of a by:person, by:org or by:repo table
     cocomo_mode: str = "organic"  # `cocomo:MODE`: Basic COCOMO's mode for vs:cocomo
     coauthors: bool = False  # `coauthors:on`: Co-authored-by trailers earn person-days (METRIC.md rule 7)
+    tags: str | None = None  # `tags:GLOB`: which tags by:release takes for releases (default: version-like ones)
+    prereleases: bool = False  # `prereleases:on`: by:release shows pre-releases as rows of their own
 
     def words(self) -> str:
         """The scope and rules in words, for footnotes: 'all branches and tags, author dates, mailmap applied'."""
-        parts = [self.range.words() if self.range else self.scope.words(), "author dates", "mailmap applied" if self.mailmap else "mailmap off",
+        parts = [self.range.words() if self.range else self.release_words() if self.by == "release" else self.scope.words(),
+                 "author dates", "mailmap applied" if self.mailmap else "mailmap off",
                  "bots kept" if self.bots else "bots left out"]
         if self.coauthors:
             parts.append("co-authors counted")
@@ -122,6 +127,14 @@ class Query:
         tokens += [f"org:{o}" for o in self.orgs]
         tokens += ([] if self.mailmap else ["mailmap:off"]) + (["bots:on"] if self.bots else [])
         return tokens
+
+
+    def release_words(self) -> str:
+        """by:release's scope: 'each release (tags that look like versions, pre-releases folded into the release
+        that follows): what git's previous..this lists'."""
+        tags = f"tags matching {_literal(self.tags)}" if self.tags else "tags that look like versions"
+        folded = "pre-releases shown" if self.prereleases else "pre-releases folded into the release that follows"
+        return f"each release ({tags}, sorted by version, {folded}): what git's `previous..this` lists"
 
 
 _literal = literal  # what a user typed, shown as code so that no formatting (`*_~` in Slack) applies to it
@@ -253,7 +266,12 @@ TOKENS: tuple[Token, ...] = (
           "repeatable", "org:intel*"),
     Token("path:DIR", "only commits that changed something under DIR (path:!DIR: outside it); repeatable; "
           "merges are not counted", "path:src/net"),
-    Token("by:week|month|quarter|year|person|repo|org", "a breakdown table", "by:month"),
+    Token("by:week|month|quarter|year|person|repo|org|release", "a breakdown table; by:release: one row per "
+          "release of one repository, what git's previous..this lists", "by:month"),
+    Token("tags:GLOB", "with by:release: the tags that are releases (default: tags that look like versions)",
+          "tags:v*"),
+    Token("prereleases:on", "with by:release: release candidates and betas as rows of their own (by default "
+          "they fold into the release that follows)", "prereleases:on"),
     Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),
     Token("bots:on", "keep [bot] authors (left out by default)", "bots:on"),
     Token("top:N", "only the first N rows of a by:person, by:org or by:repo table", "top:10"),
@@ -500,6 +518,12 @@ def parse_query(words: list[str], today: date) -> Query:
         elif key == "coauthors":
             _one(key, seen, value)
             options["coauthors"] = _on_off(key, value)
+        elif key == "prereleases":
+            _one(key, seen, value)
+            options["prereleases"] = _on_off(key, value)
+        elif key == "tags":
+            _one(key, seen, value)
+            options["tags"] = _tags_glob(value)
         elif key == "cocomo":
             _one(key, seen, value)
             if value.lower() not in COCOMO_MODES:
@@ -522,11 +546,40 @@ def parse_query(words: list[str], today: date) -> Query:
     if "top" in options and options.get("by") not in TOP_BREAKDOWNS:
         raise QueryError(f"`top:{seen['top']}` limits a table of people, organizations or repositories; add "
                          f"`by:person`, `by:org` or `by:repo`, e.g. `by:person top:{seen['top']}`.")
+    _check_release_tokens(options, seen, repos)
     since, until = options.get("since"), options.get("until")
     if since and until and since > until:
         raise QueryError(f"`since:{seen['since']}` starts after `until:{seen['until']}` ends; swap them or widen the period.")
     return Query(repos=tuple(dict.fromkeys(repos)), authors=tuple(authors), paths=tuple(paths),
                  exclude_paths=tuple(excluded), orgs=tuple(dict.fromkeys(orgs)), **options)  # type: ignore[arg-type]
+
+
+def _tags_glob(value: str) -> str:
+    """`tags:GLOB`: a tag-name pattern (fnmatch's `*`, `?`, `[...]`; never a regular expression), bounded."""
+    if len(value) > MAX_TAGS_GLOB or not re.fullmatch(r"[\w.\-/+@*?\[\]!~]+", value):
+        raise QueryError(f"`tags:{value[:40]}{'...' if len(value) > 40 else ''}` is not a tag pattern; use up to "
+                         f"{MAX_TAGS_GLOB} characters of a tag name with `*` and `?`, e.g. `tags:v*` or `tags:release-*`.")
+    return value
+
+
+def _check_release_tokens(options: dict, seen: dict[str, str], repos: list[str]) -> None:
+    """by:release counts one repository's releases as ranges of their own: what it cannot go with, in one sentence."""
+    for key in ("tags", "prereleases"):
+        if key in seen and options.get("by") != "release":
+            raise QueryError(f"`{key}:{seen[key]}` chooses the releases of `by:release`; add `by:release`, "
+                             f"e.g. `{repos[0] if repos else 'myrepo'} by:release {key}:{seen[key]}`.")
+    if options.get("by") != "release":
+        return
+    if len(dict.fromkeys(repos)) > 1:
+        raise QueryError(f"`by:release` breaks one repository's history into its releases, and {len(dict.fromkeys(repos))} "
+                         f"were named; ask for each on its own, e.g. `{repos[0]} by:release`.")
+    if "range" in options or "scope" in seen:
+        given = f"range:{seen['range']}" if "range" in options else seen["scope"]
+        raise QueryError(f"`by:release` counts each release's own range (what git's `previous..this` lists), so "
+                         f"leave out `{given}`.")
+    if options.get("top", 0) > MAX_RELEASE_ROWS:
+        raise QueryError(f"`by:release` shows at most the newest {MAX_RELEASE_ROWS} releases; use `top:{MAX_RELEASE_ROWS}` "
+                         f"or fewer (`format:csv` has the same rows).")
 
 
 def _compare_item(word: str) -> CompareItem:
@@ -583,6 +636,10 @@ def parse_compare(words: list[str], today: date) -> Compare:
     if len(items) > MAX_COMPARE_ITEMS:
         raise QueryError(f"`compare` takes up to {MAX_COMPARE_ITEMS} items and {len(items)} were given; "
                          f"split them into two comparisons of at most {MAX_COMPARE_ITEMS}.")
+    if any(token.lower() == "by:release" for token in tokens):
+        raise QueryError(f"`compare` gives one row per item, and `by:release` one row per release of one repository; "
+                         f"ask `{items[0].name} by:release`, or set releases side by side as ranges: "
+                         f"`compare {items[0].name} range:v1.0..v1.1 range:v1.1..v1.2`.")
     query = parse_query([item.name for item in items] + tokens, today)
     if any(item.range for item in items) and query.scope.kind != "default":
         raise QueryError(f"A range replaces the scope: leave out `{query.scope.token()}` when items have ranges.")

@@ -16,6 +16,7 @@ from ..metric import Report, Totals
 FIGURES = ("active_days", "two_gad", "developers", "commits")  # active_days is GAD (METRIC.md)
 CONTEXT = ("repositories_asked", "repositories", "since", "until", "scope", "range", "paths", "exclude_paths",
            "authors", "orgs", "mailmap", "bots", "coauthors")
+RELEASE = ("release_range", "tagged", "previous", "previous_tagged", "interval_days", "prerelease", "tags")  # by:release
 TOTAL_KEY = "TOTAL"
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -52,12 +53,27 @@ def report_to_csv(report: Report) -> str:
     def share_cell(totals: Totals) -> list:
         return [f"{100 * totals.person_days / whole:.2f}" if whole else ""] if share else []
 
+    releases = report.by == "release"
+    tags = report.release_tags or ""
+
+    def release_cells(row) -> list:
+        """What a by:release row counts (git's previous..this) and its tags' days; the TOTAL row has none."""
+        if not releases:
+            return []
+        r = row.release if row is not None else None
+        if r is None:
+            return ["", "", "", "", "", "", cell(tags)]
+        day = lambda d: d.isoformat() if d else ""  # noqa: E731
+        return [cell(r.range), day(r.day), cell(r.previous or ""), day(r.previous_day),
+                "" if r.interval_days is None else r.interval_days, "yes" if r.prerelease else "no", cell(tags)]
+
     if not report.by:
         writer.writerow(FIGURES + CONTEXT)
         writer.writerow(_figures(report.totals) + context)
         return out.getvalue()
-    writer.writerow((report.by, *FIGURES, *(("share_percent",) if share else ()), *CONTEXT))
+    writer.writerow((report.by, *FIGURES, *(("share_percent",) if share else ()), *(RELEASE if releases else ()),
+                     *CONTEXT))
     for row in report.rows:
-        writer.writerow([cell(row.key)] + _figures(row.totals) + share_cell(row.totals) + context)
-    writer.writerow([TOTAL_KEY] + _figures(report.totals) + share_cell(report.totals) + context)
+        writer.writerow([cell(row.key)] + _figures(row.totals) + share_cell(row.totals) + release_cells(row) + context)
+    writer.writerow([TOTAL_KEY] + _figures(report.totals) + share_cell(report.totals) + release_cells(None) + context)
     return out.getvalue()

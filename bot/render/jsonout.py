@@ -27,7 +27,8 @@ def filters_to_dict(report: Report) -> dict:
             "until": _day(report.until), "scope": report.scope, "range": report.range,
             "paths": list(report.paths), "exclude_paths": list(report.exclude_paths),
             "authors": list(report.authors), "orgs": list(report.orgs),
-            "mailmap": report.mailmap, "bots": report.bots, "coauthors": report.coauthors}
+            "mailmap": report.mailmap, "bots": report.bots, "coauthors": report.coauthors,
+            **({"tags": report.release_tags, "prereleases": report.prereleases} if report.by == "release" else {})}
 
 
 def row_to_dict(row: Row) -> dict:
@@ -37,6 +38,11 @@ def row_to_dict(row: Row) -> dict:
            "developers": t.developers, "commits": t.commits}
     if row.first_day is not None:
         out["first_day"] = row.first_day.isoformat()
+    if row.release is not None:  # by:release: what git's previous..this lists, and the tags' days
+        r = row.release
+        out["release"] = {"tag": r.tag, "previous": r.previous, "range": r.range, "day": _day(r.day),
+                          "previous_day": _day(r.previous_day), "interval_days": r.interval_days,
+                          "prerelease": r.prerelease}
     if row.covers is not None:  # a period cut by since:, until: or today: the days it counts
         start, end = row.covers
         out["partial"] = {"from": start.isoformat() if start else None, "to": end.isoformat() if end else None}

@@ -23,7 +23,8 @@ NAMES, SINCE, UNTIL, BY, REF, WHERE, CHANNEL, DAY, TIME, TZ = (
     "names", "since", "until", "by", "ref", "where", "channel", "day", "time", "tz")
 
 BREAKDOWNS = (("", "No breakdown"), ("week", "By week"), ("month", "By month"), ("quarter", "By quarter"),
-              ("year", "By year"), ("person", "By person"), ("repo", "By repository"), ("org", "By organization"))
+              ("year", "By year"), ("person", "By person"), ("repo", "By repository"), ("org", "By organization"),
+              ("release", "By release (one repository)"))
 DAYS = (("mon", "Monday"), ("tue", "Tuesday"), ("wed", "Wednesday"), ("thu", "Thursday"), ("fri", "Friday"),
         ("sat", "Saturday"), ("sun", "Sunday"))
 MAX_OPTIONS = 100  # Slack shows at most 100 options in a select

@@ -17,7 +17,7 @@ from ..engine.examples import Tracked, examples as tracked_examples
 from ..engine.query import GRAMMAR
 from . import words
 
-_BY_LABEL = {"person": "person", "repo": "repository", "org": "organization"}
+_BY_LABEL = {"person": "person", "repo": "repository", "org": "organization", "release": "release"}
 
 
 def _console(width: int, color: bool) -> tuple[Console, io.StringIO]:
@@ -75,6 +75,10 @@ def _breakdown_table(report: Report) -> Table:
                   title_justify="left", caption=cut, caption_justify="left",
                   show_edge=False, pad_edge=False, padding=(0, 1))
     table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
+    releases = report.by == "release"
+    if releases:  # what each row counts (git's previous..this), the tag's day, the time since the one before
+        for name in ("range", "tagged", "interval"):
+            table.add_column(name, overflow="fold", no_wrap=name == "tagged")
     # a row of by:person is one person: its "developers" would always read 1
     share = report.by == "org"
     figures = ("2GAD", "active days", "commits") if report.by == "person" else \
@@ -92,8 +96,9 @@ def _breakdown_table(report: Report) -> Table:
 
     rows = words.sorted_rows(report)
     for i, row in enumerate(rows):
-        table.add_row(words.row_label(row), *cells(row.totals), end_section=i == len(rows) - 1)
-    table.add_row("total", *cells(report.totals))
+        about = list(words.release_words(row.release)) if releases and row.release else []
+        table.add_row(words.row_label(row), *about, *cells(row.totals), end_section=i == len(rows) - 1)
+    table.add_row("total", *([""] * 3 if releases else []), *cells(report.totals))
     return table
 
 

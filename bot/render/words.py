@@ -140,6 +140,10 @@ def filter_tokens(report: Report) -> list[str]:
         tokens.append("bots:on")
     if report.coauthors:
         tokens.append("coauthors:on")
+    if report.release_tags:
+        tokens.append(f"tags:{report.release_tags}")
+    if report.prereleases:
+        tokens.append("prereleases:on")
     return tokens
 
 
@@ -368,6 +372,20 @@ def row_label(row) -> str:
     return f"{row.key} (from {start.isoformat()})" if start else f"{row.key} (to {end.isoformat()})"
 
 
+def release_words(release) -> tuple[str, str, str]:
+    """A by:release row's (range, tagged, interval): ('v1.0..v1.1', '2024-03-01', '3.0 months after v1.0');
+    the first release counts everything up to it; a release tagged on an older commit than the one before it
+    (a back-port) says so rather than showing a negative interval."""
+    tagged = release.day.isoformat() if release.day else "-"
+    if release.previous is None:
+        return f"..{release.tag}", tagged, "first release"
+    if release.interval_days is None:
+        return release.range, tagged, "-"
+    if release.interval_days < 0:
+        return release.range, tagged, f"{interval_words(release.day, release.previous_day)} before {release.previous}"
+    return release.range, tagged, f"{interval_words(release.previous_day, release.day)} after {release.previous}"
+
+
 def breakdown_title(by: str | None, top: int | None = None) -> str:
     """'By month', 'People by active days' (all of them), 'Top 10 contributors by active days' (`top:N` cut it)."""
     if by == "person":
@@ -376,6 +394,8 @@ def breakdown_title(by: str | None, top: int | None = None) -> str:
         return "By repository"
     if by == "org":
         return "By organization"
+    if by == "release":
+        return f"Newest {number(top)} releases" if top else "By release"
     return f"By {by}" if by else ""
 
 
@@ -393,6 +413,10 @@ def more_rows_words(report: Report) -> str | None:
         return None
     kind = {"person": ("person", "people"), "org": ("organization", "organizations"),
             "repo": ("repository", "repositories")}.get(report.by or "", ("row", "rows"))
+    if report.by == "release":
+        older = "older release" if report.more_rows == 1 else "older releases"
+        return (f"and {number(report.more_rows)} {older} (top:N shows the newest N, up to 100; since: and until: "
+                "pick releases by the day they were tagged)")
     return (f"and {number(report.more_rows)} more {kind[0] if report.more_rows == 1 else kind[1]} "
             f"(top:{len(report.rows)} shows the first {number(len(report.rows))})")
 

@@ -1,0 +1,90 @@
+"""`by:release`: a repository's tags as consecutive releases, each the commits git's `previous..this` lists.
+
+Pure: the repository's tags (short name -> store row) in, the releases to count out, in version order.
+Which tags are releases: by default the tags that look like versions (DEFAULT_TAGS); `tags:GLOB` picks
+others (fnmatch on the tag name, case-sensitive as git's ref names are). Pre-releases (`-rc1`, `-beta`,
+`1.0a1`: refs.PRERELEASE_WORDS) fold into the release that follows them, since that release's range
+holds their commits, unless `prereleases:on`; the newest pre-releases with no release after them yet are
+one row, under the newest of them. docs/metric.md defines every row.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+from .refs import is_prerelease, version_key
+
+# A version, perhaps after a word: `v1.2.3`, `1.2`, `V_9_5_P1`, `release-2.0`, `gstreamer-1.22.0`, `v2.0-rc1`.
+# A tag with a `/` (`debian/1.2-1`, a monorepo's `pkg/v1.0`) is another series: `tags:` names it.
+# Letters, `-` and `_`, then a number, then only version characters: no nested repetition, so a hostile tag
+# name is matched in linear time.
+DEFAULT_TAGS = re.compile(r"[A-Za-z_-]*\d[-._~+A-Za-z0-9]*")
+DEFAULT_TAGS_WORDS = "tags that look like versions (`v1.2.3`, `1.2`, `V_9_5_P1`, `release-2.0`; no `/`)"
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A release to count: its tag's short name and the store row of the commit it names."""
+
+    name: str
+    row: int
+    prerelease: bool = False
+
+
+def is_release_tag(name: str, glob: str | None) -> bool:
+    """Whether a tag counts as a release: it matches `tags:GLOB`, or without one looks like a version."""
+    if glob is not None:
+        return fnmatch.fnmatchcase(name, glob)
+    return DEFAULT_TAGS.fullmatch(name) is not None
+
+
+def releases(tags: dict[str, int], glob: str | None = None, prereleases: bool = False) -> list[Tagged]:
+    """The releases among `tags` (short name -> row), oldest version first, pre-releases folded unless asked."""
+    found = sorted((Tagged(name, row, is_prerelease(name)) for name, row in tags.items()
+                    if row >= 0 and is_release_tag(name, glob)), key=lambda t: version_key(t.name))
+    if prereleases:
+        return found
+    kept = [t for t in found if not t.prerelease]
+    newest_release = version_key(kept[-1].name) if kept else None
+    waiting = [t for t in found if t.prerelease and (newest_release is None or version_key(t.name) > newest_release)]
+    return kept + waiting[-1:]  # pre-releases after the newest release have no release to fold into yet
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which releases a report shows: positions in the version-ordered list, and how many it leaves out."""
+
+    shown: list[int]  # positions of the rows, oldest version first
+    first: int  # the first position whose range is computed (the predecessor of the oldest row, if any)
+    more: int  # releases the row limit left out (older than the rows shown)
+
+
+def window(days: list, since, until, limit: int) -> Window:
+    """The newest `limit` releases whose tag's day lies within since..until (either may be None), in version
+    order; `days` holds each release's day (None: an impossible date, shown whatever the period)."""
+    inside = [i for i, day in enumerate(days)
+              if day is None or ((since is None or day >= since) and (until is None or day <= until))]
+    shown = inside[-limit:] if limit else []
+    return Window(shown, max(0, shown[0] - 1) if shown else 0, len(inside) - len(shown))
+
+
+def no_release_error(repo: str, tag_names: list[str], glob: str | None) -> "QueryError":
+    """'`web` has no tags that look like versions; its tags (newest first): ...; name them with `tags:GLOB`'."""
+    from ..errors import QueryError, literal
+
+    newest = sorted(tag_names, key=version_key, reverse=True)
+    shown = ", ".join(literal(t) for t in newest[:6]) + (f" and {len(newest) - 6} more" if len(newest) > 6 else "")
+    which = f"no tag matching {literal('tags:' + glob)}" if glob else "no tags that look like versions"
+    if not newest:
+        return QueryError(f"{literal(repo)} has no tags, so `by:release` has no releases to count; "
+                          f"`by:year` or `range:A..B` with commit ids break its history down instead.")
+    return QueryError(f"{literal(repo)} has {which}; its tags (newest first) are {shown}. Name the releases with "
+                      f"`tags:GLOB`, e.g. {literal('tags:' + _glob_for(newest[0]))}.")
+
+
+def _glob_for(tag: str) -> str:
+    """A glob that would take `tag` and its siblings: its text up to the first digit, then `*`."""
+    head = re.match(r"\D*", tag).group()
+    return (head or tag[:1]) + "*"

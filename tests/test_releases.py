@@ -1,0 +1,270 @@
+"""`by:release` (issue 19 part 2): a repository's releases, each what `git log PREVIOUS..THIS` lists.
+
+The history is built in code: annotated and lightweight tags, a maintenance release tagged after the next
+minor one, a release candidate, a tag on a merge that brings older commits in, a trailing beta, tags that
+are not versions and a `debian/` series for `tags:GLOB`. Expected figures come from `git log A..B` run for
+real through METRIC.md's pipeline (tests/test_estimation.py: git_records, figures) or are worked out by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+
+import numpy as np
+import pytest
+
+from bot.config import Settings
+from bot.engine.engine import Engine
+from bot.engine.refs import is_prerelease, version_key
+from bot.errors import QueryError
+from bot.faces.slack import build_app
+from bot.render.text import render_text
+from bot.store.graph import consecutive_ranges, reachable
+from tests.conftest import TODAY
+from tests.gitbuild import RepoBuilder
+from tests.slackstub import SlackStub
+from tests.test_cli import run
+from tests.test_estimation import ask, figures, git_records
+from tests.test_estimation_faces import read
+from tests.test_slack import SECRET, ack_body, answer, dispatch
+
+
+def build_shop(path) -> RepoBuilder:
+    """Releases v1.0 (annotated) .. v1.2.0, a 1.0.x maintenance branch whose v1.0.2 is tagged after v1.1.0,
+    v1.1.0-rc1 before v1.1.0, v1.2.0 on a merge of a branch forked before v1.1.0, v2.0.0-beta.1 at the end."""
+    b = RepoBuilder(path)
+    c1 = b.commit(name="Ann", email="ann@example.com", date="2023-01-02")
+    b.tag("v1.0", c1, annotated=True)
+    b.tag("debian/1.0-1", c1)
+    b.commit(name="Bob", email="bob@example.com", date="2023-01-10")
+    feature = b.commit("feature", name="Eve", email="eve@example.com", date="2023-01-20")  # forked here
+    rc = b.commit(name="Cy", email="cy@example.com", date="2023-02-01T23:30", offset=-300)  # UTC: 02-02
+    b.tag("v1.1.0-rc1", rc)
+    b.tag("nightly", rc)
+    v110 = b.commit(name="Bob", email="Bob@Example.com", date="2023-03-01")
+    b.tag("v1.1.0", v110)
+    b.tag("debian/1.1.0-1", v110)
+    fix1 = b.commit("1.0.x", name="Dee", email="dee@example.com", date="2023-02-10", parents=[c1])
+    b.tag("v1.0.1", fix1)
+    fix2 = b.commit("1.0.x", name="Dee", email="dee@example.com", date="2023-04-05")
+    b.tag("v1.0.2", fix2, annotated=True)  # tagged after v1.1.0: out of version order in time
+    assert b.tip("feature") == feature
+    merge = b.merge("main", feature, name="Ann", email="ann@example.com", date="2023-05-01")
+    b.tag("v1.2.0", merge)
+    beta = b.commit(name="Fay", email="fay@example.com", date="2023-06-01")
+    b.tag("v2.0.0-beta.1", beta)
+    b.commit(name="Gus", email="gus@example.com", date="2023-07-01")  # after every release
+    return b
+
+
+# the version order, folded (v1.1.0-rc1 into v1.1.0), and each row's range
+ROWS = [("v1.0", "v1.0"), ("v1.0.1", "v1.0..v1.0.1"), ("v1.0.2", "v1.0.1..v1.0.2"), ("v1.1.0", "v1.0.2..v1.1.0"),
+        ("v1.2.0", "v1.1.0..v1.2.0"), ("v2.0.0-beta.1", "v1.2.0..v2.0.0-beta.1")]
+
+
+@pytest.fixture
+def shop(tmp_path):
+    return build_shop(tmp_path / "shop")
+
+
+@pytest.fixture
+def tracked(shop, tmp_path):
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(shop.path), "shop")
+    return engine
+
+
+def row_figures(row) -> tuple[int, int, int]:
+    return row.totals.person_days, row.totals.developers, row.totals.commits
+
+
+def test_each_release_counts_what_git_log_previous_dot_dot_this_lists(tracked, shop):
+    report = ask(tracked, "shop by:release")
+    assert [(r.key, r.release.range.lstrip(".") if r.release.previous is None else r.release.range)
+            for r in report.rows] == ROWS
+    for row, (_, revs) in zip(report.rows, ROWS):
+        assert row_figures(row) == figures(git_records(shop, revs)), revs
+    # by hand: v1.2.0's merge brings Eve's commit of 2023-01-20, older than v1.1.0; v1.1.0 folds in the rc
+    by_tag = {r.key: r for r in report.rows}
+    assert row_figures(by_tag["v1.2.0"]) == (2, 2, 2)
+    assert row_figures(by_tag["v1.1.0"]) == (3, 2, 3)  # Bob 01-10, Cy 02-01 (his own day), Bob 03-01
+    # the total counts the rows' commits once: what every release tag reaches, not Gus's unreleased commit
+    tags = [tag for tag, _ in ROWS]
+    assert row_figures(report) == figures(git_records(shop, *tags))
+
+
+def test_tags_carry_their_commit_day_and_the_interval(tracked):
+    rows = {r.key: r.release for r in ask(tracked, "shop by:release").rows}
+    assert rows["v1.0"].previous is None and rows["v1.0"].day.isoformat() == "2023-01-02"
+    assert (rows["v1.0.2"].day.isoformat(), rows["v1.0.2"].interval_days) == ("2023-04-05", 54)  # 02-10 -> 04-05
+    # v1.1.0 (2023-03-01) comes after v1.0.2 in version order but was tagged on an older commit
+    assert (rows["v1.1.0"].previous, rows["v1.1.0"].interval_days) == ("v1.0.2", -35)
+    assert rows["v2.0.0-beta.1"].prerelease  # no release after it yet: a row of its own
+
+
+def test_prereleases_on_shows_the_candidate_and_its_own_range(tracked, shop):
+    report = ask(tracked, "shop by:release prereleases:on")
+    keys = [r.key for r in report.rows]
+    assert keys == ["v1.0", "v1.0.1", "v1.0.2", "v1.1.0-rc1", "v1.1.0", "v1.2.0", "v2.0.0-beta.1"]
+    rows = {r.key: r for r in report.rows}
+    assert rows["v1.1.0"].release.range == "v1.1.0-rc1..v1.1.0"
+    assert row_figures(rows["v1.1.0-rc1"]) == figures(git_records(shop, "v1.0.2..v1.1.0-rc1"))
+    assert row_figures(rows["v1.1.0"]) == figures(git_records(shop, "v1.1.0-rc1..v1.1.0")) == (1, 1, 1)
+
+
+def test_a_tag_glob_picks_another_series(tracked, shop):
+    report = ask(tracked, "shop by:release tags:debian/*")
+    assert [(r.key, r.release.range) for r in report.rows] == [("debian/1.0-1", "..debian/1.0-1"),
+                                                                ("debian/1.1.0-1", "debian/1.0-1..debian/1.1.0-1")]
+    assert row_figures(report.rows[1]) == figures(git_records(shop, "debian/1.0-1..debian/1.1.0-1"))
+    assert "tags:debian/*" in render_text(report)
+
+
+def test_every_other_token_applies_inside_each_release_as_range_does(tracked, shop):
+    report = ask(tracked, "shop by:release author:bob@* until:2023-02")
+    rows = {r.key: r for r in report.rows}
+    assert set(rows) == {"v1.0", "v1.0.1"}  # the releases tagged by the end of February
+    kept = [r for r in git_records(shop, "v1.0..v1.0.1") if r[0].startswith("bob@")]
+    assert row_figures(rows["v1.0.1"]) == figures(kept, until="2023-02-28") == (0, 0, 0)
+    since = ask(tracked, "shop by:release since:2023-03")
+    assert [r.key for r in since.rows] == ["v1.0.2", "v1.1.0", "v1.2.0", "v2.0.0-beta.1"]
+    assert row_figures(since.rows[1]) == figures(git_records(shop, "v1.0.2..v1.1.0"), since="2023-03-01") == (1, 1, 1)
+
+
+def test_the_newest_releases_are_shown_and_the_rest_counted(tmp_path):
+    b = RepoBuilder(tmp_path / "many")
+    for n in range(130):
+        b.tag(f"v0.{n}", b.commit(name=f"P{n % 3}", email=f"p{n % 3}@example.com", date=f"2023-01-01T{n % 24:02}:00"
+                                  if n < 24 else f"2023-{1 + n // 24:02}-02"))
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(b.path), "many")
+    report = ask(engine, "many by:release")
+    assert len(report.rows) == 100 and report.more_rows == 30
+    assert (report.rows[0].key, report.rows[0].release.previous, report.rows[-1].key) == ("v0.30", "v0.29", "v0.129")
+    assert all(r.totals.commits == 1 for r in report.rows)
+    assert "and 30 older releases" in render_text(report)
+    few = ask(engine, "many by:release top:3")
+    assert [r.key for r in few.rows] == ["v0.127", "v0.128", "v0.129"] and few.more_rows == 127
+
+
+@pytest.mark.parametrize("text, message", [
+    ("shop lib by:release", "`by:release` breaks one repository's history into its releases, and 2 were named; "
+                            "ask for each on its own, e.g. `shop by:release`."),
+    ("shop tags:v*", "`tags:v*` chooses the releases of `by:release`; add `by:release`, e.g. "
+                     "`shop by:release tags:v*`."),
+    ("shop prereleases:on", "`prereleases:on` chooses the releases of `by:release`; add `by:release`, e.g. "
+                            "`shop by:release prereleases:on`."),
+    ("shop by:release range:v1.0..v1.1.0", "`by:release` counts each release's own range (what git's "
+                                           "`previous..this` lists), so leave out `range:v1.0..v1.1.0`."),
+    ("shop by:release branch:main", "`by:release` counts each release's own range (what git's `previous..this` "
+                                    "lists), so leave out `branch:main`."),
+    ("shop by:release top:101", "`by:release` shows at most the newest 100 releases; use `top:100` or fewer "
+                                "(`format:csv` has the same rows)."),
+    ("shop by:release tags:(a+)+$", "`tags:(a+)+$` is not a tag pattern; use up to 100 characters of a tag name "
+                                    "with `*` and `?`, e.g. `tags:v*` or `tags:release-*`."),
+    ("shop by:release tags:" + "v" * 101, "`tags:" + "v" * 40 + "...` is not a tag pattern; use up to 100 "
+                                          "characters of a tag name with `*` and `?`, e.g. `tags:v*` or `tags:release-*`."),
+    ("compare shop shop:src by:release", "`compare` gives one row per item, and `by:release` one row per release of "
+                                         "one repository; ask `shop by:release`, or set releases side by side as "
+                                         "ranges: `compare shop range:v1.0..v1.1 range:v1.1..v1.2`."),
+])
+def test_what_by_release_cannot_go_with_is_one_sentence(text, message):
+    from bot.engine.query import parse_command
+
+    with pytest.raises(QueryError) as raised:
+        parse_command(text, TODAY)
+    assert str(raised.value) == message
+
+
+def test_a_project_or_a_repository_without_releases_is_one_sentence(tracked, tmp_path):
+    other = RepoBuilder(tmp_path / "plain")
+    other.tag("latest", other.commit(name="Ann", email="ann@example.com", date="2024-01-02"))
+    tracked.track(str(other.path), "plain")
+    tracked.project_add("both", ["shop", "plain"])
+    with pytest.raises(QueryError) as raised:
+        ask(tracked, "both by:release")
+    assert str(raised.value) == ("`by:release` breaks one repository's history into its releases, and `both` holds 2; "
+                                 "ask for one of them, e.g. `shop by:release`.")
+    with pytest.raises(QueryError) as raised:
+        ask(tracked, "plain by:release")
+    assert str(raised.value) == ("`plain` has no tags that look like versions; its tags (newest first) are `latest`. "
+                                 "Name the releases with `tags:GLOB`, e.g. `tags:latest*`.")
+    with pytest.raises(QueryError) as raised:
+        ask(tracked, "shop by:release tags:x*")
+    assert str(raised.value) == ("`shop` has no tag matching `tags:x*`; its tags (newest first) are `v2.0.0-beta.1`, "
+                                 "`v1.2.0`, `debian/1.1.0-1`, `v1.1.0`, `v1.1.0-rc1`, `v1.0.2` and 4 more. Name the "
+                                 "releases with `tags:GLOB`, e.g. `tags:v*`.")
+
+
+def test_versions_sort_as_a_reader_expects():
+    tags = ["V_9_6", "V_9_5_P1", "v1.10", "V_9_5", "1.0b2", "1.0", "v2.0-rc1", "v2.0", "release-1.2", "v1.9"]
+    assert sorted(tags, key=version_key) == ["1.0b2", "1.0", "release-1.2", "v1.9", "v1.10", "v2.0-rc1", "v2.0",
+                                             "V_9_5", "V_9_5_P1", "V_9_6"]
+    assert [t for t in tags if is_prerelease(t)] == ["1.0b2", "v2.0-rc1"]
+    assert is_prerelease("v3.0.0-beta.1") and is_prerelease("4.0~pre1") and not is_prerelease("beta-1.0")
+
+
+def test_consecutive_ranges_equal_one_full_search_per_pair():
+    """graph.consecutive_ranges stops each search where the previous tip's history begins; on random graphs
+    (merges, tips out of order, a tip repeated, a tip older than the one before) it equals two full searches."""
+    rng = random.Random(19)
+    for _ in range(300):
+        n = rng.randint(1, 60)
+        parents = [rng.sample(range(i), min(i, rng.choice((0, 1, 1, 1, 2)))) for i in range(n)]
+        offsets = np.zeros(n + 1, np.int64)
+        offsets[1:] = np.cumsum([len(p) for p in parents])
+        flat = np.array([p for ps in parents for p in ps], np.int32)
+        tips = [rng.randrange(n) for _ in range(rng.randint(1, 8))]
+        before = None
+        for tip, got in zip(tips, consecutive_ranges(offsets, flat, tips)):
+            reach = reachable(offsets, flat, np.array([tip]))
+            assert np.array_equal(np.flatnonzero(reach & ~before if before is not None else reach), got)
+            before = reach
+
+
+# -- the faces: Slack's real path, the CLI as a process ----------------------------------------------------
+
+@pytest.fixture
+def stub():
+    with SlackStub() as running:
+        yield running
+
+
+def test_slack_by_release_reads_as_a_table(shop, tmp_path, stub):
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
+    engine = Engine.open(settings)
+    engine.track(str(shop.path), "shop")
+    app, _ = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
+    _, name = dispatch(app, stub, "shop by:release")
+    shown = read(answer(stub, name))
+    # by hand: v1.2.0 = Eve's 2023-01-20 (merged in) and Ann's merge of 2023-05-01, 61 days after v1.1.0's
+    # 2023-03-01; v1.1.0 = Bob's 01-10 and 03-01 and Cy's rc (v1.0.2 reaches only v1.0 and the two fixes)
+    assert "By release" in shown
+    assert "`v1.2.0` · 2023-05-01 · 2.0 months after v1.1.0 — 2GAD 4 · 2 developers · 2 commits (`v1.1.0..v1.2.0`)" in shown
+    assert "`v1.1.0` · 2023-03-01 · 35 days before v1.0.2 — 2GAD 6 · 2 developers · 3 commits" in shown
+    assert "`v2.0.0-beta.1` (pre-release) · 2023-06-01" in shown
+    response, _ = dispatch(app, stub, "shop shop2 by:release")  # refused in the ack, in one sentence
+    assert "`by:release` breaks one repository's history into its releases, and 2 were named" in json.dumps(
+        ack_body(response))
+
+
+def test_cli_by_release_json_and_csv(shop, tmp_path):
+    data = tmp_path / "data"
+    assert run("track", str(shop.path), "--name", "shop", data=data).returncode == 0
+    doc = json.loads(run("report", "shop", "by:release", "--json", data=data).stdout)
+    assert [r["key"] for r in doc["rows"]] == [tag for tag, _ in ROWS]
+    v120 = doc["rows"][4]
+    assert (v120["active_days"], v120["two_gad"], v120["developers"], v120["commits"]) == (2, 4, 2, 2)
+    assert v120["release"] == {"tag": "v1.2.0", "previous": "v1.1.0", "range": "v1.1.0..v1.2.0", "day": "2023-05-01",
+                               "previous_day": "2023-03-01", "interval_days": 61, "prerelease": False}
+    assert doc["filters"]["tags"] is None and doc["filters"]["prereleases"] is False and doc["more_rows"] == 0
+    result = run("report", "shop", "by:release", "tags:v1.*", "--csv", data=data)
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["release"] for r in rows] == ["v1.0", "v1.0.1", "v1.0.2", "v1.1.0", "v1.2.0", "TOTAL"]
+    assert (rows[3]["release_range"], rows[3]["interval_days"], rows[3]["active_days"], rows[3]["two_gad"]) == (
+        "v1.0.2..v1.1.0", "-35", "3", "6")
+    assert rows[-1]["tags"] == "v1.*" and rows[-1]["release_range"] == ""
