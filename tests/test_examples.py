@@ -38,8 +38,8 @@ def test_what_is_tracked_largest_first_with_its_two_newest_versions(site):
 
 def test_every_example_names_what_is_tracked_and_answers(site):
     shown = examples(tracked(site.index))
-    assert shown[0] == "web since:1y"
-    assert "web range:v1.9..v1.10" in shown and "suite since:1y by:repo" in shown and "compare web api since:1y" in shown
+    assert shown[0] == "web by:year"
+    assert "web range:v1.9..v1.10" in shown and "suite by:repo" in shown and "compare web api" in shown
     for text in shown:
         parsed = q.parse_command(text, TODAY)
         if isinstance(parsed, q.ShowReport):
@@ -49,6 +49,8 @@ def test_every_example_names_what_is_tracked_and_answers(site):
         else:
             assert isinstance(parsed, q.Subscribe) and parsed.repos == ("web",), text
     assert site.report(q.parse_query("web range:v1.9..v1.10".split(), TODAY), TODAY).totals.active_days == 1  # bob
+    # the first example is all history: figures even for a repository quiet for years (3 commits on 3 days)
+    assert site.report(q.parse_query(shown[0].split(), TODAY), TODAY).totals.active_days == 3
 
 
 def test_one_repository_without_tags_gets_no_range_or_compare(engine, tmp_path):
@@ -76,9 +78,9 @@ def test_help_and_home_name_the_tracked_repositories(site):
     slack = "\n".join(o["text"] for o in text_objects(blocks))
     assert "`/gad web range:v1.9..v1.10`" in slack and "gstreamer" not in slack and "Nothing is tracked" not in slack
     home = "\n".join(o["text"] for o in text_objects(home_view([], is_admin=False, found=found)["blocks"]))
-    assert "e.g. `/gad web since:1y`" in home
+    assert "e.g. `/gad web by:year`" in home
     terminal = render_help_text((), found)
-    assert "  gad-bot report web since:1y\n" in terminal and "  gad-bot compare web api since:1y\n" in terminal
+    assert "  gad-bot report web by:year\n" in terminal and "  gad-bot compare web api\n" in terminal
 
 
 def test_cli_help_names_the_tracked_repository(tmp_path):
@@ -89,4 +91,4 @@ def test_cli_help_names_the_tracked_repository(tmp_path):
     assert not data.exists()
     assert run("track", str(repo.path), data=data).returncode == 0
     out = run("help", data=data).stdout
-    assert "gad-bot report proj since:1y" in out and "gstreamer" not in out and "Nothing is tracked" not in out
+    assert "gad-bot report proj by:year" in out and "gstreamer" not in out and "Nothing is tracked" not in out

@@ -239,7 +239,7 @@ def test_help_and_repos(bot):
     shown = read(ack)
     assert "since:PERIOD" in shown
     # the examples name what is tracked: web (9 commits) first, then api (2)
-    assert "`/gad web since:1y`" in shown and "`/gad compare web api since:1y`" in shown
+    assert "`/gad web by:year`" in shown and "`/gad compare web api`" in shown
     assert "gstreamer" not in shown and "Nothing is tracked yet" not in shown
     message = bot.ask("repos")
     shown = read(message)
@@ -258,7 +258,7 @@ def test_app_home_shows_each_repositorys_last_full_week(bot):
     assert "no weekly figure yet" not in shown
     assert "*Admin:*" not in shown
     assert "*Admin:*" in read(bot.open_home(ADMIN))
-    assert "e.g. `/gad web since:1y`" in shown  # its example names the largest tracked repository
+    assert "e.g. `/gad web by:year`" in shown  # its example names the largest tracked repository
 
 
 # -- format:csv -------------------------------------------------------------------------------------

@@ -57,15 +57,16 @@ def examples(found: Tracked | None) -> tuple[str, ...]:
         return EXAMPLES
     first = found.repos[0]
     second = found.repos[1] if len(found.repos) > 1 else None
-    out = [f"{first} since:1y", f"{first} branch:HEAD since:12w by:week", f"{first} since:1y by:person top:10"]
+    # all history first: a repository quiet for a year still answers it with figures, not a zero
+    out = [f"{first} by:year", f"{first} by:person top:10", f"{first} since:12w by:week"]
     if second:
-        out.append(f"{first} {second} since:1y by:repo")
+        out.append(f"{first} {second} by:repo")
     if found.projects:
-        out.append(f"{found.projects[0]} since:1y by:repo")
+        out.append(f"{found.projects[0]} by:repo")
     if found.tags:
         out.append(f"{first} range:{found.tags[0]}..{found.tags[1]}")
-    out.append(f"{first} since:1y by:org")
+    out.append(f"{first} by:org top:10")
     if second:
-        out.append(f"compare {first} {second} since:1y")
+        out.append(f"compare {first} {second}")
     out.append(f"subscribe {first} day:mon time:9am")
     return tuple(out)
