@@ -14,6 +14,7 @@ from bot.config import Settings
 from bot.engine.engine import Engine
 from bot.engine.query import Query
 from bot.errors import GadError
+from tests.faults.test_counter_names import canary  # noqa: F401  (a fixture: a program that tells when it ran)
 from tests.forgestub import ForgeStub
 from tests.gitbuild import RepoBuilder, oracle_pairs
 
@@ -427,3 +428,154 @@ def test_kill_9_in_the_middle_keeps_what_is_finished_and_tracking_again_goes_on(
     clones_after = sum(1 for m, p, _ in forge.requests if "git-upload-pack" in p and m == "POST")
     assert clones_after - clones_before <= len(names) - len(done_before)  # the finished ones are not cloned again
     assert gad(engine, "acme") == oracle(forge, names)
+
+
+# -- an attacker's forge: every answer is a stranger's word ------------------------------------------
+
+JSON = {"Content-Type": "application/json"}
+
+
+def rows_of(forge: ForgeStub, full_names) -> bytes:
+    """One page of the listing as the forge writes it, naming only `full_names` (already added)."""
+    return json.dumps([forge._row(r) for r in forge.listed if r.full_name in full_names]).encode()
+
+
+def refused_listing(forge: ForgeStub, tmp_path, sentence: str) -> Engine:
+    """Track `acme` from the loopback forge, which must be refused with `sentence` (a regex), nothing stored."""
+    engine = engine_for(forge, tmp_path)
+    with pytest.raises(GadError, match=sentence):
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert engine.projects() == {} and engine.repos() == []
+    return engine
+
+
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
+def test_a_json_nesting_bomb_is_one_sentence(forge, tmp_path):
+    """200 KB of `[[[[...]]]]`: Python's JSON parser gives up with a RecursionError, which is no ValueError."""
+    forge.answers.append((200, JSON, b"[" * 100_000 + b"]" * 100_000))
+    refused_listing(forge, tmp_path, "did not answer the listing of `acme` with JSON gad-bot can read")
+
+
+def test_a_rate_limit_reset_beyond_any_calendar_is_said_not_a_crash(forge, tmp_path):
+    forge.add("acme/web")
+    forge.answers.append((403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "9" * 30}, b"{}"))
+    refused_listing(forge, tmp_path, "rate limit .* spent until about")
+
+
+@pytest.mark.parametrize("forge", ["github", "gitlab"], indirect=True)
+def test_pagination_that_goes_round_in_a_circle_is_refused(forge, tmp_path):
+    """Each page's `next` is on the forge's own origin, but the pages lead back to one already sent."""
+    from tests.forgestub import API_PREFIX
+
+    for n in range(3):
+        forge.add(f"acme/r{n}")
+    if forge.kind == "github":
+        first = f"http://{forge.host}{API_PREFIX['github']}/orgs/acme/repos?type=all&per_page=100"
+        loop = [{"Link": f'<{first}&page=2>; rel="next"'}, {"Link": f'<{first}>; rel="next"'}]
+    else:
+        loop = [{"X-Next-Page": "2"}, {"X-Next-Page": "3"}, {"X-Next-Page": "2"}]
+    forge.answers.extend((200, {**JSON, **headers}, rows_of(forge, ["acme/r0"])) for headers in loop)
+    refused_listing(forge, tmp_path, "pointed the next page of the listing of `acme` back at a page it had already sent")
+    assert len(forge.api_requests) == len(loop)
+
+
+def test_a_next_page_on_another_host_is_never_asked(forge, tmp_path):
+    with ForgeStub(tmp_path / "other", "github", token=TOKEN) as other:
+        other.add("acme/evil")
+        forge.add("acme/web")
+        link = f'<http://{other.host}/api/v3/orgs/acme/repos?type=all&per_page=100&page=2>; rel="next"'
+        forge.answers.append((200, {**JSON, "Link": link}, rows_of(forge, ["acme/web"])))
+        refused_listing(forge, tmp_path, "next page of the listing of `acme` at another address")
+        assert other.api_requests == []
+
+
+def test_an_api_redirect_to_another_host_does_not_take_the_token(forge, tmp_path):
+    """The token is the forge's: a redirect off the API's origin is refused before anything is sent there; one
+    within it is followed, the token with it."""
+    with ForgeStub(tmp_path / "other", "github", token=TOKEN) as other:
+        other.add("acme/web")
+        forge.answers.append((302, {"Location": f"http://{other.host}/api/v3/orgs/acme/repos?per_page=100"}, b""))
+        engine = refused_listing(forge, tmp_path, "sent gad-bot to another address")
+        assert other.api_requests == []
+    forge.add("acme/web")
+    moved = "/api/v3/orgs/acme/repos?type=all&per_page=100&moved=1"
+    forge.answers.append((301, {"Location": moved}, b""))
+    assert engine.track_org(engine.org_owner(forge.owner_url("acme"))).repositories == 1
+    assert forge.api_requests[-1] == (moved, f"Bearer {TOKEN}")
+
+
+def test_a_slow_loris_api_is_given_up_at_the_deadline(tmp_path, monkeypatch):
+    """A forge that sends one byte every 50 ms answers every read in time: only a deadline on the whole request
+    (bot.store.forges.REQUEST_DEADLINE, and LISTING_DEADLINE over all of them) stops the listing."""
+    import time
+
+    import bot.store.forges as forges
+    from tests.faults import TrickleServer
+
+    with TrickleServer(interval=0.05) as server:  # ~3.4 KB: 170 s without a deadline
+        host = f"127.0.0.1:{server.port}"
+        settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"),
+                                      "GAD_FORGES": f"{host}=gitea:http://{host}/api/v1"})
+        engine = Engine.open(settings)
+        for request_deadline, listing_deadline in ((2.0, 600.0), (600.0, 2.0)):
+            monkeypatch.setattr(forges, "REQUEST_DEADLINE", request_deadline)
+            monkeypatch.setattr(forges, "LISTING_DEADLINE", listing_deadline)
+            started = time.monotonic()
+            with pytest.raises(GadError, match=f"API at 127.0.0.1 took more than 2 seconds to answer one request"):
+                engine.track_org(engine.org_owner(f"http://{host}/acme"))
+            assert time.monotonic() - started < 10
+    assert engine.projects() == {} and engine.repos() == []
+
+
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
+def test_clone_urls_that_lead_elsewhere_are_not_fetched(forge, tmp_path):
+    """A listing naming its repositories' clone URLs on another host or port, with credentials in them, over
+    another scheme, as command-line options, or hiding a second URL behind a newline (urlsplit drops it)."""
+    from tests.faults import GitHttpServer
+    from tests.forgestub import StubRepo
+
+    forge.add("acme/web")
+    with GitHttpServer(tmp_path / "elsewhere") as elsewhere:
+        RepoBuilder(tmp_path / "elsewhere" / "acme" / "web.git", bare=True).commit(name="Zed", email="z@x.example",
+                                                                                   date="2024-01-01")
+        good, there = forge.clone_url("acme/web"), elsewhere.url("acme/web.git")
+        hostile = [f"http://ann:hunter2-PASSWORD@{forge.host}/acme/web.git", there,
+                   f"http://localhost:{forge.port}/acme/web.git", f"https://{forge.host}/acme/web.git",
+                   f"{good}?x=1", "--upload-pack=touch /tmp/gad-pwned", f"git@127.0.0.1:acme/web.git",
+                   f"{good}\n{there}", f"{good} {there}"]
+        url_key = "http_url_to_repo" if forge.kind == "gitlab" else "clone_url"
+        rows = [dict(forge._row(StubRepo(n, f"acme/h{n}")), **{url_key: url}) for n, url in enumerate(hostile)]
+        forge.answers.append((200, JSON, json.dumps(rows).encode()))
+        engine = engine_for(forge, tmp_path)
+        result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        assert result.repositories == 0 and len(result.refused) == len(hostile)
+        assert engine.repos() == [] and elsewhere.requests == []
+        assert not any("hunter2" in why for _, why in result.refused)
+        assert "hunter2" not in result.sentence()
+
+
+def test_hostile_names_and_refs_in_a_listing_stay_names(forge, tmp_path, canary):
+    """Full names with `..`, a newline and 900 characters, and a repository whose default branch is named
+    `--upload-pack=gadpwn`: each is tracked under a plain name inside the data directory, nothing runs, and the
+    figures are git's."""
+    from tests.forgestub import StubRepo
+
+    names = ["acme/dots", "acme/newline", "acme/long"]
+    for name in names:
+        forge.add(name, commits=[(f"{name[5:]}@acme.example", "2024-03-01")])
+    hostile_ref = RepoBuilder(forge.base / "acme" / "dots.git", bare=True)
+    hostile_ref.commit("--upload-pack=gadpwn", name="Ann", email="ann@acme.example", date="2024-03-04")
+    hostile_ref.set_head("--upload-pack=gadpwn")
+    full_names = ["acme/../../../etc", "acme/new\nline--upload-pack=gadpwn", "acme/" + "x" * 900]
+    rows = [dict(forge._row(StubRepo(n, name)), full_name=full_name)
+            for n, (name, full_name) in enumerate(zip(names, full_names))]
+    forge.answers.append((200, JSON, json.dumps(rows).encode()))
+    engine = engine_for(forge, tmp_path)
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert result.repositories == 3 and not result.failed
+    assert sorted(engine.projects()["acme"]) == ["acme/etc", "acme/new-line--upload-pack-gadpwn", "acme/" + "x" * 900]
+    assert gad(engine, "acme") == oracle(forge, names)
+    assert not canary.exists()
+    data = (tmp_path / "data").resolve()
+    assert all(repo.mirror_path.resolve().is_relative_to(data) for repo in engine.repos())
+

@@ -23,6 +23,7 @@ import json
 import re
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -47,7 +48,10 @@ MAX_PAGE_BYTES = 8 * 1024 * 1024  # one page of 100 repositories is ~0.5 MB on G
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
 MAX_PAGES = 1000
 PER_PAGE = 100
-REQUEST_TIMEOUT = 30.0
+REQUEST_TIMEOUT = 30.0  # seconds one socket operation may wait
+# A forge that sends one byte a second answers every socket read in time; these bound the whole.
+REQUEST_DEADLINE = 120.0  # seconds one request may take, headers and body (8 MB at 70 KB/s)
+LISTING_DEADLINE = 1800.0  # seconds of requests one listing may take (rate-limit waits not counted)
 MAX_REDIRECTS = 3
 MAX_RATE_WAIT = 300.0  # seconds one rate-limit wait may take; longer ones are said, not waited
 MAX_RATE_WAITS = 5
@@ -174,8 +178,12 @@ class ForgeClient:
     def __init__(self, *, token: str | None = None, guard=None, timeout: float = REQUEST_TIMEOUT,
                  max_page_bytes: int = MAX_PAGE_BYTES, max_total_bytes: int = MAX_TOTAL_BYTES,
                  max_rate_wait: float = MAX_RATE_WAIT, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time, progress: Progress | None = None):
+                 clock: Callable[[], float] = time.time, progress: Progress | None = None,
+                 deadline: float | None = None, listing_deadline: float | None = None):
         self.token, self.guard, self.timeout = token, guard, timeout
+        self.deadline = REQUEST_DEADLINE if deadline is None else deadline
+        self.listing_deadline = LISTING_DEADLINE if listing_deadline is None else listing_deadline
+        self.spent = 0.0  # seconds spent in requests so far
         self.max_page_bytes, self.max_total_bytes = max_page_bytes, max_total_bytes
         self.max_rate_wait, self._sleep, self._clock = max_rate_wait, sleep, clock
         self.progress = progress
@@ -240,17 +248,28 @@ class ForgeClient:
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
+        left = self.listing_deadline - self.spent
+        if left <= 0:
+            raise ForgeError(f"Listing took more than {self.listing_deadline / 60:.0f} minutes of the forge's answers; "
+                             "gad-bot gave up and nothing was tracked; try again later.")
         self.requests += 1
-        with self._connection(parts) as (conn, refusals):
+        started = time.monotonic()
+        with self._connection(parts) as (conn, refusals), _Deadline(conn, min(self.deadline, left)) as deadline:
             try:
                 conn.request("GET", path, headers=self.headers_for(kind))
                 response = conn.getresponse()
                 body = self._read(response)
             except (OSError, http.client.HTTPException) as error:
+                if deadline.expired:
+                    raise deadline.error(parts.hostname) from None
                 if refusals:  # the proxy's sentence says more than "Tunnel connection failed: 403"
                     raise ForgeError(f"Listing the organization was stopped: {refusals[0]}") from None
                 raise ForgeError(f"Could not reach the forge's API at {parts.hostname} ({_reason(error)}); "
                                  "try again later.") from None
+            finally:
+                self.spent += time.monotonic() - started
+            if deadline.expired:  # a body cut short by the deadline must not be read as the whole answer
+                raise deadline.error(parts.hostname)
             headers = {k.lower(): v for k, v in response.getheaders()}
             return _Answer(response.status, headers, body)
 
@@ -303,6 +322,36 @@ class ForgeClient:
                 conn.close()
 
 
+class _Deadline:
+    """Ends a request that is still going after `seconds`, however slowly its bytes keep coming: the
+    connection's socket is shut down, so the read waiting on it returns at once."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float):
+        self.conn, self.seconds, self.expired = conn, seconds, False
+        self._timer = threading.Timer(max(seconds, 0.001), self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        self.expired = True
+        sock = self.conn.sock
+        if sock is not None:
+            try:  # the plain socket's shutdown, under any TLS layer: a TLS reader in another thread wakes too
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def error(self, host: str | None) -> ForgeError:
+        return ForgeError(f"The forge's API at {host} took more than {self.seconds:.0f} seconds to answer one request; "
+                          "gad-bot gave up, so nothing was tracked; try again later.")
+
+
 def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urllib.parse.urlsplit(url)
     return parts.scheme, (parts.hostname or ""), parts.port
@@ -337,7 +386,7 @@ def _rate_limit_delay(answer: _Answer, now: float) -> float | None:
             if reset.isdigit():
                 value = int(reset)
                 # GitHub and GitLab send the epoch second of the reset; some proxies send seconds left
-                return float(max(1, value - int(now)) if value > 10**9 else max(1, min(value, 10**6)))
+                return float(min(max(1, value - int(now)) if value > 10**9 else max(1, value), 10**6))
         return 60.0 if answer.status == 429 else None
     return None
 
@@ -381,9 +430,9 @@ def _json_page(answer: _Answer, what: str) -> list:
         raise _status_error(answer, what)
     try:
         data = json.loads(answer.body)
-    except (ValueError, UnicodeDecodeError):
-        raise ForgeError(f"The forge's API did not answer the listing of {what} with JSON; check the forge's API URL in "
-                         "GAD_FORGES.") from None
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: arrays nested thousands deep
+        raise ForgeError(f"The forge's API did not answer the listing of {what} with JSON gad-bot can read; check the "
+                         "forge's API URL in GAD_FORGES.") from None
     if not isinstance(data, list):
         raise ForgeError(f"The forge's API answered the listing of {what} with something other than a list of repositories; "
                          "check the forge's kind and API URL in GAD_FORGES.")
@@ -409,6 +458,7 @@ def _owner_pages(client: ForgeClient, kind: str, what: str, candidates: list[str
         if answer.status != 404:
             break
     origin = _origin(url)
+    asked = {url}
     for page in range(1, MAX_PAGES + 1):
         items = _json_page(answer, what)
         yield items
@@ -418,6 +468,10 @@ def _owner_pages(client: ForgeClient, kind: str, what: str, candidates: list[str
         if _origin(following) != origin:
             raise ForgeError(f"The forge's API pointed the next page of the listing of {what} at another address; "
                              "nothing was tracked.")
+        if following in asked:
+            raise ForgeError(f"The forge's API pointed the next page of the listing of {what} back at a page it had "
+                             "already sent; nothing was tracked.")
+        asked.add(following)
         url = following
         answer = client.get(url, kind)
     raise ForgeError(f"Listing {what} went on for more than {MAX_PAGES:,} pages; nothing was tracked.")
@@ -531,6 +585,8 @@ def _parse_repo(kind: str, item) -> ForgeRepo | None:
 
 def _clone_url_refusal(url: str, forge: Forge, policy_check: Callable[[str], str] | None) -> str | None:
     """Why a listed clone URL will not be fetched, or None when it may be."""
+    if any(c <= " " or c == "\x7f" for c in url):  # urlsplit drops a newline silently; git would not
+        return "its clone URL has spaces or control characters in it"
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != forge.scheme or parts.netloc.lower() != forge.host or parts.query or parts.fragment:
         return (f"its clone URL ({_shown(url)}) is not on {forge.host}; gad-bot only fetches an organization's "
