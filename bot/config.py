@@ -77,23 +77,43 @@ _FORGE_KINDS = ("github", "gitlab", "gitea")
 _FORGE_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?(?::[0-9]{1,5})?")
 
 
+def _port_ok(netloc_port: str) -> bool:
+    return not netloc_port or 0 < int(netloc_port) <= 65535
+
+
 def _forge_entry(entry: str) -> tuple[str, str, str | None]:
-    """One GAD_FORGES entry, `HOST=KIND` or `HOST=KIND:API_BASE_URL`, as (host, kind, API base or None)."""
+    """One GAD_FORGES entry, `HOST=KIND` or `HOST=KIND:API_BASE_URL`, as (host, kind, API base or None).
+
+    A refusal names the entry by its host only: an API URL pasted with a token in it stays out of the log."""
     example = "e.g. git.corp.example=gitlab or ghe.corp.example=github:https://ghe.corp.example/api/v3"
     host, sep, rest = entry.partition("=")
     host = host.strip().lower()
     kind, _, api = rest.strip().partition(":")
     kind = kind.strip().lower()
-    if not sep or not _FORGE_HOST.fullmatch(host):
-        raise ConfigError(f"GAD_FORGES entry {entry[:80]!r} does not start with a host name (HOST=KIND); {example}.")
+    if not sep or not _FORGE_HOST.fullmatch(host) or not _port_ok(host.partition(":")[2]):
+        raise ConfigError(f"A GAD_FORGES entry does not start with a host name (HOST=KIND, with :PORT from 1 to "
+                          f"65535 when not 443); {example}.")
     if kind not in _FORGE_KINDS:
-        raise ConfigError(f"GAD_FORGES entry {entry[:80]!r} names no forge kind; use github, gitlab or gitea, {example}.")
+        raise ConfigError(f"The GAD_FORGES entry of {host} names no forge kind; use github, gitlab or gitea, {example}.")
     api = api.strip()
-    if api and not re.fullmatch(r"https?://[^\s/?#@]+(?:/[^\s?#]*)?", api):
-        raise ConfigError(f"GAD_FORGES entry {entry[:80]!r} has an API base that is not an http(s) URL; {example}.")
+    api_url = re.fullmatch(r"https?://(?:\[[0-9a-fA-F:.]+\]|[^\s/?#@:\[\]]+)(?::([0-9]{1,5}))?(?:/[^\s?#]*)?", api)
+    if api and (api_url is None or not _port_ok(api_url.group(1) or "")):
+        raise ConfigError(f"The GAD_FORGES entry of {host} has an API base that is not an http(s) URL of a host "
+                          f"(and port from 1 to 65535), without user, password, query or fragment; {example}.")
     if host.endswith(":443") and not api.startswith("http://"):
         host = host[:-4]
     return host, kind, api.rstrip("/") or None
+
+
+def _hook_secret(pair: str) -> tuple[str, str]:
+    """One GAD_WEBHOOK_SECRETS pair as (host without port, secret): a delivery names its repository's host, not
+    the forge's port, so `git.corp.example:8443=...` is the secret of git.corp.example."""
+    host, sep, secret = pair.partition("=")
+    host = host.strip().lower()
+    if not sep or not secret.strip() or not _FORGE_HOST.fullmatch(host):
+        raise ConfigError("GAD_WEBHOOK_SECRETS must be HOST=SECRET pairs separated by commas, HOST a host name "
+                          "(not a URL), e.g. github.com=a-long-random-string")
+    return host.partition(":")[0], secret.strip()
 
 
 @dataclass(frozen=True)
@@ -149,11 +169,8 @@ class Settings:
             tokens[host.strip().lower()] = token.strip()
         hook_secrets: dict[str, str] = {}
         for pair in _csv(env.get("GAD_WEBHOOK_SECRETS", "")):
-            host, sep, secret = pair.partition("=")
-            if not sep or not host.strip() or not secret.strip():
-                raise ConfigError("GAD_WEBHOOK_SECRETS must be HOST=SECRET pairs separated by commas, "
-                                  "e.g. github.com=a-long-random-string")
-            hook_secrets[host.strip().lower()] = secret.strip()
+            host, secret = _hook_secret(pair)
+            hook_secrets[host] = secret
         forges = tuple(_forge_entry(entry) for entry in _csv(env.get("GAD_FORGES", "")))
         ssh_key = env.get("GAD_SSH_KEY") or None
         log_format = (env.get("GAD_LOG_FORMAT") or "text").lower()

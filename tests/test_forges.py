@@ -579,3 +579,33 @@ def test_hostile_names_and_refs_in_a_listing_stay_names(forge, tmp_path, canary)
     data = (tmp_path / "data").resolve()
     assert all(repo.mirror_path.resolve().is_relative_to(data) for repo in engine.repos())
 
+
+@pytest.mark.parametrize("value, fragment", [
+    ("git.corp.example", "does not start with a host name"),
+    ("=github", "does not start with a host name"),
+    ("https://git.corp.example=gitlab", "does not start with a host name"),
+    ("git.corp.example:99999=gitea", "does not start with a host name"),
+    ("git.corp.example:0=gitea", "does not start with a host name"),
+    ("git.corp.example=bitbucket", "of git.corp.example names no forge kind"),
+    ("git.corp.example=gitlab:ftp://git.corp.example/api/v4", "API base that is not an http"),
+    ("git.corp.example=github:https://git.corp.example:70000/api/v3", "API base that is not an http"),
+    ("git.corp.example=github:https://x-token:ghp_SECRET@git.corp.example/api/v3", "API base that is not an http"),
+    ("git.corp.example=github:https://git.corp.example/api/v3?token=ghp_SECRET", "API base that is not an http"),
+])
+def test_odd_gad_forges_values_are_one_sentence_without_what_was_pasted(value, fragment, tmp_path):
+    """An entry that cannot be used is refused at start with a sentence naming the host at most: an API URL
+    pasted with a token in it does not reach the log; a port out of range never reaches a connection."""
+    from bot.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=fragment) as refused:
+        Settings.from_env({"GAD_DATA_DIR": str(tmp_path), "GAD_FORGES": value})
+    assert "SECRET" not in str(refused.value) and "e.g. git.corp.example=gitlab" in str(refused.value)
+
+
+def test_gad_forges_as_an_operator_may_write_it(tmp_path):
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path), "GAD_FORGES": (
+        " Git.Corp.Example = GitLab , ghe.corp.example:443=github:https://ghe.corp.example/api/v3/,"
+        "tea.corp.example:3000=gitea:http://[fd00::1]:3000/api/v1")})
+    assert settings.forges == (("git.corp.example", "gitlab", None),
+                               ("ghe.corp.example", "github", "https://ghe.corp.example/api/v3"),
+                               ("tea.corp.example:3000", "gitea", "http://[fd00::1]:3000/api/v1"))

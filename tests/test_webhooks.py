@@ -372,3 +372,23 @@ def test_site_of_is_the_host_and_port_gad_forges_names():
     assert site_of("https://github.com:443/acme/web") == site_of("https://github.com/acme/web") == "github.com"
     assert site_of("http://127.0.0.1:80/a") == "127.0.0.1" and site_of("http://127.0.0.1:3000/a") == "127.0.0.1:3000"
     assert site_of("git@github.com:acme/web.git") == "" and site_of("https://x:notaport/") == ""
+
+
+@pytest.mark.parametrize("value, secrets", [
+    ("GitHub.com = s1 ", {"github.com": "s1"}),
+    ("git.corp.example:8443=s2", {"git.corp.example": "s2"}),  # as GAD_FORGES names it: the port is not the key
+    ("a.example=x=y", {"a.example": "x=y"}),
+])
+def test_gad_webhook_secrets_as_an_operator_may_write_it(value, secrets, tmp_path):
+    assert dict(Settings.from_env({"GAD_DATA_DIR": str(tmp_path), "GAD_WEBHOOK_SECRETS": value}).webhook_secrets) == secrets
+
+
+@pytest.mark.parametrize("value", ["github.com", "github.com=", "=hunter2-a", "https://github.com=hunter2-a",
+                                   "github.com=hunter2-a,hunter2-b"])
+def test_odd_gad_webhook_secrets_are_one_sentence_without_the_secret(value, tmp_path):
+    from bot.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="HOST=SECRET pairs") as refused:
+        Settings.from_env({"GAD_DATA_DIR": str(tmp_path), "GAD_WEBHOOK_SECRETS": value})
+    assert "hunter2" not in str(refused.value)
+
