@@ -136,10 +136,11 @@ CREATED = {"github": (lambda repo: github_repository(repo, "created"), "reposito
 PUSH = {"github": github_push, "gitlab": gitlab_push, "gitea": gitea_push}
 
 
-def delivery(forge: str, payload: dict, secret: str, *, event: str | None = None,
+def delivery(forge: str, payload: dict | bytes, secret: str, *, event: str | None = None,
              delivery_id: str | None = None, instance: str = "") -> tuple[bytes, dict[str, str]]:
-    """The body and headers of one delivery of `payload`, signed with `secret` as `forge` signs."""
-    body = json.dumps(payload).encode()
+    """The body and headers of one delivery of `payload` (or of exactly these bytes), signed with `secret` as
+    `forge` signs."""
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     did = delivery_id or str(uuid.uuid4())
     mac = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     headers = {"Content-Type": "application/json"}

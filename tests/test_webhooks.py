@@ -392,3 +392,99 @@ def test_odd_gad_webhook_secrets_are_one_sentence_without_the_secret(value, tmp_
         Settings.from_env({"GAD_DATA_DIR": str(tmp_path), "GAD_WEBHOOK_SECRETS": value})
     assert "hunter2" not in str(refused.value)
 
+
+def test_a_signed_nesting_bomb_is_400_not_a_traceback(site):
+    """A body of arrays nested 100,000 deep (200 KB, under the size cap), signed: Python's JSON parser gives up
+    with a RecursionError; the answer is a 400 with one log line, never a 500 the forge would retry."""
+    body, headers = delivery("github", b"[" * 100_000 + b"]" * 100_000, SECRET)
+    status, text = post(site.hook("github"), body, headers)
+    assert status == 400 and "not a JSON object" in text
+    time.sleep(0.3)
+    assert len(site.log_lines(headers["X-GitHub-Delivery"])) == 0  # nothing of the request in the log
+    assert "Traceback" not in site.serve.stderr and "RecursionError" not in site.serve.stderr
+
+
+class Scheduled:
+    """A sync queue that records what it was asked (WebhookFace only calls these two)."""
+
+    def __init__(self):
+        self.asked: list[tuple[str, str]] = []
+
+    def request_repo(self, name: str) -> None:
+        self.asked.append(("repo", name))
+
+    def request_org(self, name: str) -> None:
+        self.asked.append(("org", name))
+
+
+def test_one_hosts_secret_cannot_speak_for_another_hosts_organization(tmp_path):
+    """A delivery signed with evil.example's secret whose clone URL is on evil.example (so the host check passes)
+    but whose web URL names a repository of an organization tracked on git.corp.example: nothing is scheduled.
+    The same delivery from git.corp.example itself has the organization listed again."""
+    from bot.engine.engine import Engine
+    from bot.faces.webhooks import WebhookFace
+    from bot.store.orgindex import OrgIndex
+
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"),
+                                  "GAD_WEBHOOK_SECRETS": f"git.corp.example={SECRET},evil.example=evil-{SECRET}"})
+    engine = Engine.open(settings)
+    OrgIndex(engine.index).add_org("acme", "git.corp.example", "github", "acme", "https://git.corp.example/acme",
+                                   False, False)
+    queue = Scheduled()
+    face = WebhookFace(settings, engine, queue)
+
+    def send(clone_url: str, secret: str):
+        payload = github_repository(ForgeRepo("https://git.corp.example", "acme/new"))
+        payload["repository"].update(clone_url=clone_url, ssh_url="", git_url="")
+        body, headers = delivery("github", payload, secret, event="repository")
+        return face.handle("github", {k.lower(): v for k, v in headers.items()}, body)
+
+    answer = send("git@evil.example:acme/new.git", f"evil-{SECRET}")
+    assert (answer.status, answer.text) == (202, "ignored: not a tracked repository") and queue.asked == []
+    answer = send("https://git.corp.example/acme/new.git", SECRET)
+    assert (answer.status, answer.text) == (202, "organization sync scheduled") and queue.asked == [("org", "acme")]
+
+
+def test_every_secret_is_compared_in_constant_time(monkeypatch):
+    """Each configured secret is compared with hmac.compare_digest (its time does not depend on how much of a
+    guess is right), a forged signature of the right shape as much as a good one; nothing short-circuits first."""
+    import hmac as hmac_module
+
+    compared: list[tuple[bytes | str, bytes | str]] = []
+    original = hmac_module.compare_digest
+
+    def spy(a, b):
+        compared.append((a, b))
+        return original(a, b)
+
+    monkeypatch.setattr(hmac_module, "compare_digest", spy)
+    secrets = {"github.com": "one-secret", "ghe.corp.example": "two-secret"}
+    body, headers = delivery("github", {"zen": "x"}, "two-secret")
+    lower = {k.lower(): v for k, v in headers.items()}
+    assert signed_hosts("github", lower, body, secrets) == ["ghe.corp.example"]
+    assert len(compared) == 2  # one per secret, the matching one included
+    good = lower["x-hub-signature-256"]
+    forged = good[:-1] + ("1" if good[-1] == "0" else "0")  # right up to its last digit
+    compared.clear()
+    assert signed_hosts("github", {**lower, "x-hub-signature-256": forged}, body, secrets) == []
+    assert len(compared) == 2
+    compared.clear()
+    assert signed_hosts("gitlab", {"x-gitlab-token": "two-secreX"}, body, secrets) == []
+    assert compared == [(b"two-secreX", b"one-secret"), (b"two-secreX", b"two-secret")]
+
+
+@pytest.mark.parametrize("size, status", [(2 << 20, 413), (1000, 202)])
+def test_a_chunked_delivery_is_held_to_the_same_cap(site, size, status):
+    """No Content-Length, the body in chunks: the server's cap (MAX_BODY_BYTES) still holds before the face reads
+    it, and a small chunked delivery is taken as any other."""
+    payload = PUSH["github"](ForgeRepo(f"http://127.0.0.1:{site.git.port}", "acme/not-tracked"), "1" * 40, "2" * 40)
+    payload["padding"] = "p" * size
+    body, headers = delivery("github", payload, SECRET)
+    connection = http.client.HTTPConnection("127.0.0.1", site.serve.port, timeout=10)
+    try:
+        connection.request("POST", "/hooks/github", body=iter([body[i:i + 65536] for i in range(0, len(body), 65536)]),
+                           headers=headers, encode_chunked=True)
+        response = connection.getresponse()
+        assert response.status == status, response.read()
+    finally:
+        connection.close()

@@ -125,8 +125,12 @@ def _host_of(urls: tuple[str, ...]) -> str:
 
 def _event(forge: str, kind: str, action: str, delivery: str, owner: str, urls: list[str], host: str = "") -> HookEvent:
     kept = tuple(u for u in urls if u)
-    site = next((site_of(u) for u in kept if site_of(u)), "")
-    return HookEvent(forge, kind, action, delivery, host or _host_of(kept), owner.lower(), kept, site)
+    host = host or _host_of(kept)
+    # the site (which organization may be synced) comes from a URL on the host the signature is checked
+    # against, never from another URL of the body: `clone_url` on one host and `html_url` on another
+    # would let one host's secret speak for the other's organizations
+    site = next((site_of(u) for u in kept if site_of(u) and (repo_key(u) or ("",))[0] == host), "")
+    return HookEvent(forge, kind, action, delivery, host, owner.lower(), kept, site)
 
 
 def _github_like(forge: str, event: str, payload: dict, delivery: str) -> HookEvent:
@@ -177,7 +181,7 @@ def parse_event(forge: str, headers: Mapping[str, str], body: bytes) -> HookEven
     """The event a verified body describes, or None when the body is not the JSON object the forge sends."""
     try:
         payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
     if not isinstance(payload, dict):
         return None
