@@ -48,9 +48,10 @@ class StubRepo:
 
 
 class ForgeStub(GitHttpServer):
-    def __init__(self, base: Path, kind: str, *, token: str | None = None, max_per_page: int = 100):
+    def __init__(self, base: Path, kind: str, *, token: str | None = None, max_per_page: int = 100, **server):
+        """`server`: GitHttpServer's options (host, port, tls, hostname; mode and redirect_to for its git side)."""
         base.mkdir(parents=True, exist_ok=True)
-        super().__init__(base)
+        super().__init__(base, **server)
         self.kind = kind
         self.token = token
         self.max_per_page = max_per_page
@@ -62,17 +63,18 @@ class ForgeStub(GitHttpServer):
     # -- the test's side ---------------------------------------------------------------------
     @property
     def host(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        """host[:port] as GAD_FORGES names the forge: the port only when it is not the scheme's default."""
+        return self.url("").split("://", 1)[1].rstrip("/")
 
     @property
     def forges_setting(self) -> str:
-        return f"{self.host}={self.kind}:http://{self.host}{API_PREFIX[self.kind]}"
+        return f"{self.host}={self.kind}:{self.scheme}://{self.host}{API_PREFIX[self.kind]}"
 
     def owner_url(self, owner: str) -> str:
-        return f"http://{self.host}/{owner}"
+        return self.url(owner)
 
     def clone_url(self, full_name: str) -> str:
-        return f"http://{self.host}/{full_name}.git"
+        return self.url(f"{full_name}.git")
 
     def add(self, full_name: str, *, commits: list[tuple[str, str]] | None = None, **flags) -> StubRepo:
         """List a repository and serve it; `commits` as (author e-mail, YYYY-MM-DD) (default: two)."""
@@ -133,8 +135,8 @@ class ForgeStub(GitHttpServer):
         more = page * size < len(visible)
         if self.kind == "github" and more:
             following = dict(query, page=str(page + 1))
-            headers["Link"] = (f'<http://{self.host}{parts.path}?{urllib.parse.urlencode(following)}>; rel="next", '
-                               f'<http://{self.host}{parts.path}?page=1>; rel="first"')
+            headers["Link"] = (f'<{self.url(parts.path[1:])}?{urllib.parse.urlencode(following)}>; rel="next", '
+                               f'<{self.url(parts.path[1:])}?page=1>; rel="first"')
         elif self.kind == "gitlab":
             headers.update({"X-Page": str(page), "X-Per-Page": str(size), "X-Total": str(len(visible)),
                             "X-Next-Page": str(page + 1) if more else ""})

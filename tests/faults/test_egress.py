@@ -377,3 +377,43 @@ def test_a_guarded_engine_refuses_loopback_even_when_nothing_checked_the_url(tmp
         engine.track(source, "x", guarded=True)
     assert "is not a public host" in str(info.value)
     assert engine.repos() == [] and list((tmp_path / "data" / "mirrors").iterdir()) == []
+
+
+def _track_org_answer(serve: Serve, stub, url: str, name: str, done: str) -> str:
+    """Everything the admin saw for `/gad track URL` of an organization, once a message says `done`."""
+    status, ack, took = serve.post(stub.slash_fields(f"track {url}", response_name=name))
+    assert status == 200 and took < 3
+    deadline = time.monotonic() + 60
+    while done not in ack.decode() + json.dumps(stub.responses(name)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return ack.decode() + json.dumps(stub.responses(name))
+
+
+@needs_namespace
+def test_an_organization_whose_listing_leads_inside_tracks_nothing_from_inside(tmp_path, ca, ca_file, internal, stub):
+    """`/gad track https://git.forge-attack.net/acme`, typed in Slack (guarded). The forge's API lists one
+    repository whose clone URL names the internal server outright (refused: not on the forge's host) and one on
+    the forge whose git side answers `302 Location: https://127.0.0.1:PORT/small.git` (refused by the egress proxy
+    at the redirect). Tracked again, the API itself redirects to the internal server (refused: off its origin).
+    Not one request reaches the internal server; nothing of it is tracked."""
+    from tests.forgestub import ForgeStub, StubRepo
+
+    forge = ForgeStub(tmp_path / "forge", "github", host=ADDRESSES[FORGE], port=443, tls=_tls(ca, FORGE),
+                      hostname=FORGE, mode="redirect", redirect_to=internal.url("small.git"))
+    web = forge.add("acme/web")
+    inside_row = dict(forge._row(StubRepo(7, "acme/inside")), clone_url=internal.url("small.git"))
+    forge.answers.append((200, {"Content-Type": "application/json"},
+                          json.dumps([forge._row(web), inside_row]).encode()))
+    with forge, _serve(tmp_path, stub, ca_file, GAD_FORGES=forge.forges_setting) as serve:
+        listed = _track_org_answer(serve, stub, forge.owner_url("acme"), "listed", '"text": "acme: ')
+        forge.answers.append((302, {"Location": internal.url("api/v3/orgs/acme/repos?per_page=100")}, b""))
+        moved = _track_org_answer(serve, stub, forge.owner_url("acme"), "moved", "another address")
+        assert serve.stop() == 0
+    print("listed:", listed, "\nmoved:", moved)
+    assert "acme: 0 repositories" in listed and "1 not fetched because its clone URL" in listed
+    assert "1 could not be tracked (acme/web:" in listed and "127.0.0.1" in listed
+    assert any("/acme/web.git" in path for _, path, _ in forge.requests), "the clone was never tried: no redirect"
+    assert "sent gad-bot to another address" in moved
+    assert internal.requests == []  # not one request reached the internal server
+    assert repos_json(tmp_path / "data") == []
+    assert "Traceback" not in serve.stderr
