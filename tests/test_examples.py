@@ -16,8 +16,8 @@ from tests.test_cli import run
 
 @pytest.fixture
 def site(engine, tmp_path):
-    """web: 3 commits, tags v1.9 < v1.10 (a version order that sorting by name gets wrong), plus tags that are no
-    version; api: 1 commit; the project suite counts both."""
+    """web: 3 commits, releases v1.9 < v1.10 (a version order that sorting by name gets wrong), plus tags that are no
+    release; api: 1 commit; the project suite counts both."""
     web, api = RepoBuilder(tmp_path / "web"), RepoBuilder(tmp_path / "api")
     first = web.commit(email="ann@example.com", date="2024-01-02", files={"src/a.c": "1"})
     second = web.commit(email="bob@example.com", date="2024-02-03", files={"src/a.c": "2"})
@@ -25,6 +25,8 @@ def site(engine, tmp_path):
     web.tag("v1.10", second)
     web.tag("v1.9", first)
     web.tag("release-notes", second)  # no digit: not a version
+    web.tag("v2.0-rc1", second)  # a pre-release, not a release
+    web.tag("release-99.0", first)  # another family of tags: sorts after v* but is no newer
     api.commit(email="di@example.com", date="2024-01-05")
     engine.track(str(web.path), "web")
     engine.track(str(api.path), "api")
@@ -92,3 +94,12 @@ def test_cli_help_names_the_tracked_repository(tmp_path):
     assert run("track", str(repo.path), data=data).returncode == 0
     out = run("help", data=data).stdout
     assert "gad-bot report proj by:year" in out and "gstreamer" not in out and "Nothing is tracked" not in out
+
+
+def test_two_releases_on_one_commit_make_no_range():
+    from bot.engine.examples import _releases
+
+    one, two = b"\x01" * 20, b"\x02" * 20
+    assert _releases({"refs/tags/v1.0": one, "refs/tags/v2.0": two, "refs/tags/v2.0.0": two}) == ("v1.0", "v2.0.0")
+    assert _releases({"refs/tags/v2.0": two, "refs/tags/v2.0.0": two}) is None  # git would list nothing
+    assert _releases({"refs/tags/v1.0": one, "refs/heads/v2.0": two}) is None  # branches are not releases

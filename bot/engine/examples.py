@@ -9,7 +9,8 @@ tries, so with repositories tracked the examples are built from them:
   ties go to the first name;
 - the next largest is the second name of a several-repositories question and of `compare`;
 - a project, when there is one, is asked like a repository;
-- `range:` uses the first repository's two newest version tags (names the grammar accepts only).
+- `range:` uses the first repository's two newest releases (tags such as v1.10 or 2.0.3, on different
+  commits), so that it lists one release's work.
 
 Every tracked name is already shown to every member of the workspace (`/gad repos`, the Home tab's
 list), and answers are the same in every channel, so naming one in an example reveals nothing a
@@ -19,6 +20,7 @@ faces say how a repository gets tracked.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,12 +45,25 @@ def tracked(index: "Index") -> Tracked | None:
     repos = sorted(index.repos(), key=lambda r: (-r.commits, r.name))
     if not repos:
         return None
-    names = [name.removeprefix("refs/tags/") for name in index.stored_tips(repos[0].id)
-             if name.startswith("refs/tags/")]
-    versions = sorted((n for n in names if is_ref_word(n) and any(c.isdigit() for c in n)), key=version_key)
     projects = tuple(name for name, members in index.projects().items() if members)
-    return Tracked(repos=tuple(r.name for r in repos), projects=projects,
-                   tags=(versions[-2], versions[-1]) if len(versions) >= 2 else None)
+    return Tracked(repos=tuple(r.name for r in repos), projects=projects, tags=_releases(index.stored_tips(repos[0].id)))
+
+
+_RELEASE = re.compile(r"^v?\d+(\.\d+)*$")  # v2.0, 1.10.3: a release, not a pre-release or another family
+
+
+def _releases(tips: dict[str, bytes]) -> tuple[str, str] | None:
+    """The two newest releases by version (v1.9 < v1.10), on different commits: a range that lists a
+    release's work. Tags of other shapes (release-14.2, v2.0-rc1, nightly) are left out: mixed families
+    do not sort into one history."""
+    by_name = {name.removeprefix("refs/tags/"): target for name, target in tips.items()
+               if name.startswith("refs/tags/")}
+    versions = sorted((n for n in by_name if _RELEASE.match(n) and is_ref_word(n)), key=version_key)
+    if not versions:
+        return None
+    newest = versions[-1]
+    older = [n for n in versions[:-1] if by_name[n] != by_name[newest]]
+    return (older[-1], newest) if older else None
 
 
 def examples(found: Tracked | None) -> tuple[str, ...]:
