@@ -210,7 +210,7 @@ def coauthor_select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | 
     in_rows[columns.rows] = counted  # by store row, the order the co-author entries are in
     entries = np.flatnonzero(in_rows[co.rows])
     row_days, row_commits = _row_order(columns)
-    naming = np.unique(row_commits[co.rows[entries]])
+    naming = sorted_distinct(row_commits[co.rows[entries]])
     authors = co.author_ids[entries]
     keep = np.ones(len(entries), bool)
     if not flt.bots:
@@ -222,6 +222,37 @@ def coauthor_select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | 
     return CoauthorPart(Selection(columns.name, persons[keep], row_days[rows], row_commits[rows], False, 0), naming)
 
 
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted: one sort and a comparison of neighbours. Not np.unique: since numpy 2.3
+    it hashes, 20-40x slower than a sort on the 600,000 int64 keys of a 2,000-repository project
+    (bench_project.py, docs/benchmarks.md)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    fresh = np.empty(len(ordered), bool)
+    fresh[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
+    return ordered[fresh]
+
+
+def has_repeats(values: np.ndarray) -> bool:
+    """Whether any value occurs twice (a commit in two repositories of one query: a fork, a copy)."""
+    ordered = np.sort(values)
+    return bool(len(ordered) > 1 and (ordered[1:] == ordered[:-1]).any())
+
+
+def first_occurrences(values: np.ndarray) -> np.ndarray:
+    """The position of each distinct value's first occurrence (np.unique's return_index, by sorting);
+    every position when no value repeats, the common case, which needs no argsort."""
+    if not has_repeats(values):
+        return np.arange(len(values))
+    order = np.argsort(values, kind="stable")  # stable: the first of each run of equal values is the first seen
+    ordered = values[order]
+    fresh = np.ones(len(order), bool)
+    fresh[1:] = ordered[1:] != ordered[:-1]
+    return order[fresh]
+
+
 def distinct_count(parts: list[np.ndarray]) -> int:
     """How many distinct values the arrays hold together."""
     return _distinct_count(np.concatenate(parts)) if parts else 0
@@ -231,7 +262,7 @@ def days_added(author_keys: np.ndarray, co_selections: list[Selection]) -> int:
     """Active days the co-author records add to the authors' (sorted, distinct) pair keys."""
     if not co_selections:
         return 0
-    co_keys = np.unique(np.concatenate([(s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64)
+    co_keys = sorted_distinct(np.concatenate([(s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64)
                                         for s in co_selections]))
     if not len(author_keys):
         return int(len(co_keys))
@@ -273,23 +304,23 @@ def _pair_keys(selections: list[Selection]) -> np.ndarray:
         keep[0] = True
         np.not_equal(keys[1:], keys[:-1], out=keep[1:])
         return keys[keep]
-    return np.unique(np.concatenate([keys_of(s) for s in selections]))
+    return sorted_distinct(np.concatenate([keys_of(s) for s in selections]))
 
 
 def _distinct_count(values: np.ndarray) -> int:
-    return int(len(np.unique(values))) if len(values) else 0
+    return int(len(sorted_distinct(values)))
 
 
-def totals(selections: list[Selection]) -> tuple[Totals, np.ndarray]:
-    """Totals over the union of the selections (METRIC.md rules 5, 6), and the distinct pair keys."""
+def totals(selections: list[Selection], *, disjoint: bool = False) -> tuple[Totals, np.ndarray]:
+    """Totals over the union of the selections (METRIC.md rules 5, 6), and the distinct pair keys.
+
+    disjoint=True: the caller knows that no commit is in two selections (no fork or copy among the
+    repositories), so their commits add up without a sort of them all. The same holds for by_period,
+    by_person and by_org."""
     keys = _pair_keys(selections)
-    persons = keys >> DAY_BITS
-    if len(persons) > 1 and len(selections) == 1 and selections[0].sorted_pairs:
-        developers = int(np.count_nonzero(persons[1:] != persons[:-1])) + 1
-    else:
-        developers = _distinct_count(persons)
-    if len(selections) == 1:
-        commits = int(len(selections[0].commit_ids))  # a repository lists each commit once
+    developers = len(distinct_persons(keys))  # the keys are sorted by (person, day)
+    if len(selections) == 1 or disjoint:
+        commits = sum(len(s.commit_ids) for s in selections)  # a repository lists each commit once
     else:
         commits = _distinct_count(np.concatenate([s.commit_ids for s in selections]))
     return Totals(person_days=int(len(keys)), developers=developers, commits=commits), keys
@@ -336,8 +367,8 @@ def _per_bucket(days: np.ndarray, bucket: str, low: int, size: int) -> np.ndarra
     return np.bincount(buckets[inside], weights=per_day[inside], minlength=size).astype(np.int64)
 
 
-def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
-              first_day: int | None = None, last_day: int | None = None, person_days_only: bool = False) -> list[Row]:
+def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *, first_day: int | None = None,
+              last_day: int | None = None, person_days_only: bool = False, disjoint: bool = False) -> list[Row]:
     """One row per period (empty periods between the first and last included, with zeros).
 
     `person_days_only` (for trends) skips developers and commits, the costly part.
@@ -372,10 +403,8 @@ def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *,
             fresh[1:] = (persons[1:] != persons[:-1]) | (buckets[1:] != buckets[:-1])
         developers = np.bincount(buckets[fresh], minlength=size)
         record_days = np.concatenate([s.days for s in selections]) if selections else np.zeros(0, np.int32)
-        if len(selections) > 1:  # a commit in several repositories counts once
-            commit_ids = np.concatenate([s.commit_ids for s in selections])
-            _, first = np.unique(commit_ids, return_index=True)
-            record_days = record_days[first]
+        if len(selections) > 1 and not disjoint:  # a commit in several repositories counts once
+            record_days = record_days[first_occurrences(np.concatenate([s.commit_ids for s in selections]))]
         commits = _per_bucket(record_days.astype(np.int64, copy=False), bucket, low, size)
     rows = []
     for offset in range(size):
@@ -393,7 +422,8 @@ def distinct_persons(keys: np.ndarray) -> np.ndarray:
     return persons[np.concatenate(([True], persons[1:] != persons[:-1]))]
 
 
-def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, str]) -> list[Row]:
+def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, str], *,
+              disjoint: bool = False) -> list[Row]:
     """One row per person, most active days first (ties by name)."""
     persons = keys >> DAY_BITS  # sorted: keys are sorted by (person, day)
     if not len(persons):
@@ -402,8 +432,9 @@ def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, st
     ids = persons[starts]
     person_days = np.diff(np.append(starts, len(persons)))
     all_persons = np.concatenate([s.persons for s in selections]).astype(np.int64)
-    if len(selections) > 1:  # a commit in several repositories counts once per person
-        all_commits = np.concatenate([s.commit_ids for s in selections])
+    all_commits = None if disjoint else np.concatenate([s.commit_ids for s in selections])
+    if all_commits is not None and len(selections) > 1 and has_repeats(all_commits):
+        # a commit in several repositories counts once per person (its mailmap may differ between them)
         order = np.lexsort((all_commits, all_persons))
         persons_sorted, commits_sorted = all_persons[order], all_commits[order]
         fresh = np.ones(len(order), bool)
@@ -423,7 +454,7 @@ def keep(selection: Selection, mask: np.ndarray) -> Selection:
                      keys=None if selection.keys is None else selection.keys[mask])
 
 
-def by_org(selections: list[Selection], keys: np.ndarray, table) -> list[Row]:
+def by_org(selections: list[Selection], keys: np.ndarray, table, *, disjoint: bool = False) -> list[Row]:
     """One row per organization (bot/orgs.OrgTable), most person-days first (ties by name).
 
     Each distinct (person, day) pair belongs to exactly one organization (the person's on that day),
@@ -444,15 +475,13 @@ def by_org(selections: list[Selection], keys: np.ndarray, table) -> list[Row]:
     developers = np.zeros(size, np.int64)
     if dated is not None:
         fresh &= ~dated
-        again = np.unique((orgs[dated].astype(np.int64) << 32) | persons[dated]) >> 32
+        again = sorted_distinct((orgs[dated].astype(np.int64) << 32) | persons[dated]) >> 32
         developers += np.bincount(again, minlength=size)
     developers += np.bincount(orgs[fresh], minlength=size)
-    if len(selections) == 1:  # a repository lists each commit once
-        record_persons, record_days = selections[0].persons, selections[0].days
-    else:  # a commit in several repositories counts once
-        record_persons = np.concatenate([s.persons for s in selections])
-        record_days = np.concatenate([s.days for s in selections])
-        _, first = np.unique(np.concatenate([s.commit_ids for s in selections]), return_index=True)
+    record_persons = np.concatenate([s.persons for s in selections])
+    record_days = np.concatenate([s.days for s in selections])
+    if len(selections) > 1 and not disjoint:  # a commit in several repositories counts once
+        first = first_occurrences(np.concatenate([s.commit_ids for s in selections]))
         record_persons, record_days = record_persons[first], record_days[first]
     commits = np.bincount(table.orgs_of(record_persons, record_days), minlength=size)
     rows = [Row(table.names[i], Totals(int(person_days[i]), int(developers[i]), int(commits[i])))
