@@ -234,6 +234,18 @@ def test_mistyped_command_and_names_get_suggestions(bot):
         in read(message)
 
 
+def test_an_author_outside_the_scope_is_told_where_they_did_commit(bot):
+    # bob's last commit is of 2026-11-24 (WEB above); ann never changed docs/
+    message = bot.ask("web since:2026-11-25 author:bob@example.com")
+    assert "*2GAD 0 person-days*" in read(message)
+    assert "bob@example.com committed to `web`, but not since 2026-11-25: last on 2026-11-24." in read(message)
+    message = bot.ask("web since:2026-11-25 author:bob@exmple.com")  # misspelt: someone active since is offered
+    assert read(message).endswith(
+        "`author:bob@exmple.com` matches nobody who committed to `web`, so it would count nothing; "
+        "bob@example.com committed to `web`, but not since 2026-11-25: last on 2026-11-24; "
+        "`/gad web since:2026-11-25 by:person` lists those active in this scope.")
+
+
 def test_help_and_repos(bot):
     ack, _ = bot.slash("help")
     shown = read(ack)
