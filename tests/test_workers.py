@@ -252,6 +252,10 @@ def test_compare_and_its_share_run_in_the_workers_not_in_serve(tmp_path):
             assert shared["response_type"] == "in_channel" and "Shared by <@U123>" in read(shared)
             assert "web 2GAD 6; lib 2GAD 2" in shared["text"]
             assert "direct messages" not in read(shared)  # where the asker's CSV went is no one else's business
+            assert "The CSV is attached in this channel." in read(shared)  # what was seen, its file included
+            dm_copy, shared_copy = stub.uploaded_files()
+            assert shared_copy.filename == "gad-compare.csv" and shared_copy.channel_id != dm_copy.channel_id
+            assert shared_copy.data == dm_copy.data
             assert engine._cache == {}  # the serving process computed neither: it never loaded a repository
         finally:
             pool.shutdown()
