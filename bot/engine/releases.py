@@ -11,6 +11,7 @@ one row, under the newest of them. docs/metric.md defines every row.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -42,14 +43,15 @@ def is_release_tag(name: str, glob: str | None) -> bool:
 
 def releases(tags: dict[str, int], glob: str | None = None, prereleases: bool = False) -> list[Tagged]:
     """The releases among `tags` (short name -> row), oldest version first, pre-releases folded unless asked."""
-    found = sorted((Tagged(name, row, is_prerelease(name)) for name, row in tags.items()
-                    if row >= 0 and is_release_tag(name, glob)), key=lambda t: version_key(t.name))
+    # (key, name): `v01` and `v1` have one key, and names are unique
+    keyed = [t for _, _, t in sorted((version_key(name), name, Tagged(name, row, is_prerelease(name)))
+                                     for name, row in tags.items() if row >= 0 and is_release_tag(name, glob))]
     if prereleases:
-        return found
-    kept = [t for t in found if not t.prerelease]
-    newest_release = version_key(kept[-1].name) if kept else None
-    waiting = [t for t in found if t.prerelease and (newest_release is None or version_key(t.name) > newest_release)]
-    return kept + waiting[-1:]  # pre-releases after the newest release have no release to fold into yet
+        return keyed
+    kept = [t for t in keyed if not t.prerelease]
+    # the newest pre-releases, after every release, have no release to fold into yet: the newest is a row
+    waiting = list(itertools.takewhile(lambda t: t.prerelease, reversed(keyed)))
+    return kept + waiting[:1]
 
 
 @dataclass(frozen=True)
