@@ -194,29 +194,29 @@ def test_several_people_outside_the_period_name_the_most_recent(engine, scoped):
                            "alicia@example.org, committed to `web`, but not since 2024-02-15: last on 2024-02-01.")
 
 
+def refusal(engine, text: str) -> str:
+    """The one sentence a question is refused with."""
+    with pytest.raises(QueryError) as error:
+        ask(engine, text)
+    return str(error.value)
+
+
 def test_a_misspelt_author_is_offered_someone_active_in_the_scope(engine, scoped):
     # the nearest of all history is alice, who counts nothing since 2024: alicia does
-    with pytest.raises(QueryError) as error:
-        ask(engine, "web since:2024-01-01 author:alice@exmple.org")
-    assert str(error.value) == (
+    assert refusal(engine, "web since:2024-01-01 author:alice@exmple.org") == (
         "`author:alice@exmple.org` matches nobody who committed to `web`, so it would count nothing; did you mean "
         "`author:alicia@example.org`? The nearest of all, alice@example.org, committed to `web`, but not since "
         "2024-01-01: last on 2023-05-02.")
     # nobody close in scope: where the nearest did commit, and the command that lists the scope's people
-    with pytest.raises(QueryError) as error:
-        ask(engine, "web path:docs author:bob@exmple.org")
-    assert str(error.value) == (
+    assert refusal(engine, "web path:docs author:bob@exmple.org") == (
         "`author:bob@exmple.org` matches nobody who committed to `web`, so it would count nothing; "
         "bob@example.org committed to `web`, but never with `path:docs`; `/gad web path:docs by:person` lists "
         "those active in this scope.")
     # in scope, the nearest is offered as before
-    with pytest.raises(QueryError, match=r"did you mean `author:bob@example.org`\?$"):
-        ask(engine, "web since:2024-01-01 author:bob@exmple.org")
+    assert refusal(engine, "web since:2024-01-01 author:bob@exmple.org").endswith("did you mean `author:bob@example.org`?")
 
 
 def test_the_scope_listing_command_names_the_scope(engine, scoped):
-    with pytest.raises(QueryError) as error:
-        ask(engine, "web since:2024-01-01 path:src author:zz")
-    assert str(error.value).endswith(
+    assert refusal(engine, "web since:2024-01-01 path:src author:zz").endswith(
         "authors are mailmapped, lower-cased e-mails: `/gad web since:2024-01-01 path:src by:person` lists those "
         "active in this scope.")
