@@ -19,7 +19,8 @@ The API answers as the public docs describe each forge:
   full_name, clone_url, archived, fork, private, empty.
 
 Private repositories are listed only to a request carrying `token`. `answers` (a list of
-(status, headers, body) tuples) replaces the next API answers (rate limits, hostile bodies);
+(status, headers, body) tuples) replaces the next API answers (rate limits, hostile bodies; a body
+that is not bytes but pieces of bytes is sent chunked, without Content-Length);
 `requests` records (path, authorization headers) of every API request.
 """
 
@@ -106,6 +107,8 @@ class ForgeStub(GitHttpServer):
         self.api_requests.append((h.path, auth))
         if self.answers:
             status, headers, body = self.answers.pop(0)
+            if not isinstance(body, bytes):  # pieces: sent chunked, with no Content-Length to go by
+                return self._stream(h, status, body, headers)
             return self._reply(h, status, body, headers)
         query = dict(urllib.parse.parse_qsl(parts.query))
         path = parts.path[len(prefix):]
@@ -154,6 +157,19 @@ class ForgeStub(GitHttpServer):
                "fork": repo.fork, "private": repo.private}
         row.update({"empty": repo.empty} if self.kind == "gitea" else {"size": 0 if repo.empty else 120})
         return row
+
+    @staticmethod
+    def _stream(h, status: int, pieces, headers: dict[str, str]) -> None:
+        h.send_response(status)
+        for name, value in {**headers, "Transfer-Encoding": "chunked"}.items():
+            h.send_header(name, value)
+        h.end_headers()
+        try:
+            for piece in pieces:
+                h.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            h.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client stopped reading: what a bounded client does
+            h.close_connection = True
 
     def _json(self, h, status: int, data, headers: dict[str, str] | None = None) -> None:
         self._reply(h, status, json.dumps(data).encode(), {"Content-Type": "application/json", **(headers or {})})

@@ -609,3 +609,63 @@ def test_gad_forges_as_an_operator_may_write_it(tmp_path):
     assert settings.forges == (("git.corp.example", "gitlab", None),
                                ("ghe.corp.example", "github", "https://ghe.corp.example/api/v3"),
                                ("tea.corp.example:3000", "gitea", "http://[fd00::1]:3000/api/v1"))
+
+
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
+def test_a_huge_body_without_a_length_is_cut_off(forge, tmp_path):
+    """50 MB sent chunked, with no Content-Length to refuse up front: reading stops past 8 MB."""
+    sent = []
+
+    def pieces():
+        yield b"["
+        for _ in range(50 * 16):  # 64 KB each
+            sent.append(1)
+            yield b" " * 65536
+        yield b"]"
+
+    forge.answers.append((200, JSON, pieces()))
+    refused_listing(forge, tmp_path, "more than 8 MB for one page; gad-bot stopped reading")
+    assert len(sent) < 50 * 16 / 2  # gad-bot hung up long before the forge was done
+
+
+def test_an_organization_of_100000_repositories_is_refused_after_the_first_5000(forge, tmp_path):
+    """GAD_FORGE_MAX_REPOS at its default: the listing stops at the page that passes 5,000, not after 1,000 pages."""
+    from tests.forgestub import StubRepo
+
+    forge.max_per_page = 100
+    forge.listed.extend(StubRepo(n, f"acme/r{n}", empty=True) for n in range(100_000))
+    refused_listing(forge, tmp_path, "acme has more than 5,000 repositories")
+    assert len(forge.api_requests) == 51
+
+
+@pytest.mark.parametrize("status", [401, 404, 500, 200])
+def test_what_a_forge_answers_never_reaches_the_sentence_or_the_log(forge, tmp_path, caplog, status):
+    """A forge that echoes the request's token in its error body: the sentence says what happened in gad-bot's
+    words, and nothing of the body (nor the token) is in it or in the log, even at DEBUG."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    forge.answers.append((status, JSON, json.dumps({"message": f"Bad credentials {TOKEN} BODY-MARKER"}).encode()))
+    engine = engine_for(forge, tmp_path)
+    with pytest.raises(GadError) as refused:
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    for text in (str(refused.value), caplog.text):
+        assert TOKEN not in text and "BODY-MARKER" not in text
+    assert forge.api_requests[0][1] == f"Bearer {TOKEN}"  # the forge did get the token: it was there to leak
+
+
+@pytest.mark.parametrize("url", [
+    "https://github.com/../acme", "https://github.com/%2e%2e", "https://github.com/acme?per_page=1",
+    "https://github.com/acme#x", "https://ann:hunter2@github.com/acme", "https://github.com/ac%20me",
+    "http://github.com/acme", "https://github.com:8443/acme", "https://github.com/" + "a" * 256,
+    "https://github.com/acme/web", "https://github.com/acme/web.git", "ext::sh -c touch% /tmp/x", "file:///etc",
+    "https://gitlab.com/group/../../admin", "https://gitlab.com/group/sub.git", "https://codeberg.org/org/../x",
+])
+def test_a_url_that_is_not_plainly_an_owner_is_not_an_organization(url):
+    """What a member types is a stranger's text: only https://KNOWN-HOST/OWNER (GitLab: /GROUP/SUBGROUP...) made
+    of plain segments names an organization; anything else goes the way of an ordinary source (and its policy)."""
+    from bot.store.forges import Forges
+
+    forges = Forges.from_entries(())
+    assert forges.owner_of(url) is None
+    assert forges.owner_of("https://GitHub.com/Acme").url == "https://github.com/Acme"  # the plain one is

@@ -488,3 +488,26 @@ def test_a_chunked_delivery_is_held_to_the_same_cap(site, size, status):
         assert response.status == status, response.read()
     finally:
         connection.close()
+
+
+def test_deliveries_trickling_in_do_not_hold_up_a_good_one(site):
+    """Twenty clients send a delivery's headers and a byte of its body, then nothing (more than the server's 16
+    threads): bodies are read whole before the face runs, so no thread waits on them and a good delivery is
+    answered at once."""
+    import socket
+
+    slow = []
+    try:
+        for _ in range(20):
+            connection = socket.create_connection(("127.0.0.1", site.serve.port), timeout=10)
+            connection.sendall(b"POST /hooks/github HTTP/1.1\r\nHost: gad\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: 1000\r\n\r\n{")
+            slow.append(connection)
+        stranger = ForgeRepo(f"http://127.0.0.1:{site.git.port}", "acme/not-tracked")
+        body, headers = delivery("github", PUSH["github"](stranger, "1" * 40, "2" * 40), SECRET)
+        started = time.monotonic()
+        assert post(site.hook("github"), body, headers)[0] == 202
+        assert time.monotonic() - started < 5
+    finally:
+        for connection in slow:
+            connection.close()
