@@ -669,3 +669,23 @@ def test_a_url_that_is_not_plainly_an_owner_is_not_an_organization(url):
     forges = Forges.from_entries(())
     assert forges.owner_of(url) is None
     assert forges.owner_of("https://GitHub.com/Acme").url == "https://github.com/Acme"  # the plain one is
+
+
+def test_a_ref_name_longer_than_a_file_name_fails_that_repository_alone(forge, tmp_path):
+    """A branch of 300 characters and a tag 4,200 deep, in packed-refs where git keeps them: no mirror can hold
+    them as files, so that repository is not tracked (one sentence, tried again at the next sync); the rest of
+    the organization is, with git's figures."""
+    import pygit2
+
+    forge.add("acme/web")
+    forge.add("acme/long")
+    path = forge.base / "acme" / "long.git"
+    tip = pygit2.Repository(str(path)).references["refs/heads/main"].target
+    with open(path / "packed-refs", "a") as packed:
+        packed.write(f"{tip} refs/heads/{'x' * 300}\n{tip} refs/tags/{'y/' * 2100}z\n")
+    engine = engine_for(forge, tmp_path)
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert result.repositories == 1 and [name for name, _ in result.failed] == ["acme/long"]
+    assert "could not be tracked (acme/long: Fetching from" in result.sentence()
+    assert engine.projects()["acme"] == ["acme/web"]
+    assert gad(engine, "acme") == oracle(forge, ["acme/web"])
