@@ -511,3 +511,27 @@ def test_deliveries_trickling_in_do_not_hold_up_a_good_one(site):
     finally:
         for connection in slow:
             connection.close()
+
+
+def test_webhook_secrets_never_reach_the_log_even_at_debug(tmp_path):
+    """GitLab sends the secret itself in X-Gitlab-Token: a good delivery, a token one character off, a forged
+    GitHub signature and a ping, with serve at its chattiest; neither host's secret is in anything it wrote."""
+    upstream = RepoBuilder(tmp_path / "srv" / "group" / "api.git", bare=True)
+    upstream.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    data, other = tmp_path / "data", f"other-{SECRET}"
+    with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
+        assert run_cli("track", git.url("group/api.git"), "--name", "api", data=data).returncode == 0
+        with Serve(data, stub, logs=tmp_path / "logs", GAD_LOG_LEVEL="DEBUG",
+                   GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET},other.example={other}") as serve:
+            repo = ForgeRepo(f"http://127.0.0.1:{git.port}", "group/api")
+            for forge, secret, expected in (("gitlab", SECRET, 202), ("gitlab", SECRET[:-1] + "X", 401),
+                                            ("gitlab", other, 403), ("github", "not-the-secret", 401)):
+                body, headers = delivery(forge, PUSH[forge](repo, "1" * 40, "2" * 40), secret,
+                                         instance=f"http://127.0.0.1:{git.port}")
+                assert post(f"{serve.url}/hooks/{forge}", body, headers)[0] == expected
+            body, headers = delivery("github", {"zen": "Speak like a human.", "hook_id": 1}, SECRET, event="ping")
+            assert post(f"{serve.url}/hooks/github", body, headers)[0] == 200
+            assert serve.stop(signal.SIGTERM) == 0
+        written = serve.stdout + serve.stderr
+        assert " DEBUG " in written  # the chattiest level really was on
+        assert SECRET not in written and SECRET[:-1] not in written and "Speak like a human" not in written
