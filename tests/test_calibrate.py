@@ -199,6 +199,18 @@ def test_tokens_narrow_the_span_and_the_hours_per_day_is_an_option(team, tmp_pat
                                     "why": "not in the timesheet"}]
 
 
+def test_a_span_of_too_many_months_is_refused_and_since_until_bring_it_in(team, tmp_path):
+    text = sheet(tmp_path, "Email,Date,Hours\nann@corp.com,1970-01-02,8\nann@corp.com,2024-03-04,8\n")
+    refused = invoke(tmp_path, text, str(team.path))
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr.strip() == ("gad-bot: the timesheet spans 651 months (1970-01-02 to 2024-03-04); calibrate "
+                                      "at most 120 at a time, e.g. with since:2023 until:2024.")
+    narrowed = invoke(tmp_path, text, str(team.path), "since:2024", "--json")
+    assert narrowed.exit_code == 0, narrowed.output
+    # the timesheet covers 1970-01-02 to 2024-03-04; since:2024 keeps 2024-01-01 to 2024-03-04 of it
+    assert [m["period"] for m in json.loads(narrowed.stdout)["months"]] == ["2024-01", "2024-02", "2024-03"]
+
+
 def test_csv_has_months_total_and_people_apart_and_no_formula_cells(team, tmp_path):
     text = TIMESHEET + "=cmd|' /C calc'!A0,2024-03-04,code,8\n"  # a name shaped like a formula
     result = invoke(tmp_path, sheet(tmp_path, text), str(team.path), "--csv")

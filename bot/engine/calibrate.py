@@ -32,6 +32,7 @@ from .timesheets import Timesheet
 
 HOURS_PER_DAY = 8.0  # a logged person-day, as COCOMO's person-month counts them (METRIC.md, Units)
 WITHIN_PERCENT = 10.0  # the study's claim: 2GAD within 10 % of timesheet effort
+MAX_MONTHS = 120  # a report per month: a file dated 1970 to 2100 must not ask for 1,572 of them
 
 
 @dataclass(frozen=True)
@@ -163,9 +164,17 @@ def _active_days(engine, query: Query, first: date, last: date, today: date) -> 
     return {row.key: row.totals.person_days for row in report.rows}
 
 
-def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
-              hours_per_day: float = HOURS_PER_DAY) -> Calibration:
-    """The timesheet's logged person-days beside 2GAD, per month and in total (see the module's doc)."""
+@dataclass(frozen=True)
+class Span:
+    """The days compared: the timesheet's first to last day, narrowed by since:/until:, in calendar months."""
+
+    first: date
+    last: date
+    months: tuple[tuple[date, date], ...]
+
+
+def span_of(timesheet: Timesheet, query: Query, hours_per_day: float = HOURS_PER_DAY) -> Span:
+    """The span to compare, checked before anything is read or written (one sentence when it cannot be)."""
     if not 0 < hours_per_day <= 24:
         raise QueryError(f"--hours-per-day {hours_per_day:g} is not a working day; give the hours a logged "
                          "person-day holds, between 1 and 24 (8 by default).")
@@ -174,6 +183,19 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
     if first > last:
         raise QueryError(f"the timesheet logs {timesheet.first_day.isoformat()} to {timesheet.last_day.isoformat()}, "
                          "outside the since:/until: asked; leave them out or choose days the timesheet covers.")
+    months = _months(first, last)
+    if len(months) > MAX_MONTHS:
+        raise QueryError(f"the timesheet spans {len(months):,} months ({first.isoformat()} to {last.isoformat()}); "
+                         f"calibrate at most {MAX_MONTHS} at a time, e.g. with since:{last.year - 1} "
+                         f"until:{last.year}.")
+    return Span(first, last, tuple(months))
+
+
+def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
+              hours_per_day: float = HOURS_PER_DAY) -> Calibration:
+    """The timesheet's logged person-days beside 2GAD, per month and in total (see the module's doc)."""
+    span = span_of(timesheet, query, hours_per_day)
+    first, last, months = span.first, span.last, span.months
     repos = engine.resolve(query.repos)
     known = identities(engine, repos, query)
     # who each timesheet person is among the committers; a name two committers share is not guessed
@@ -203,17 +225,17 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
                            for p, n in overall.items() if p not in logged),
                           key=lambda a: (-a.two_gad, a.person))
     chosen = set(compared)
-    months = []
-    for start, end in _months(first, last):
+    rows = []
+    for start, end in months:
         active = _active_days(engine, query, start, end, today) if chosen else {}
         logged_days = sum(d for p in compared for day, d in logged[p].items() if start <= day <= end)
         two_gad = 2 * sum(n for p, n in active.items() if p in chosen)
         people = sum(1 for p in compared if active.get(p) or any(start <= day <= end for day in logged[p]))
-        months.append(CalibrationRow(start.strftime("%Y-%m"), start, end, round(logged_days, 6), two_gad, people))
+        rows.append(CalibrationRow(start.strftime("%Y-%m"), start, end, round(logged_days, 6), two_gad, people))
     total = CalibrationRow("TOTAL", first, last, round(sum(sum(logged[p].values()) for p in compared), 6),
                            2 * sum(overall[p] for p in compared), len(compared))
     return Calibration(repos=tuple(r.name for r in repos), scope_words=query.words(), export=timesheet.export,
-                       hours_per_day=hours_per_day, first_day=first, last_day=last, months=tuple(months),
+                       hours_per_day=hours_per_day, first_day=first, last_day=last, months=tuple(rows),
                        total=total, compared=tuple(compared),
                        timesheet_only=tuple(sorted(apart.values(), key=lambda a: (-a.logged_person_days, a.person))),
                        commits_only=tuple(commits_only))

@@ -440,7 +440,7 @@ def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as
     """
     import dataclasses
 
-    from ..engine.calibrate import calibrate as compare_with_timesheet
+    from ..engine.calibrate import calibrate as compare_with_timesheet, span_of
     from ..engine.query import parse_query, query_words
     from ..engine.timesheets import MAX_BYTES, TimesheetError, parse_columns_option, read_timesheet
 
@@ -456,6 +456,7 @@ def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as
     except OSError as error:
         raise TimesheetError(f"cannot read {timesheet} ({error.strerror}); give the path of the CSV export.") from None
     sheet = read_timesheet(data, given, date_format=date_format)  # every bad row told before anything else
+    span_of(sheet, parsed, hours_per_day)  # so is a span it cannot compare, before a path is tracked
     engine = _engine()
     parsed = dataclasses.replace(parsed, repos=tuple(dict.fromkeys(_track_on_the_fly(engine, list(parsed.repos)))))
     result = compare_with_timesheet(engine, sheet, parsed, _today(), hours_per_day=hours_per_day)
