@@ -3,6 +3,7 @@ long name wrapping into what reads as another row; COCOMO's words only with `vs:
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date
 
@@ -56,5 +57,10 @@ def test_a_wide_terminal_gets_the_table():
 def test_no_person_months_pd_pm_or_cocomo_paragraph_unless_asked():
     plain = render_compare_text(_report(False), width=400)
     assert not re.search(r"\bpd\b|\bpm\b", plain) and "person-months" not in plain and "COCOMO" not in plain
+    from bot.render.compare import compare_blocks
+
+    text, blocks = compare_blocks(_report(False), "compare a b")  # Slack's face too
+    slack = text + json.dumps(blocks)
+    assert not re.search(r"\bpd\b|\bpm\b", slack) and "person-months" not in slack and "COCOMO" not in slack
     asked = render_compare_text(_report(True), width=400)
     assert "2GAD person-months" in asked and "seed study" in asked and not re.search(r"\bpd\b|\bpm\b", asked)
