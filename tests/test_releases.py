@@ -268,3 +268,13 @@ def test_cli_by_release_json_and_csv(shop, tmp_path):
     assert (rows[3]["release_range"], rows[3]["interval_days"], rows[3]["active_days"], rows[3]["two_gad"]) == (
         "v1.0.2..v1.1.0", "-35", "3", "6")
     assert rows[-1]["tags"] == "v1.*" and rows[-1]["release_range"] == ""
+
+
+def test_commits_after_the_newest_release_are_told_not_hidden(tracked, shop):
+    report = ask(tracked, "shop by:release")
+    after = int(shop.git("rev-list", "--count", "v2.0.0-beta.1..HEAD").strip())  # Gus's commit of 2023-07-01
+    assert after == 1
+    assert ("1 commit on the default branch came after `v2.0.0-beta.1` and is in no release yet; "
+            "`range:v2.0.0-beta.1..HEAD` counts it.") in report.notes
+    assert ask(tracked, "shop range:v2.0.0-beta.1..HEAD").totals.commits == after
+    assert not any("no release yet" in n for n in ask(tracked, "shop by:release until:2023-05").notes)

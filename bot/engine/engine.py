@@ -64,6 +64,7 @@ class ReleaseRanges:
     shown: list  # (metric.Release, np.ndarray of store rows), oldest version first
     union: np.ndarray  # per store row: in any shown release's range (the report's total counts these)
     more: int  # releases the row limit left out
+    note: str | None = None  # the default branch's commits after the newest release, in no row yet
 
 
 class Engine:
@@ -655,9 +656,11 @@ class Engine:
         elif query.by == "org":
             rows = col.by_org(selections, keys, org_table, disjoint=disjoint)
         more_rows = 0
+        notes: tuple[str, ...] = ()
         if released is not None:
             rows = self._release_rows(repos[0], query, flt, released, org_table)
             more_rows = released.more
+            notes = (released.note,) if released.note else ()
         if query.by in ("person", "org", "repo"):
             # the order every face shows (CSV and JSON take rows as they come), and so the rows top:N keeps
             rows.sort(key=table_order)
@@ -685,7 +688,8 @@ class Engine:
                       asked=query.repos, scope=query.scope.token(), authors=query.authors, orgs=query.orgs,
                       mailmap=query.mailmap, bots=query.bots,
                       more_rows=more_rows, coauthors=query.coauthors, coauthor_commits=coauthor_commits,
-                      coauthor_active_days=coauthor_days, release_tags=query.tags, prereleases=query.prereleases)
+                      coauthor_active_days=coauthor_days, release_tags=query.tags, prereleases=query.prereleases,
+                      notes=notes)
         if query.range is not None and repos:
             report = dataclasses.replace(report, **self._range_days(repos[0], query.range, author_selections))
         if totals.person_days == 0:
@@ -892,7 +896,16 @@ class Engine:
                                   day_of[at - 1] if before else None, tag.prerelease),
                           members[at - window.first]))
             union[members[at - window.first]] = True
-        return ReleaseRanges(shown, union, window.more)
+        note = None
+        if window.shown and window.shown[-1] == len(found) - 1:  # the newest release is a row
+            newest = found[-1]
+            after = ((columns.bits & IN_HEAD) != 0) & ~columns.in_rows(self._reach_from_row(columns, newest.row))
+            count = int(after.sum())
+            if count:
+                note = (f"{count:,} commit{'s' * (count != 1)} on the default branch came after "
+                        f"{literal(newest.name)} and {'are' if count != 1 else 'is'} in no release yet; "
+                        f"{literal(f'range:{newest.name}..HEAD')} counts {'them' if count != 1 else 'it'}.")
+        return ReleaseRanges(shown, union, window.more, note)
 
     def _release_rows(self, repo: RepoRow, query: Query, flt: col.Filter, released: "ReleaseRanges",
                       org_table) -> list:
