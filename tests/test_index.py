@@ -220,7 +220,7 @@ def test_upgrade_guards_every_network_source_tracked_before(tmp_path, monkeypatc
                                    ("daemon", "git://127.0.0.1:9418/x", 0), ("local", "/srv/repo", 0),
                                    ("here", "https://example.com/x", 1)):
         before.db.execute("INSERT INTO repos (name, source, mirror_path, in_place, created_at) VALUES (?, ?, ?, ?, ?)",
-                          (name, source, f"/m/{name}", in_place, "2026-01-01T00:00:00+00:00"))
+                          (name, source, str(tmp_path / "mirrors" / name), in_place, "2026-01-01T00:00:00+00:00"))
     before.close()
     monkeypatch.undo()
     after = Index(path)

@@ -104,7 +104,8 @@ def test_first_schema_upgrades_in_place_keeping_data(tmp_path, upstream):
     for statement in MIGRATIONS[0][2]:
         conn.execute(statement)
     conn.execute("INSERT INTO migrations VALUES (1, 'engine', '2026-01-01T00:00:00+00:00')")
-    conn.execute("INSERT INTO repos (name, source, mirror_path, created_at) VALUES ('old', '/x', '/x', '2026-01-01')")
+    conn.execute("INSERT INTO repos (name, source, mirror_path, created_at) VALUES ('old', '/x', ?, '2026-01-01')",
+                 (str(tmp_path / 'mirrors' / 'old'),))
     conn.commit()
     conn.close()
     index = Index(path)

@@ -4,7 +4,8 @@ sqlite-utils lives here. The schema grows by numbered migrations recorded in the
 `migrations` table, so an older database opens with a newer gad-bot untouched by hand.
 
 Tables (as of migration 6):
-    repos         one row per tracked repository (source, mirror path, sync state)
+    repos         one row per tracked repository (source, mirror path relative to the data directory
+                  since migration 14, sync state)
     refs          the ref tips the index last saw, per repository (peeled to commits)
     authors       raw (name, e-mail) identities, as written in commits
     people        person keys: lower-cased, maybe mailmapped, e-mails
@@ -52,8 +53,23 @@ def parse_time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
-# Each migration is (version, name, statements). Never edit a shipped one; append.
-MIGRATIONS: list[tuple[int, str, list[str]]] = [
+def _relative_mirror_paths(db: "sqlite_utils.Database", index: "Index") -> None:
+    """Migration 14: each mirror's path relative to the data directory (see `stored_mirror_path`)."""
+    rows = db.execute("SELECT id, name, mirror_path FROM repos WHERE in_place = 0").fetchall()
+    for repo_id, name, stored in rows:
+        path = Path(stored)
+        # Absolute paths, or (with a relative GAD_DATA_DIR) paths relative to the directory gad-bot
+        # was started in; a relative path that is neither is already relative to the data directory.
+        written = Path(os.path.abspath(path))
+        if not path.is_absolute() and _inside(written, index.data_dir) is None and ".." not in path.parts:
+            continue
+        db.execute("UPDATE repos SET mirror_path = ? WHERE id = ?",
+                   (stored_mirror_path(written, index.data_dir, False, name), repo_id))
+
+
+# Each migration is (version, name, statements); a statement is SQL, or a function of the open
+# transaction and the index for what SQL cannot say. Never edit a shipped one; append.
+MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", "Index"], None]]]] = [
     (1, "engine", [
         """CREATE TABLE repos (
             id INTEGER PRIMARY KEY,
@@ -315,8 +331,40 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "ALTER TABLE kept_answers ADD COLUMN csv_name TEXT",
         "ALTER TABLE kept_answers ADD COLUMN csv TEXT",
     ]),
+    (14, "relative_mirror_paths", [
+        # Mirrors are named relative to the data directory: an index restored into another data
+        # directory (a restore drill) then reads and writes that directory's mirrors, under its
+        # locks, never the ones of the directory it was backed up from (issue 21).
+        _relative_mirror_paths,
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def _inside(path: Path, data_dir: Path) -> Path | None:
+    """`path` (absolute) relative to `data_dir` when inside it, by name or once symbolic links are followed."""
+    for directory in (data_dir.absolute(), data_dir.resolve()):
+        for candidate in (path, path.resolve()):
+            if candidate.is_relative_to(directory) and candidate != directory:
+                return candidate.relative_to(directory)
+    return None
+
+
+def stored_mirror_path(path: Path, data_dir: Path, in_place: bool, name: str) -> str:
+    """How the index stores a repository's mirror path: relative to the data directory, so that the index
+    works wherever the data directory is (moved, or restored elsewhere), and never names another one's
+    mirrors. An in-place repository's path is the operator's own repository, outside it: kept absolute."""
+    if in_place:
+        return str(path)
+    path = Path(os.path.abspath(path))
+    inside = _inside(path, data_dir)
+    if inside is not None:
+        return str(inside)
+    made_in = path.parent.parent if path.parent.name == "mirrors" else path.parent
+    raise ConfigError(f"The mirror of `{name}` is {path}, outside the data directory {data_dir}, and gad-bot writes "
+                      f"only mirrors of its own data directory; open this index once in the data directory it was "
+                      f"made in (GAD_DATA_DIR={made_in}), so that its mirror paths are stored relative to it, then "
+                      f"back it up and restore it here again.")
 
 
 @dataclass(frozen=True)
@@ -340,8 +388,9 @@ class RepoRow:
     guarded: bool = False  # typed in Slack: fetches go through the source policy
 
     @classmethod
-    def from_row(cls, row: dict) -> "RepoRow":
-        return cls(id=row["id"], name=row["name"], source=row["source"], mirror_path=Path(row["mirror_path"]),
+    def from_row(cls, row: dict, data_dir: Path) -> "RepoRow":
+        """A stored row; its mirror path resolved against the data directory the index is read in."""
+        return cls(id=row["id"], name=row["name"], source=row["source"], mirror_path=data_dir / row["mirror_path"],
                    in_place=bool(row["in_place"]), head_ref=row["head_ref"], mailmap_oid=row["mailmap_oid"],
                    generation=row["generation"], commits=row["commits"], skipped=row["skipped"],
                    created_at=parse_time(row["created_at"]), last_sync_at=parse_time(row["last_sync_at"]),
@@ -411,7 +460,7 @@ class Restored:
     """What `restore_index` did."""
 
     size: int  # bytes of the restored index
-    schema: int  # its schema version as copied (migrations run on the next open)
+    schema: int  # its schema version as copied (then migrated to this gad-bot's before it was put in place)
     kept: Path | None  # where the index it replaced was moved (None: there was none)
 
 
@@ -419,7 +468,7 @@ def restore_index(backup: Path, target: Path) -> Restored:
     """Put a backup in place of the index at `target`, so that nothing of the old one is replayed over it.
 
     The backup is checked first (a SQLite file, a gad-bot index no newer than this code, integrity
-    ok); the old index and its -wal and -shm files are moved aside whole (`<name>.before-restore`,
+    ok) and its copy migrated (mirror paths outside the target's data directory are refused); the old index and its -wal and -shm files are moved aside whole (`<name>.before-restore`,
     nothing is deleted), since SQLite would replay an old WAL over the copy; the copy is written
     beside the target and renamed into place, so a failure midway leaves no half-written index.
     The caller makes sure no `serve` runs (bot/faces/liveness.py holds its lock meanwhile).
@@ -450,6 +499,15 @@ def restore_index(backup: Path, target: Path) -> Restored:
     incoming = target.with_name(target.name + ".restoring")
     shutil.copyfile(backup, incoming)
     os.chmod(incoming, 0o600)
+    # Migrated here, before it replaces anything: an older backup whose mirror paths name another data
+    # directory is refused now (migration 14), not on the next start with the old index already aside.
+    try:
+        copy = Index(incoming, data_dir=target.parent)
+        copy.close()  # the last connection: SQLite checkpoints the WAL into the file and deletes it
+    except BaseException:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{incoming}{suffix}").unlink(missing_ok=True)
+        raise
     with open(incoming, "rb+") as handle:
         os.fsync(handle.fileno())
     kept = None
@@ -467,8 +525,11 @@ def restore_index(backup: Path, target: Path) -> Restored:
 class Index:
     """One connection per thread to the index file; writers take one transaction per repository update."""
 
-    def __init__(self, path: Path, *, migrate: bool = True):
+    def __init__(self, path: Path, *, migrate: bool = True, data_dir: Path | None = None):
         self.path = path
+        # What mirror paths are relative to: the directory the index file lies in (Settings.index_path),
+        # unless told otherwise (a restore migrates the incoming copy before it is renamed into place).
+        self.data_dir = data_dir or path.parent
         _create_private(path)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -572,7 +633,10 @@ class Index:
                     if db.execute("SELECT 1 FROM migrations WHERE version = ?", (version,)).fetchone():
                         continue
                     for statement in statements:
-                        db.execute(statement)
+                        if callable(statement):
+                            statement(db, self)
+                        else:
+                            db.execute(statement)
                     db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, _iso(utcnow())))
                     applied.append(version)
         return applied
@@ -613,19 +677,20 @@ class Index:
     def add_repo(self, name: str, source: str, mirror_path: Path, in_place: bool, guarded: bool = False) -> int:
         cursor = self.conn.execute(
             "INSERT INTO repos (name, source, mirror_path, in_place, created_at, guarded) VALUES (?, ?, ?, ?, ?, ?)",
-            (name, source, str(mirror_path), int(in_place), _iso(utcnow()), int(guarded)))
+            (name, source, stored_mirror_path(mirror_path, self.data_dir, in_place, name), int(in_place),
+             _iso(utcnow()), int(guarded)))
         return cursor.lastrowid
 
     def repo(self, name: str) -> RepoRow | None:
         rows = self.rows("SELECT * FROM repos WHERE name = ?", (name,))
-        return RepoRow.from_row(rows[0]) if rows else None
+        return RepoRow.from_row(rows[0], self.data_dir) if rows else None
 
     def repo_by_id(self, repo_id: int) -> RepoRow | None:
         rows = self.rows("SELECT * FROM repos WHERE id = ?", (repo_id,))
-        return RepoRow.from_row(rows[0]) if rows else None
+        return RepoRow.from_row(rows[0], self.data_dir) if rows else None
 
     def repos(self) -> list[RepoRow]:
-        return [RepoRow.from_row(r) for r in self.rows("SELECT * FROM repos ORDER BY name")]
+        return [RepoRow.from_row(r, self.data_dir) for r in self.rows("SELECT * FROM repos ORDER BY name")]
 
     def repos_by_ids(self, repo_ids: Iterable[int]) -> list[RepoRow]:
         """The repositories of `repo_ids` that exist, in that order (SQLite binds at most 32,766 values a query)."""
@@ -634,7 +699,7 @@ class Index:
         for start in range(0, len(ids), 30_000):
             chunk = ids[start:start + 30_000]
             rows = self.rows(f"SELECT * FROM repos WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))
-            found.update((r["id"], RepoRow.from_row(r)) for r in rows)
+            found.update((r["id"], RepoRow.from_row(r, self.data_dir)) for r in rows)
         return [found[i] for i in ids if i in found]
 
     def repo_names(self) -> list[str]:
@@ -666,7 +731,9 @@ class Index:
                             "next_attempt_at = ? WHERE id = ?", (_iso(at), error, _iso(next_attempt), repo_id))
 
     def set_mirror_path(self, repo_id: int, path: Path) -> None:
-        self.conn.execute("UPDATE repos SET mirror_path = ? WHERE id = ?", (str(path), repo_id))
+        repo = self.repo_by_id(repo_id)
+        self.conn.execute("UPDATE repos SET mirror_path = ? WHERE id = ?",
+                          (stored_mirror_path(path, self.data_dir, repo.in_place, repo.name), repo_id))
 
     # -- refs ----------------------------------------------------------------
     def stored_tips(self, repo_id: int) -> dict[str, bytes]:
