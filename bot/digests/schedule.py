@@ -210,6 +210,10 @@ class DigestScheduler:
     def sync_all(self) -> list:
         from ..store.orgindex import OrgIndex
 
+        try:  # a serve that runs for months: what a killed `gad-bot track` or untrack left goes here, not at a restart
+            self.engine.sweep_mirrors()
+        except Exception:
+            log.exception("sweeping the mirrors' leftovers failed")
         try:
             members = OrgIndex(self.engine.index).member_repo_ids()  # fetched in batches with their organization
             if self.syncer is not None:

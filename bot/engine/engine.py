@@ -14,9 +14,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -93,7 +94,7 @@ class Engine:
 
             limits = FetchLimits(dict(self.settings.https_tokens), self.settings.ssh_key,
                                  self.settings.fetch_timeout_seconds, self.settings.max_mirror_mb * 1024 * 1024)
-            self._store = MirrorStore(self.settings.mirrors_dir, limits)
+            self._store = MirrorStore(self.settings.mirrors_dir, limits, locks=self._locks_dir)
         return self._store
 
     @property
@@ -212,13 +213,15 @@ class Engine:
         else:
             if is_local_path(source):
                 open_local(source)  # "not a git repository" beats libgit2's "unsupported URL protocol"
-            path = self.store.create(source, name, progress, guard=self.policy if guarded else None)
-        try:
-            repo_id = self.index.add_repo(name, source, path, in_place, guarded=guarded and not in_place)
-        except Exception:
+        with nullcontext() if in_place else self.store.creating():  # no orphan until the index names it
             if not in_place:
-                self.store.remove(path)
-            raise
+                path = self.store.create(source, name, progress, guard=self.policy if guarded else None)
+            try:
+                repo_id = self.index.add_repo(name, source, path, in_place, guarded=guarded and not in_place)
+            except Exception:
+                if not in_place:
+                    self.store.remove(path)
+                raise
         result = self.sync_one(self.index.repo_by_id(repo_id), progress=progress, fetch=False, paths=paths)
         if result.error:
             self.untrack(name)
@@ -288,7 +291,7 @@ class Engine:
         if repo.in_place:
             raise MirrorError(f"`{name}` is registered in place, so gad-bot does not own its copy; repair it with git "
                               "(e.g. `git fsck`, or clone it again), then run `gad-bot sync` for it.")
-        with self._repo_lock(repo):
+        with self._repo_lock(repo), self.store.creating():
             path = self.store.create(repo.source, repo.name, progress, replace=repo.mirror_path,
                                      guard=self._guard(repo))
             self.index.set_mirror_path(repo.id, path)
@@ -310,6 +313,18 @@ class Engine:
         """The missing objects the last connectivity check found in this repository's mirror, or None."""
         return self.index.get_meta(_damage_key(repo)) or None
 
+    def sweep_mirrors(self) -> list[Path]:
+        """Remove what interrupted work left under the mirrors (MirrorStore.leftovers), orphan mirrors included:
+        those no repository names (a kill between clone and insert, an interrupted untrack)."""
+        return self.store.sweep(named=self._named_mirrors)
+
+    def mirror_leftovers(self) -> list[Path]:
+        """What `sweep_mirrors` would remove now (for doctor)."""
+        return self.store.leftovers(named=self._named_mirrors)
+
+    def _named_mirrors(self) -> list[Path]:
+        return [repo.mirror_path for repo in self.index.repos() if not repo.in_place]
+
     def untrack(self, name: str) -> None:
         repo = self.repo(name)
         self.index.remove_repo(repo.id)
@@ -329,10 +344,14 @@ class Engine:
     def _guard(self, repo: RepoRow) -> "SourcePolicy | None":
         return self.policy if repo.guarded else None
 
+    @property
+    def _locks_dir(self) -> Path:
+        return self.settings.data_dir / "locks"
+
     @contextmanager
     def _repo_lock(self, repo: RepoRow):
         """One writer per repository across processes (serve's scheduler and the CLI may overlap)."""
-        lock_dir = self.settings.data_dir / "locks"
+        lock_dir = self._locks_dir
         lock_dir.mkdir(exist_ok=True, mode=0o700)
         with open(lock_dir / f"{repo.id}.lock", "w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)

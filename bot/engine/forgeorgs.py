@@ -413,7 +413,9 @@ class OrgTracker:
             to_clone.append((row, name))
         workers = _index_workers(len(rows))
         lanes = max(1, min(self.settings.forge_fetches, len(to_clone)))
-        with _IndexPool(engine, workers) as pool, ThreadPoolExecutor(lanes, thread_name_prefix="org-clone") as clones:
+        # the store's creation lock: a clone not yet in the index is no orphan to a sweep meanwhile
+        with engine.store.creating(), _IndexPool(engine, workers) as pool, \
+                ThreadPoolExecutor(lanes, thread_name_prefix="org-clone") as clones:
             pending: dict[Future, tuple[str, OrgRepoRow, object]] = {}
             for row, repo_id in to_index:
                 pending[pool.submit(repo_id)] = ("index", row, repo_id)

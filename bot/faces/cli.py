@@ -639,8 +639,9 @@ def status():
 
 
 @cli.command()
+@click.option("--fix", is_flag=True, help="First remove orphan mirrors and what killed clones and fetches left.")
 @friendly
-def doctor():
+def doctor(fix):
     """Check tokens, scopes, mode, data directory, mirrors and schedules; exit 1 when something needs fixing."""
     from .doctor import check_data_dir, run_checks
     from .slack import web_client
@@ -648,7 +649,15 @@ def doctor():
     settings = _settings()
     where = check_data_dir(settings)
     # a data directory it cannot create or write: that one line, not a crash opening the index there
-    checks = [where] if not where.ok and not where.warning else run_checks(settings, _engine(), lambda: web_client(settings))
+    if not where.ok and not where.warning:
+        checks = [where]
+    else:
+        engine = _engine()
+        if fix:
+            removed = engine.sweep_mirrors()
+            click.echo(f"removed {len(removed)} leftover(s) under {settings.mirrors_dir}"
+                       + "".join(f"\n  {path.relative_to(settings.mirrors_dir)}" for path in removed))
+        checks = run_checks(settings, engine, lambda: web_client(settings))
     failing = [c for c in checks if not c.ok and not c.warning]
     try:
         for check in checks:

@@ -250,6 +250,18 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
     return checks
 
 
+def check_leftovers(engine) -> Check:
+    """Orphan mirrors and what killed clones and fetches left: disk taken for nothing, not yet a fault
+    (serve sweeps them at its start and before each periodic sync)."""
+    found = engine.mirror_leftovers()
+    if not found:
+        return Check(True, "no orphan mirror or leftover temporary file under the mirrors")
+    root = engine.settings.mirrors_dir
+    named = ", ".join(str(path.relative_to(root)) for path in found[:5]) + (", ..." if len(found) > 5 else "")
+    return Check(False, f"{len(found)} leftover(s) under {root} that nothing uses ({named})",
+                 "`gad-bot doctor --fix` removes them (serve also does before its next periodic sync)", warning=True)
+
+
 def check_schedule(engine, now: datetime) -> list[Check]:
     try:
         from ..digests.schedule import next_digest_times
@@ -293,4 +305,4 @@ def run_checks(settings: Settings, engine, client_factory, now: datetime | None 
     now = now or datetime.now(timezone.utc)
     return [check_data_dir(settings), check_disk(settings), check_git(), check_counter(), check_serve(settings),
             *check_index(engine), *check_slack(settings, client_factory), *check_mirrors(engine, now),
-            *check_schedule(engine, now), *check_webhooks(engine, now)]
+            check_leftovers(engine), *check_schedule(engine, now), *check_webhooks(engine, now)]

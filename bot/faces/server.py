@@ -266,7 +266,7 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
     # (default 5 ms) lets a waiting ack run sooner meanwhile. Reports and syncs run in worker processes.
     sys.setswitchinterval(0.0005)
     engine = Engine.open(settings)
-    engine.store.sweep()
+    engine.sweep_mirrors()  # what a killed clone, fetch or untrack left, orphan mirrors included
     sweep_leftovers(settings)
     syncs = SyncQueue(settings)
     digests, scheduler = _digests(settings, engine, syncer=syncs.sync_due, org_syncer=syncs.sync_orgs_due)

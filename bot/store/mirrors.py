@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import errno
+import fcntl
+import logging
 import os
 import re
 import shutil
+import socket
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +34,12 @@ from .sources import SourcePolicy, redact
 if TYPE_CHECKING:
     from .egress import GuardProxy
 
+log = logging.getLogger(__name__)
+
 MIRROR_REFSPEC = "+refs/*:refs/*"
+# Temporary files and lock files older than this are what a killed clone or fetch left: one still running in
+# another process (it may be the CLI's, beside serve's) writes them more recently than that.
+LEFTOVER_SECONDS = 3600
 DEFAULT_SCOPE_PREFIXES = ("refs/heads/", "refs/tags/")
 
 
@@ -714,8 +722,9 @@ def _redacted(url: str) -> str:
 class MirrorStore:
     """The directory of bare mirrors."""
 
-    def __init__(self, root: Path, limits: FetchLimits):
+    def __init__(self, root: Path, limits: FetchLimits, locks: Path | None = None):
         self.root = root
+        self.locks = locks or root.parent / "locks"  # the data directory's, beside each repository's own lock
         self.limits = limits  # the fetch child applies them (set_network_timeouts, its deadline)
 
     def create(self, source: str, name: str, progress: Progress | None = None, *, replace: Path | None = None,
@@ -780,29 +789,109 @@ class MirrorStore:
         if staged:
             fetch_many([staging for _, staging, _ in staged], self.limits, guard, fetched)
 
-    def sweep(self) -> list[Path]:
-        """Remove what an interrupted clone or fetch left: staging directories and stale temporary packs."""
-        removed: list[Path] = []
-        if not self.root.exists():
-            return removed
-        cutoff = time.time() - 3600  # a clone or fetch still running in another process is younger than this
-        for entry in self.root.iterdir():
-            if entry.name.startswith(".incoming-") and entry.stat().st_mtime < cutoff:
-                shutil.rmtree(entry, ignore_errors=True)
-                removed.append(entry)
-        for pattern in ("*/objects/pack/tmp_pack_*", "*/objects/pack/pack_git2_*", "*/objects/pack/*.lock"):
-            for temp in self.root.glob(pattern):
+    @contextmanager
+    def creating(self) -> Iterator[None]:
+        """Held (shared) from the clone of a new mirror until the index names it: track, reclone, an organization's
+        clones. `sweep` takes it exclusively before it calls anything an orphan, so a mirror on its way into the
+        index is never one (a kill -9 in between leaves a true orphan, swept later)."""
+        with self._creation_lock(fcntl.LOCK_SH):
+            yield
+
+    @contextmanager
+    def _creation_lock(self, how: int) -> Iterator[bool]:
+        self.locks.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.locks / "mirrors.lock", "a") as handle:
+            try:
+                fcntl.flock(handle, how)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def leftovers(self, named: Callable[[], Iterable[Path]] | None = None) -> list[Path]:
+        """What `sweep` would remove now."""
+        with self._creation_lock(fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+            return self._leftovers(named() if named is not None and alone else None)
+
+    def _leftovers(self, named: Iterable[Path] | None, older_than: float = LEFTOVER_SECONDS) -> list[Path]:
+        """What interrupted work left under the mirrors: staging directories of clones, temporary packs and lock files
+        older than `older_than` seconds (a clone or fetch still running in some process is younger), `.keep` files of
+        git processes of this host that are gone, and, given the mirror paths the index names, orphan mirrors."""
+        if not self.root.is_dir():
+            return []
+        cutoff = time.time() - older_than
+        found = [entry for entry in self.root.iterdir()
+                 if entry.name.startswith(".incoming-") and _older(entry, cutoff)]
+        # git's tmp_pack_, tmp_idx_, tmp_obj_...; libgit2's pack_git2_ and tmp_object_git2_; _copy_whole's tmp_copy_
+        for pattern in ("*/objects/**/tmp_*", "*/objects/pack/pack_git2_*", "*/objects/pack/*.lock",
+                        "*/refs/**/*.lock", "*/*.lock"):
+            found += [path for path in self.root.glob(pattern) if path.is_file() and _older(path, cutoff)]
+        found += [keep for keep in self.root.glob("*/objects/pack/pack-*.keep") if _dead_keep(keep)]
+        if named is not None:
+            known = {os.path.abspath(path) for path in named}
+            found += [entry for entry in sorted(self.root.iterdir())
+                      if not entry.name.startswith(".") and entry.is_dir() and not entry.is_symlink()
+                      and os.path.abspath(entry) not in known]
+        return found
+
+    def sweep(self, named: Callable[[], Iterable[Path]] | None = None) -> list[Path]:
+        """Remove the `leftovers`; orphan mirrors only given `named` (the mirror paths the index names, read once no
+        mirror is being created) and only when no track is creating one now (then they wait for the next sweep)."""
+        with self._creation_lock(fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+            found = self._leftovers(named() if named is not None and alone else None)
+            removed: list[Path] = []
+            for path in found:
                 try:
-                    if temp.stat().st_mtime < cutoff:
-                        temp.unlink()
-                        removed.append(temp)
-                except OSError:
-                    pass
+                    if path.is_dir():
+                        shutil.rmtree(path)
+                    else:
+                        path.unlink()
+                except FileNotFoundError:
+                    pass  # its own process finished with it meanwhile
+                except OSError as error:
+                    log.warning("could not remove %s: %s", path, error.strerror)
+                    continue
+                removed.append(path)
+        if removed:
+            log.info("removed %d leftover(s) under %s: %s", len(removed), self.root,
+                     ", ".join(str(p.relative_to(self.root)) for p in removed[:10]))
         return removed
 
     def remove(self, path: Path) -> None:
         if path.resolve().is_relative_to(self.root.resolve()) and path.exists():
             shutil.rmtree(path)
+
+
+def _older(path: Path, cutoff: float) -> bool:
+    try:
+        return path.stat().st_mtime < cutoff
+    except OSError:
+        return False  # gone meanwhile
+
+
+# What git writes into the .keep file of a pack it is receiving (`index-pack --keep`); removed once the refs are updated.
+_KEEP_LINE = re.compile(rb"(?:fetch-pack|receive-pack|index-pack) (\d+) on (\S+)")
+
+
+def _dead_keep(keep: Path) -> bool:
+    """A .keep that git left while receiving a pack, naming a process of this host that no longer runs: the pack is
+    whole, but kept packs are never repacked. A .keep an operator wrote (any other text) is theirs."""
+    try:
+        match = _KEEP_LINE.fullmatch(keep.read_bytes()[:200].strip())
+    except OSError:
+        return False
+    if match is None or match.group(2).decode(errors="replace") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):
+        return False
+    return False
 
 
 def _staged_mirror(source: str, staging: Path) -> pygit2.Repository:

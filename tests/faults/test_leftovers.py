@@ -1,0 +1,173 @@
+"""Orphan mirrors and leftover temporary files (issue 21, part 3).
+
+An orphan mirror is a directory under `mirrors/` that no repository row names: a kill -9 between the
+clone and the insert, or an untrack interrupted after the row went. Killed fetches leave temporary
+packs, lock files and `.keep` files of processes that are gone (kept packs are never repacked).
+`gad-bot doctor` reports them with the command that cleans; `doctor --fix`, serve's start and the
+periodic sync remove them; a mirror that a running track is creating is never one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.engine.engine import Engine
+from bot.faces.doctor import NEEDED_SCOPES
+from bot.store.index import Index
+from tests.faults import GitDaemon, run_cli
+from tests.gitbuild import RepoBuilder, git_env
+from tests.slackstub import SlackStub
+
+HOUR_AND_A_HALF_AGO = time.time() - 5400
+
+
+def aged(path: Path) -> Path:
+    os.utime(path, (HOUR_AND_A_HALF_AGO, HOUR_AND_A_HALF_AGO))
+    return path
+
+
+def dead_pid() -> int:
+    """A process id of this host that has just ended."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+@pytest.fixture
+def served(tmp_path):
+    """Two repositories tracked over git:// into `data`: (data, daemon, upstream of web)."""
+    web = RepoBuilder(tmp_path / "srv" / "web.git", bare=True)
+    web.commit(email="ann@example.com", date="2024-01-02")
+    web.commit(email="bob@example.com", date="2024-01-03")
+    api = RepoBuilder(tmp_path / "srv" / "api.git", bare=True)
+    api.commit(email="cat@example.com", date="2024-01-04")
+    data = tmp_path / "data"
+    with GitDaemon(tmp_path / "srv") as daemon:
+        for name in ("web", "api"):
+            tracked = run_cli("track", daemon.url(f"{name}.git"), "--name", name, data=data)
+            assert tracked.returncode == 0, tracked.stderr
+        yield data, daemon
+
+
+def mirror_of(data: Path, name: str) -> Path:
+    return Index(data / "index.sqlite").repo(name).mirror_path
+
+
+def test_doctor_reports_leftovers_and_fix_removes_exactly_them(served, tmp_path):
+    data, daemon = served
+    web, api = mirror_of(data, "web"), mirror_of(data, "api")
+    # an interrupted untrack: the row went, the mirror stayed
+    Index(data / "index.sqlite").remove_repo(Index(data / "index.sqlite").repo("api").id)
+    # a kill -9 between clone and insert: a whole mirror no row names
+    stray = subprocess.run(["git", "clone", "--mirror", "-q", daemon.url("web.git"), str(data / "mirrors" / "stray.git")],
+                           env=git_env(), capture_output=True)
+    assert stray.returncode == 0, stray.stderr
+    pack_dir = web / "objects" / "pack"
+    (pack,) = pack_dir.glob("pack-*.pack")
+    old_temp = pack_dir / "tmp_pack_a1b2c3"  # a fetch killed long ago
+    old_temp.write_bytes(b"PACK half")
+    aged(old_temp)
+    fresh_temp = pack_dir / "tmp_pack_d4e5f6"  # a fetch running now in another process
+    fresh_temp.write_bytes(b"PACK running")
+    dead_keep = pack.with_suffix(".keep")
+    dead_keep.write_text(f"fetch-pack {dead_pid()} on {socket.gethostname()}\n")
+    own_keep = web / "objects" / "pack" / "pack-0000000000000000000000000000000000000000.keep"
+    own_keep.write_text("kept by the operator\n")
+    live_keep = web / "objects" / "pack" / "pack-1111111111111111111111111111111111111111.keep"
+    live_keep.write_text(f"fetch-pack {os.getpid()} on {socket.gethostname()}\n")
+    ref_lock = web / "refs" / "heads" / "main.lock"
+    ref_lock.parent.mkdir(parents=True, exist_ok=True)
+    ref_lock.write_text("0" * 40 + "\n")
+    aged(ref_lock)
+    head_lock = web / "HEAD.lock"  # a fetch updating HEAD right now
+    head_lock.write_text("ref: refs/heads/main\n")
+
+    with SlackStub(scopes=list(NEEDED_SCOPES)) as stub:
+        env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url, "SLACK_SIGNING_SECRET": "x" * 32}
+        checked = run_cli("doctor", data=data, **env)
+        lines = [ln for ln in checked.stdout.splitlines() if " leftover(s) " in ln]
+        assert len(lines) == 1, checked.stdout
+        (line,) = lines
+        assert line.startswith(f"[warn] 5 leftover(s) under {data / 'mirrors'} that nothing uses (")
+        assert "-- `gad-bot doctor --fix` removes them" in line
+        for name in (api.name, "stray.git", "tmp_pack_a1b2c3", dead_keep.name, "main.lock"):
+            assert name in line, name
+        assert checked.returncode == 0, checked.stdout  # disk taken, nothing broken: cron is not woken for it
+
+        fixed = run_cli("doctor", "--fix", data=data, **env)
+        assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+        removed = fixed.stdout.split("\n")[1:6]
+        assert fixed.stdout.startswith(f"removed 5 leftover(s) under {data / 'mirrors'}\n")
+        assert sorted(r.strip() for r in removed) == sorted(
+            str(p.relative_to(data / "mirrors")) for p in (api, data / "mirrors" / "stray.git", old_temp, dead_keep,
+                                                         ref_lock))
+        assert "[ok  ] no orphan mirror or leftover temporary file under the mirrors" in fixed.stdout
+
+    assert not api.exists() and not (data / "mirrors" / "stray.git").exists()
+    assert not old_temp.exists() and not dead_keep.exists() and not ref_lock.exists()
+    for kept in (fresh_temp, own_keep, live_keep, head_lock, pack):
+        assert kept.exists(), kept
+    head_lock.unlink()
+    fsck = subprocess.run(["git", "fsck", "--connectivity-only"], cwd=web, env=git_env(), capture_output=True)
+    assert fsck.returncode == 0, fsck.stderr
+    report = json.loads(run_cli("report", "web", "--json", data=data).stdout)
+    assert report["commits"] == 2 and report["active_days"] == 2, report  # ann and bob, a day each
+
+
+def test_a_mirror_a_running_track_is_creating_is_never_swept(served, tmp_path, monkeypatch):
+    """The race: a track has renamed its clone into place and not yet inserted the row, and a sweep
+    runs (doctor --fix, serve's periodic sync). The sweep leaves it; once the row is in, it is not an orphan."""
+    data, daemon = served
+    RepoBuilder(tmp_path / "srv" / "docs.git", bare=True).commit(email="dan@example.com", date="2024-01-05")
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    created, go_on = threading.Event(), threading.Event()
+    add_repo = engine.index.add_repo
+
+    def add_repo_slowly(name, source, path, *args, **kwargs):
+        created.set()  # the clone is renamed into place, the row is not written yet
+        assert go_on.wait(60)
+        return add_repo(name, source, path, *args, **kwargs)
+
+    monkeypatch.setattr(engine.index, "add_repo", add_repo_slowly)
+    outcome: list = []
+    track = threading.Thread(target=lambda: outcome.append(engine.track(daemon.url("docs.git"), "docs")))
+    track.start()
+    try:
+        assert created.wait(60)
+        (new,) = [p for p in (data / "mirrors").iterdir() if p.name.startswith("docs")]
+        # another process's sweep, as `gad-bot doctor --fix` while the track runs
+        sweeper = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+        assert sweeper.mirror_leftovers() == [] and sweeper.sweep_mirrors() == []
+        assert new.is_dir()
+        stray = data / "mirrors" / "stray.git"
+        stray.mkdir()
+        assert sweeper.sweep_mirrors() == []  # an orphan waits for the next sweep while a track runs
+    finally:
+        go_on.set()
+        track.join(120)
+    assert outcome and outcome[0].error is None
+    assert sweeper.sweep_mirrors() == [stray]  # alone now: the true orphan goes, the new mirror stays
+    assert mirror_of(data, "docs") == new and new.is_dir()
+    report = json.loads(run_cli("report", "docs", "--json", data=data).stdout)
+    assert report["commits"] == 1 and report["active_days"] == 1, report
+
+
+def test_the_periodic_sync_sweeps_orphans_in_a_serve_that_runs_for_months(served):
+    from bot.digests.schedule import DigestScheduler
+
+    data, _ = served
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    api = mirror_of(data, "api")
+    engine.index.remove_repo(engine.repo("api").id)  # an untrack killed after its row went
+    scheduler = DigestScheduler(engine.settings, engine, lambda: None, syncer=lambda names: len(names))
+    scheduler.sync_all()
+    assert not api.exists() and mirror_of(data, "web").is_dir()
