@@ -161,8 +161,8 @@ def test_the_newest_releases_are_shown_and_the_rest_counted(tmp_path):
                                            "`previous..this` lists), so leave out `range:v1.0..v1.1.0`."),
     ("shop by:release branch:main", "`by:release` counts each release's own range (what git's `previous..this` "
                                     "lists), so leave out `branch:main`."),
-    ("shop by:release top:101", "`by:release` shows at most the newest 100 releases; use `top:100` or fewer "
-                                "(`format:csv` has the same rows)."),
+    ("shop by:release top:101", "`by:release` shows at most the newest 100 releases; use `top:100` or fewer, "
+                                "and `until:` to reach older ones (e.g. `until:2020`)."),
     ("shop by:release tags:(a+)+$", "`tags:(a+)+$` is not a tag pattern; use up to 100 characters of a tag name "
                                     "with `*` and `?`, e.g. `tags:v*` or `tags:release-*`."),
     ("shop by:release tags:" + "v" * 101, "`tags:" + "v" * 40 + "...` is not a tag pattern; use up to 100 "
@@ -278,3 +278,14 @@ def test_commits_after_the_newest_release_are_told_not_hidden(tracked, shop):
             "`range:v2.0.0-beta.1..HEAD` counts it.") in report.notes
     assert ask(tracked, "shop range:v2.0.0-beta.1..HEAD").totals.commits == after
     assert not any("no release yet" in n for n in ask(tracked, "shop by:release until:2023-05").notes)
+
+
+def test_a_period_with_no_release_is_one_sentence(tracked):
+    with pytest.raises(QueryError) as raised:
+        ask(tracked, "shop by:release since:2024")
+    assert str(raised.value) == ("No release of `shop` was tagged from 2024-01-01 on; its newest, `v2.0.0-beta.1`, was "
+                                 "tagged on 2023-06-01. Widen `since:`/`until:`, or leave them out for every release.")
+    with pytest.raises(QueryError) as raised:
+        ask(tracked, "shop by:release until:2022")
+    assert str(raised.value) == ("No release of `shop` was tagged by 2022-12-31; its oldest, `v1.0`, was tagged on "
+                                 "2023-01-02. Widen `since:`/`until:`, or leave them out for every release.")

@@ -903,6 +903,9 @@ class Engine:
         days = columns.store.history.days
         day_of = [from_epoch_day(int(days[t.row])) if days[t.row] != col.BAD_DAY else None for t in found]
         window = releases.window(day_of, query.since, query.until, query.top or MAX_RELEASE_ROWS)
+        if not window.shown:
+            nearest = 0 if query.since is None else -1  # until: alone is before the oldest release, else after
+            raise releases.none_in_period_error(repo.name, found[nearest].name, day_of[nearest], query.since, query.until)
         tips = [t.row for t in found[window.first:window.shown[-1] + 1]] if window.shown else []
         members = self._masks.get_or_compute(_snapshot_key(columns, "releases", tuple(tips)),
                                              lambda: store.consecutive_ranges(offsets, parents, tips))

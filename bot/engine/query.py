@@ -579,7 +579,7 @@ def _check_release_tokens(options: dict, seen: dict[str, str], repos: list[str])
                          f"leave out `{given}`.")
     if options.get("top", 0) > MAX_RELEASE_ROWS:
         raise QueryError(f"`by:release` shows at most the newest {MAX_RELEASE_ROWS} releases; use `top:{MAX_RELEASE_ROWS}` "
-                         f"or fewer (`format:csv` has the same rows).")
+                         f"or fewer, and `until:` to reach older ones (e.g. `until:2020`).")
 
 
 def _compare_item(word: str) -> CompareItem:

@@ -86,6 +86,21 @@ def no_release_error(repo: str, tag_names: list[str], glob: str | None) -> "Quer
                       f"`tags:GLOB`, e.g. {literal('tags:' + _glob_for(newest[0]))}.")
 
 
+def none_in_period_error(repo: str, nearest: str, nearest_day, since, until) -> "QueryError":
+    """'No release of `web` was tagged from 2025-01-01 on; its newest, `v2.0`, was tagged on 2022-12-01.' (its
+    oldest for a period with only `until:`)."""
+    from ..errors import QueryError, literal
+
+    if since and until:
+        period = f"between {since.isoformat()} and {until.isoformat()}"
+    else:
+        period = f"from {since.isoformat()} on" if since else f"by {until.isoformat()}"
+    when = f", was tagged on {nearest_day.isoformat()}" if nearest_day else ""
+    which = "newest" if since else "oldest"
+    return QueryError(f"No release of {literal(repo)} was tagged {period}; its {which}, {literal(nearest)}{when}. "
+                      "Widen `since:`/`until:`, or leave them out for every release.")
+
+
 def _glob_for(tag: str) -> str:
     """A glob that would take `tag` and its siblings: its text up to the first digit, then `*`."""
     head = re.match(r"\D*", tag).group()
