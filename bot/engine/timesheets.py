@@ -16,6 +16,7 @@ an earlier row's is a duplicated line (an export pasted twice, a copy and paste)
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
 import unicodedata
@@ -208,14 +209,30 @@ def _decode(data: bytes) -> str:
                              "\"CSV UTF-8\" and try again.") from None
 
 
-def _error_text(errors: list[tuple[int, str]]) -> str:
-    """Every problem in line order, one sentence each; the first MAX_ERRORS_SHOWN, then how many more."""
-    errors = sorted(errors, key=lambda error: error[0])
-    shown = [sentence for _, sentence in errors[:MAX_ERRORS_SHOWN]]
-    more = len(errors) - len(shown)
-    head = (f"the timesheet has {len(errors):,} bad row{'s' if len(errors) != 1 else ''}; nothing was "
-            "computed. Fix them and run again:")
-    return "\n".join([head, *(f"  {e}" for e in shown), *([f"  and {more:,} more."] if more else [])])
+class _Problems:
+    """Bad rows as they are found: all counted, the MAX_ERRORS_SHOWN lowest lines kept (memory stays small
+    however bad the file is)."""
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[int, str]] = []  # (line, sentence)
+        self.count = 0
+
+    def add(self, line: int, sentence: str) -> None:
+        self.count += 1
+        self.kept.append((line, sentence))
+        if len(self.kept) > 2 * MAX_ERRORS_SHOWN:
+            self.kept = sorted(self.kept, key=lambda problem: problem[0])[:MAX_ERRORS_SHOWN]
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def text(self) -> str:
+        """Every problem in line order, one sentence each; the first MAX_ERRORS_SHOWN, then how many more."""
+        shown = [sentence for _, sentence in sorted(self.kept, key=lambda problem: problem[0])[:MAX_ERRORS_SHOWN]]
+        more = self.count - len(shown)
+        head = (f"the timesheet has {self.count:,} bad row{'s' if self.count != 1 else ''}; nothing was "
+                "computed. Fix them and run again:")
+        return "\n".join([head, *(f"  {e}" for e in shown), *([f"  and {more:,} more."] if more else [])])
 
 
 def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_format: str | None = None,
@@ -233,8 +250,8 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
         raise TimesheetError("the timesheet is empty; its first line names the columns (person, date, hours).")
     found = find_columns(header, columns)
     width = max(found.person + (found.date, found.hours)) + 1
-    errors: list[tuple[int, str]] = []  # (line, sentence)
-    first_seen: dict[tuple[str, ...], int] = {}
+    errors = _Problems()
+    first_seen: dict[bytes, int] = {}  # a digest of each row's cells -> its line: 16 bytes a row, whatever its width
     summed: dict[tuple[str, bool, date], list] = {}
     rows = 0
     line = 1  # the line the next record starts on
@@ -243,7 +260,7 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
         try:
             cells = next(reader, None)
         except csv.Error as error:
-            errors.append((start, f"line {start}: not readable as CSV ({error})."))
+            errors.add(start, f"line {start}: not readable as CSV ({error}).")
             break
         line = reader.line_num
         if cells is None:
@@ -255,18 +272,18 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
             raise TimesheetError(f"the timesheet has more than {max_rows:,} rows; export a shorter period "
                                  "(calibrate a year at a time, for instance).")
         if any(len(c) > MAX_CELL for c in cells):
-            errors.append((start, f"line {start}: a cell is longer than {MAX_CELL:,} characters; this is not a "
-                                  "timesheet row."))
+            errors.add(start, f"line {start}: a cell is longer than {MAX_CELL:,} characters; this is not a "
+                              "timesheet row.")
             continue
-        key = tuple(c.strip() for c in cells)
+        key = hashlib.blake2b("\x00".join(c.strip() for c in cells).encode(), digest_size=16).digest()
         if key in first_seen:
-            errors.append((start, f"line {start} repeats line {first_seen[key]} exactly (a duplicated person-day "
-                                  "row); remove one of them."))
+            errors.add(start, f"line {start} repeats line {first_seen[key]} exactly (a duplicated person-day "
+                              "row); remove one of them.")
             continue
         first_seen[key] = start
         if len(cells) < width:
-            errors.append((start, f"line {start} has {len(cells)} cells, too few to hold the {found.names[-1]!r} "
-                                  "column; every row needs the person, date and hours."))
+            errors.add(start, f"line {start} has {len(cells)} cells, too few to hold the {found.names[-1]!r} "
+                              "column; every row needs the person, date and hours.")
             continue
         person, is_email = _person(cells, found)
         day = parse_day(cells[found.date], date_format)
@@ -286,7 +303,7 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
         elif hours > MAX_HOURS_PER_DAY:
             problems.append(f"{hours:g} hours is more than a day holds")
         if problems:
-            errors.append((start, f"line {start}: " + "; ".join(problems) + "."))
+            errors.add(start, f"line {start}: " + "; ".join(problems) + ".")
             continue
         entry = summed.setdefault((person, is_email, day), [0.0, []])
         entry[0] += hours
@@ -294,12 +311,12 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
     days = []
     for (person, is_email, day), (hours, lines) in sorted(summed.items(), key=lambda item: (item[0][0], item[0][2])):
         if hours > MAX_HOURS_PER_DAY + 1e-9:
-            errors.append((lines[0], f"lines {', '.join(map(str, lines[:10]))}{' ...' if len(lines) > 10 else ''} "
-                                     f"log {hours:g} hours for {person} on {day.isoformat()}, more than a day holds."))
+            errors.add(lines[0], f"lines {', '.join(map(str, lines[:10]))}{' ...' if len(lines) > 10 else ''} "
+                                 f"log {hours:g} hours for {person} on {day.isoformat()}, more than a day holds.")
             continue
         days.append(LoggedDay(person, is_email, day, round(hours, 6), tuple(lines)))
     if errors:
-        raise TimesheetError(_error_text(errors))
+        raise TimesheetError(errors.text())
     if not days:
         raise TimesheetError("the timesheet has a header but no rows; export a period with logged hours.")
     return Timesheet(found.export, found.names, tuple(days), rows)
