@@ -220,3 +220,15 @@ def test_the_scope_listing_command_names_the_scope(engine, scoped):
     assert refusal(engine, "web since:2024-01-01 path:src author:zz").endswith(
         "authors are mailmapped, lower-cased e-mails: `/gad web since:2024-01-01 path:src by:person` lists those "
         "active in this scope.")
+
+
+def test_a_misspelt_domain_is_offered_the_domain_active_in_the_scope(engine, scoped):
+    assert refusal(engine, "web since:2024-01-01 author:*@exmple.org") == (
+        "`author:*@exmple.org` matches nobody who committed to `web`, so it would count nothing; did you mean "
+        "`author:*@example.org`?")
+
+
+def test_someone_who_only_shares_the_domain_is_not_offered(engine, scoped):
+    # zz@example.org is as close to alice@example.org as the domain makes it: no one is named
+    assert refusal(engine, "web author:zz@example.org").endswith(
+        "so it would count nothing; authors are mailmapped, lower-cased e-mails: `/gad web by:person` lists them.")

@@ -87,9 +87,12 @@ def _people(index: "Index", repos: list["RepoRow"], mailmap: bool) -> dict[str, 
 Active = Callable[[tuple[str, ...] | None, bool], dict[str, tuple[date, date]]]
 
 
-def _local(email: str) -> str:
-    """The part of an e-mail before its domain ('ann' of 'ann@example.org')."""
-    return email.rsplit("@", 1)[0]
+def _alike(typed: str, email: str) -> bool:
+    """Whether what was typed names this person, not just someone at the same domain: the parts before
+    the `@` are close (or, for a typed domain alone such as `@intel.cm`, the domains are)."""
+    name, _, domain = typed.rpartition("@") if "@" in typed else (typed, "", "")
+    their_name, _, their_domain = email.rpartition("@")
+    return bool(nearest(name, [their_name]) if name else nearest(domain, [their_domain]))
 
 
 def check_authors(index: "Index", repos: list["RepoRow"], query: "Query", active: Active) -> None:
@@ -106,27 +109,33 @@ def check_authors(index: "Index", repos: list["RepoRow"], query: "Query", active
         if matched:  # only bots, who are left out by default
             raise QueryError(f"`author:{glob}` matches only bot authors, who are left out by default; "
                              "add `bots:on` to count them.")
-        plain = glob.replace("*", "").replace("?", "")
-        scope = active(None, True)
-        best = nearest(plain, [p for p in people if query.bots or not people[p]], n=1, cutoff=0.5)
-        if best and best[0] in scope:
-            hint = did_you_mean(best, "`author:{}`")
-        else:  # the nearest of all counts nothing here: offer one who does, and say where that one committed
-            # someone else in scope only if their name is close too: a shared domain alone makes e-mails alike
-            close = [c for c in nearest(plain, scope, n=3, cutoff=0.5) if nearest(_local(plain), [_local(c)])][:1]
-            outside = outside_words(best[0], query, _names(repos), active((glob_escape(best[0]),), False)) \
-                if best else None  # an e-mail may hold `[`, which a glob reads as a class
-            listing = command(" ".join([repos[0].name, *query.scope_tokens(), "by:person"]))
-            if close:
-                hint = did_you_mean(close, "`author:{}`") + (f" The nearest of all, {best[0]}, {outside}."
-                                                              if outside else "")
-            elif outside:
-                hint = f"{best[0]} {outside}; {listing} lists those active in this scope."
-            else:
-                hint = (f"authors are mailmapped, lower-cased e-mails: {listing} lists "
-                        f"{'those active in this scope' if query.scope_tokens() else 'them'}.")
+        hint = _author_hint(glob.replace("*", "").replace("?", ""), people, repos, query, active)
         raise QueryError(f"`author:{glob}` matches nobody who committed to {_names(repos)}, so it would count "
                          f"nothing; {hint}")
+
+
+def _author_hint(plain: str, people: dict[str, bool], repos: list["RepoRow"], query: "Query", active: Active) -> str:
+    """What to type instead of an `author:` that matches nobody (`plain`: the glob without wildcards)."""
+    scope = active(None, True)
+    counted = [p for p in people if query.bots or not people[p]]
+    if plain.startswith("@"):  # a whole domain (`*@exmple.org`): the nearest domain active in scope
+        domains = nearest(plain[1:], {p.rpartition("@")[2] for p in scope}, n=1)
+        if domains:
+            return did_you_mean(domains, "`author:*@{}`")
+    best = [p for p in nearest(plain, counted, n=3, cutoff=0.5) if _alike(plain, p)][:1]
+    if best and best[0] in scope:
+        return did_you_mean(best, "`author:{}`")
+    # the nearest of all counts nothing here: offer one who does, and say where that one committed
+    close = [c for c in nearest(plain, scope, n=3, cutoff=0.5) if _alike(plain, c)][:1]
+    outside = outside_words(best[0], query, _names(repos), active((glob_escape(best[0]),), False)) \
+        if best else None  # an e-mail may hold `[`, which a glob reads as a class
+    listing = command(" ".join([repos[0].name, *query.scope_tokens(), "by:person"]))
+    if close:
+        return did_you_mean(close, "`author:{}`") + (f" The nearest of all, {best[0]}, {outside}." if outside else "")
+    if outside:
+        return f"{best[0]} {outside}; {listing} lists those active in this scope."
+    return (f"authors are mailmapped, lower-cased e-mails: {listing} lists "
+            f"{'those active in this scope' if query.scope_tokens() else 'them'}.")
 
 
 def outside_words(email: str, query: "Query", repos: str, elsewhere: dict[str, tuple[date, date]]) -> str:
