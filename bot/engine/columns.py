@@ -195,9 +195,8 @@ def coauthor_select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | 
     Co-authors that are bots or automated are left out (kept with bots:on); `author:` applies to them as
     to authors. `columns` are the mailmap-ordered ones `select` was given (and `extra_mask` is in their order)."""
     co = columns.coauthors
-    nothing = np.zeros(0, np.int64)
     if co is None or not len(co.rows):
-        return CoauthorPart(Selection(columns.name, nothing, np.zeros(0, np.int32), nothing, False, 0), nothing)
+        return _no_coauthors(columns)
     counted = (columns.bits & flt.scope_bit) != 0 if extra_mask is None else extra_mask.copy()
     if not flt.bots:
         counted &= ~(columns.bot_mm if flt.mailmap else columns.bot_raw)[columns.author_ids]
@@ -251,6 +250,17 @@ def first_occurrences(values: np.ndarray) -> np.ndarray:
     fresh = np.ones(len(order), bool)
     fresh[1:] = ordered[1:] != ordered[:-1]
     return order[fresh]
+
+
+def _no_coauthors(columns: RepoColumns) -> CoauthorPart:
+    """The empty part of a repository without co-authors, made once per columns object (most repositories:
+    a project report asks each of its thousands; nothing ever writes into a part)."""
+    found = columns.__dict__.get("_no_coauthors")
+    if found is None:
+        nothing = np.zeros(0, np.int64)
+        found = CoauthorPart(Selection(columns.name, nothing, np.zeros(0, np.int32), nothing, False, 0), nothing)
+        columns.__dict__["_no_coauthors"] = found
+    return found
 
 
 def distinct_count(parts: list[np.ndarray]) -> int:
