@@ -464,7 +464,8 @@ class Engine:
             for raw in cursor.fetchall():
                 seen = self._repo_rows.get(raw[at_id])
                 if seen is None or seen[0] != raw:
-                    seen = self._repo_rows[raw[at_id]] = (raw, RepoRow.from_row(dict(zip(fields, raw))))
+                    row = RepoRow.from_row(dict(zip(fields, raw)), self.index.data_dir)
+                    seen = self._repo_rows[raw[at_id]] = (raw, row)
                 members.append(seen[1])
         return members
 
