@@ -175,6 +175,26 @@ def test_a_name_two_committers_share_is_listed_apart_not_guessed(tmp_path):
     assert out["total"]["ratio"] is None
 
 
+def test_an_address_the_mailmap_gives_to_two_people_is_listed_apart(tmp_path):
+    b = RepoBuilder(tmp_path / "shared")
+    b.commit(name="Alice", email="team@shared.example", date="2024-03-04",
+             files={".mailmap": "A <alice@corp.example> Alice <team@shared.example>\n"
+                                "B <bob@corp.example> Bob <team@shared.example>\n"})
+    b.commit(name="Bob", email="team@shared.example", date="2024-03-05")
+    result = invoke(tmp_path, sheet(tmp_path, "Email,Date,Hours\nteam@shared.example,2024-03-04,8\n"), str(b.path),
+                    "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["timesheet_only"][0]["why"] == (
+        "the mailmap gives this e-mail to alice@corp.example and bob@corp.example")
+
+
+def test_hours_per_day_outside_a_day_is_one_sentence(team, tmp_path):
+    result = invoke(tmp_path, sheet(tmp_path, TIMESHEET), str(team.path), "--hours-per-day", "0.5")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip() == ("gad-bot: --hours-per-day 0.5 is not a working day; give the hours a logged "
+                                     "person-day holds, between 1 and 24 (8 by default).")
+
+
 def test_a_name_is_found_as_the_mailmap_names_the_person(tmp_path):
     b = RepoBuilder(tmp_path / "home")
     b.commit(name="ann", email="ann@home.example", date="2024-03-04",

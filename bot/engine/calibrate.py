@@ -175,7 +175,7 @@ class Span:
 
 def span_of(timesheet: Timesheet, query: Query, hours_per_day: float = HOURS_PER_DAY) -> Span:
     """The span to compare, checked before anything is read or written (one sentence when it cannot be)."""
-    if not 0 < hours_per_day <= 24:
+    if not 1 <= hours_per_day <= 24:
         raise QueryError(f"--hours-per-day {hours_per_day:g} is not a working day; give the hours a logged "
                          "person-day holds, between 1 and 24 (8 by default).")
     first = max(timesheet.first_day, query.since) if query.since else timesheet.first_day
@@ -207,8 +207,10 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
         matches = known.match(entry.person, entry.is_email)
         person_days = entry.hours / hours_per_day
         if len(matches) != 1:
+            people = " and ".join(sorted(matches))
             why = ("matches no committer by name" if not matches else
-                   "is the name of " + " and ".join(sorted(matches)) + "; log e-mails to tell them apart")
+                   f"the mailmap gives this e-mail to {people}" if entry.is_email else
+                   f"is the name of {people}; log e-mails to tell them apart")
             previous = apart.get(entry.person)
             apart[entry.person] = PersonApart(entry.person, (previous.logged_person_days if previous else 0.0)
                                               + person_days, 0, why)
