@@ -289,3 +289,22 @@ def test_a_period_with_no_release_is_one_sentence(tracked):
         ask(tracked, "shop by:release until:2022")
     assert str(raised.value) == ("No release of `shop` was tagged by 2022-12-31; its oldest, `v1.0`, was tagged on "
                                  "2023-01-02. Widen `since:`/`until:`, or leave them out for every release.")
+
+
+def test_hostile_tag_names_stay_text_in_every_face(tmp_path):
+    """Tag names are whoever pushed them: in Slack each is a code span a backtick cannot close, and in CSV a
+    name starting like a formula is escaped (csvout.cell)."""
+    from bot.render.blocks import report_blocks
+    from bot.render.csvout import report_to_csv
+
+    b = RepoBuilder(tmp_path / "hostile")
+    b.tag("=1+2", b.commit(name="Ann", email="ann@example.com", date="2024-01-02"))
+    b.tag("v2`_it_`", b.commit(name="Bob", email="bob@example.com", date="2024-02-02"))
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(b.path), "hostile")
+    report = ask(engine, "hostile by:release tags:*")
+    assert [r.key for r in report.rows] == ["=1+2", "v2`_it_`"]  # by version: 1 before 2
+    shown = json.dumps(report_blocks(report, "hostile by:release tags:*")[1], ensure_ascii=False)
+    assert "`v2\u02cb_it_\u02cb`" in shown and "v2`_it_`" not in shown
+    rows = list(csv.reader(io.StringIO(report_to_csv(report))))
+    assert rows[1][0] == "'=1+2" and rows[2][7] == "'=1+2"  # the key and the previous release
