@@ -232,3 +232,14 @@ def test_someone_who_only_shares_the_domain_is_not_offered(engine, scoped):
     # zz@example.org is as close to alice@example.org as the domain makes it: no one is named
     assert refusal(engine, "web author:zz@example.org").endswith(
         "so it would count nothing; authors are mailmapped, lower-cased e-mails: `/gad web by:person` lists them.")
+
+
+def test_an_author_active_before_and_after_the_period_is_told_so(engine, tmp_path):
+    b = RepoBuilder(tmp_path / "gap")
+    b.commit(email="carol@example.org", date="2023-01-01")
+    b.commit(email="dan@example.org", date="2023-07-01")
+    b.commit(email="carol@example.org", date="2024-01-01")
+    engine.track(str(b.path), "gap")
+    assert ask(engine, "gap since:2023-06 until:2023-12 author:carol@example.org").hint == (
+        "carol@example.org committed to `gap`, but not from 2023-06-01 to 2023-12-31: only before and after it, "
+        "from 2023-01-01 to 2024-01-01.")

@@ -149,8 +149,10 @@ def outside_words(email: str, query: "Query", repos: str, elsewhere: dict[str, t
             return f"committed to {repos}, but not since {query.since.isoformat()}: last on {last.isoformat()}"
         if query.until and first > query.until:
             return f"committed to {repos}, but not until {query.until.isoformat()}: first on {first.isoformat()}"
-        return (f"committed to {repos}, but not from {query.since.isoformat()} to "
-                f"{query.until.isoformat()}: on {first.isoformat()} and {last.isoformat()}, not between")
+        period = f"from {query.since.isoformat()} to {query.until.isoformat()}" if query.since and query.until \
+            else "in this period"
+        return (f"committed to {repos}, but not {period}: only before and after it, from {first.isoformat()} "
+                f"to {last.isoformat()}")
     narrowing = [t for t in query.scope_tokens() if not t.startswith(("since:", "until:"))]
     shown = ", ".join(f"`{t}`" for t in narrowing)
     return f"committed to {repos}, but never with {shown}" if shown else \
