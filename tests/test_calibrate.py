@@ -203,6 +203,12 @@ def test_a_name_is_found_as_the_mailmap_names_the_person(tmp_path):
     mapped = json.loads(invoke(tmp_path, text, str(b.path), "--json").stdout)
     assert (mapped["compared"], mapped["total"]["two_gad"], mapped["total"]["ratio"]) == (["ann@corp.com"], 2, 2.0)
     unmapped = json.loads(invoke(tmp_path, text, "home", "mailmap:off", "--json").stdout)
+    long_days = " ".join(invoke(tmp_path, text, "home", "--hours-per-day", "16").stdout.split())
+    assert ("2GAD 2 person-days against 0.50 logged (16 hours a day) for 1 person: ratio 4.00, 300.0 % above the "
+            "timesheet, outside the study's 10 %.") in long_days
+    exact = invoke(tmp_path, sheet(tmp_path, "Person,Date,Hours\nAnn Lee,2024-03-04,8\nAnn Lee,2024-03-05,8\n",
+                                   "two.csv"), "home")
+    assert "ratio 1.00, equal to the timesheet, within the study's 10 %." in " ".join(exact.stdout.split())
     assert unmapped["timesheet_only"][0]["why"] == "matches no committer by name"
     assert unmapped["commits_only"][0]["person"] == "ann@home.example"
 

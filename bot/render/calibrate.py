@@ -37,12 +37,13 @@ def verdict(result: Calibration) -> str:
         return ("No one the timesheet logs committed in these repositories in the span, so there is nothing to "
                 "compare; see the people listed apart below.")
     side = "above" if total.error_percent > 0 else "below"
+    off = (f"{abs(total.error_percent):.1f} % {side} the timesheet" if round(total.error_percent, 1)
+           else "equal to the timesheet")
     within = (f"within the study's {result.within_percent:g} %" if total.within
               else f"outside the study's {result.within_percent:g} %")
     return (f"2GAD {total.two_gad:,} person-days against {_number(total.logged_person_days)} logged "
             f"({result.hours_per_day:g} hours a day) for {len(result.compared):,} "
-            f"{'person' if len(result.compared) == 1 else 'people'}: ratio {total.ratio:.2f}, "
-            f"{abs(total.error_percent):.1f} % {side} the timesheet, {within}.")
+            f"{'person' if len(result.compared) == 1 else 'people'}: ratio {total.ratio:.2f}, {off}, {within}.")
 
 
 def _months_table(result: Calibration) -> Table:
