@@ -687,5 +687,6 @@ def test_a_ref_name_longer_than_a_file_name_fails_that_repository_alone(forge, t
     result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
     assert result.repositories == 1 and [name for name, _ in result.failed] == ["acme/long"]
     assert "could not be tracked (acme/long: Fetching from" in result.sentence()
+    assert str(tmp_path) not in result.sentence() and "'refs/heads/xxx" in result.sentence()  # the ref, not the server's path
     assert engine.projects()["acme"] == ["acme/web"]
     assert gad(engine, "acme") == oracle(forge, ["acme/web"])

@@ -130,9 +130,16 @@ def mirror_dir_name(name: str) -> str:
     return f"{safe[:60]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}.git"
 
 
+# An absolute path up to and including a mirror's directory (or its staging one): libgit2 names
+# files by absolute path, and the data directory is the server's business, not the reader's.
+_MIRROR_PREFIX = re.compile(r"(?:/[^/\s'\"]+)*/(?:\.incoming-)?[^/\s'\"]+\.git(?:/|(?=['\"\s]|$))")
+
+
 def _describe(error: Exception) -> str:
+    """libgit2's or the OS's words on one line, bounded, with the path of the mirror left out
+    ('refs/heads/x' rather than '/srv/gad/mirrors/web-1a2b3c4d.git/refs/heads/x')."""
     text = str(error).strip().rstrip(".") or error.__class__.__name__
-    return text.splitlines()[0][:300]
+    return _MIRROR_PREFIX.sub(lambda m: "" if m.group().endswith("/") else "the mirror", text.splitlines()[0])[:300]
 
 
 class Mirror:
