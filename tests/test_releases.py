@@ -244,9 +244,11 @@ def test_slack_by_release_reads_as_a_table(shop, tmp_path, stub):
     # by hand: v1.2.0 = Eve's 2023-01-20 (merged in) and Ann's merge of 2023-05-01, 61 days after v1.1.0's
     # 2023-03-01; v1.1.0 = Bob's 01-10 and 03-01 and Cy's rc (v1.0.2 reaches only v1.0 and the two fixes)
     assert "By release" in shown
-    assert "`v1.2.0` · 2023-05-01 · 2.0 months after v1.1.0 — 2GAD 4 · 2 developers · 2 commits (`v1.1.0..v1.2.0`)" in shown
-    assert "`v1.1.0` · 2023-03-01 · 35 days before v1.0.2 — 2GAD 6 · 2 developers · 3 commits" in shown
-    assert "`v2.0.0-beta.1` (pre-release) · 2023-06-01" in shown
+    assert "`v1.2.0` · tagged 2023-05-01, 2.0 months after `v1.1.0` — 2GAD 4 · 2 developers · 2 commits" in shown
+    assert "`v1.1.0` · tagged 2023-03-01, 35 days before `v1.0.2` — 2GAD 6 · 2 developers · 3 commits" in shown
+    assert "`v1.0` · tagged 2023-01-02, the first: everything up to it — 2GAD 2 · 1 developer · 1 commit" in shown
+    assert "`v2.0.0-beta.1` (pre-release) · tagged 2023-06-01" in shown
+    assert "1 commit on the default branch came after `v2.0.0-beta.1` and is in no release yet" in shown
     response, _ = dispatch(app, stub, "shop shop2 by:release")  # refused in the ack, in one sentence
     assert "`by:release` breaks one repository's history into its releases, and 2 were named" in json.dumps(
         ack_body(response))
@@ -308,3 +310,12 @@ def test_hostile_tag_names_stay_text_in_every_face(tmp_path):
     assert "`v2\u02cb_it_\u02cb`" in shown and "v2`_it_`" not in shown
     rows = list(csv.reader(io.StringIO(report_to_csv(report))))
     assert rows[1][0] == "'=1+2" and rows[2][7] == "'=1+2"  # the key and the previous release
+
+
+def test_the_terminal_table_names_each_rows_start_and_interval(tracked):
+    text = render_text(ask(tracked, "shop by:release"))
+    lines = [line.split() for line in text.splitlines()]
+    # by hand from build_shop: v1.1.0 counts from v1.0.2, whose commit (2023-04-05) is 35 days newer than its own
+    assert ["v1.1.0", "v1.0.2", "2023-03-01", "35", "days", "earlier", "6", "3", "2", "3"] in lines
+    assert ["v1.0", "(start)", "2023-01-02", "first", "2", "1", "1", "1"] in lines
+    assert ["v1.2.0", "v1.1.0", "2023-05-01", "2.0", "months", "4", "2", "2", "2"] in lines

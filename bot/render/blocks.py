@@ -209,11 +209,14 @@ def _row_line(by: str | None, row: Row, rank: int, total: int = 0) -> str:
         return (f"{rank}. {code(row.key)} — {words.plural(t.person_days, 'active day')} · "
                 f"2GAD {words.number(t.two_gad)} · {words.plural(t.commits, 'commit')}")
     if row.release is not None:
-        span, tagged, interval = words.release_words(row.release)
-        pre = " (pre-release)" if row.release.prerelease else ""
-        return (f"{code(row.key)}{pre} · {escape_mrkdwn(tagged)} · {escape_mrkdwn(interval)} — 2GAD "
-                f"{words.number(t.two_gad)} · {words.plural(t.developers, 'developer')} · "
-                f"{words.plural(t.commits, 'commit')} ({code(span)})")
+        release = row.release
+        gap, relation = words.release_gap(release)
+        when = f"tagged {release.day.isoformat()}" if release.day else "tagged on an impossible date"
+        since = (f", {gap} {relation} {code(release.previous)}" if relation else
+                 f", after {code(release.previous)}" if release.previous else ", the first: everything up to it")
+        pre = " (pre-release)" if release.prerelease else ""
+        return (f"{code(row.key)}{pre} · {when}{since} — 2GAD {words.number(t.two_gad)} · "
+                f"{words.plural(t.developers, 'developer')} · {words.plural(t.commits, 'commit')}")
     cut = f" ({escape_mrkdwn(words.row_label(row)[len(row.key) + 2:-1])})" if row.covers else ""
     return (f"{code(row.key)}{cut} — 2GAD {words.number(t.two_gad)} · "
             f"{words.plural(t.developers, 'developer')} · {words.plural(t.commits, 'commit')}")

@@ -74,11 +74,13 @@ def _breakdown_table(report: Report) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title=words.breakdown_title(report.by, len(report.rows) if cut else None),
                   title_justify="left", caption=cut, caption_justify="left",
                   show_edge=False, pad_edge=False, padding=(0, 1))
-    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
     releases = report.by == "release"
-    if releases:  # what each row counts (git's previous..this), the tag's day, the time since the one before
-        for name in ("range", "tagged", "interval"):
-            table.add_column(name, overflow="fold", no_wrap=name == "tagged")
+    # tag names are read whole when they fit (a version cut in two reads as two); a very long one still folds
+    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold", no_wrap=releases)
+    if releases:  # the release each row counts from (git's previous..this), the tag's day, the time between
+        table.add_column("from", overflow="fold", no_wrap=True)
+        table.add_column("tagged", no_wrap=True)
+        table.add_column("interval")
     # a row of by:person is one person: its "developers" would always read 1
     share = report.by == "org"
     figures = ("2GAD", "active days", "commits") if report.by == "person" else \
@@ -96,10 +98,18 @@ def _breakdown_table(report: Report) -> Table:
 
     rows = words.sorted_rows(report)
     for i, row in enumerate(rows):
-        about = list(words.release_words(row.release)) if releases and row.release else []
+        about = _release_cells(row.release) if releases and row.release else []
         table.add_row(words.row_label(row), *about, *cells(row.totals), end_section=i == len(rows) - 1)
     table.add_row("total", *([""] * 3 if releases else []), *cells(report.totals))
     return table
+
+
+def _release_cells(release) -> list[str]:
+    """A by:release row's from, tagged and interval cells: 'v1.1.0', '2023-05-01', '2.0 months'
+    ('35 days earlier' for a release tagged on an older commit than the one before it)."""
+    gap, relation = words.release_gap(release)
+    interval = {"after": gap, "before": f"{gap} earlier"}.get(relation or "", "first" if release.previous is None else "-")
+    return [release.previous or "(start)", release.day.isoformat() if release.day else "-", interval]
 
 
 def render_text(report: Report, *, width: int = 100, color: bool = False) -> str:

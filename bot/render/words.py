@@ -372,18 +372,15 @@ def row_label(row) -> str:
     return f"{row.key} (from {start.isoformat()})" if start else f"{row.key} (to {end.isoformat()})"
 
 
-def release_words(release) -> tuple[str, str, str]:
-    """A by:release row's (range, tagged, interval): ('v1.0..v1.1', '2024-03-01', '3.0 months after v1.0');
-    the first release counts everything up to it; a release tagged on an older commit than the one before it
-    (a back-port) says so rather than showing a negative interval."""
-    tagged = release.day.isoformat() if release.day else "-"
-    if release.previous is None:
-        return f"..{release.tag}", tagged, "first release"
-    if release.interval_days is None:
-        return release.range, tagged, "-"
+def release_gap(release) -> tuple[str, str | None]:
+    """How long after the previous release a by:release row's tag came: ('2.0 months', 'after'); a release
+    tagged on an older commit than the one before it (a back-port) says ('35 days', 'before') rather than a
+    negative interval; ('', None) for the first release or an impossible date."""
+    if release.previous is None or release.interval_days is None:
+        return "", None
     if release.interval_days < 0:
-        return release.range, tagged, f"{interval_words(release.day, release.previous_day)} before {release.previous}"
-    return release.range, tagged, f"{interval_words(release.previous_day, release.day)} after {release.previous}"
+        return interval_words(release.day, release.previous_day), "before"
+    return interval_words(release.previous_day, release.day), "after"
 
 
 def breakdown_title(by: str | None, top: int | None = None) -> str:
