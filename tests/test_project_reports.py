@@ -19,6 +19,7 @@ import pytest
 from bot.engine import columns as col
 from bot.engine.engine import Engine
 from bot.engine.query import parse_query
+from bot.store.store import IN_DEFAULT
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, git_env, oracle_pairs
 
@@ -122,3 +123,39 @@ def test_sorting_helpers_agree_with_numpy_unique(seed):
     assert col.sorted_distinct(values).tolist() == distinct.tolist()
     assert sorted(col.first_occurrences(values).tolist()) == sorted(first.tolist())
     assert col.has_repeats(values) == (len(distinct) < len(values))
+
+
+@pytest.mark.parametrize("tokens, mailmap, day_ok, email_ok", [
+    ("", True, lambda d: True, lambda e: True),
+    ("since:2024-02", True, lambda d: d >= "2024-02-01", lambda e: True),
+    ("until:2024-02", True, lambda d: d <= "2024-02-29", lambda e: True),
+    ("author:ann*", True, lambda d: True, lambda e: e.startswith("ann")),
+    ("author:ann* since:2024-02 until:2024-02", True, lambda d: "2024-02-01" <= d <= "2024-02-29",
+     lambda e: e.startswith("ann")),
+    ("mailmap:off", False, lambda d: True, lambda e: True),
+])
+def test_filters_over_a_project_equal_gits(engine, repos, tokens, mailmap, day_ok, email_ok):
+    """The filters of rule 4 over a project whose repositories share no commit (its rows merged once)."""
+    for name in ("a", "b"):
+        engine.track(str(repos[name].path), name)
+    engine.project_add("p", ["a", "b"])
+    pairs = {(e.decode(), d.decode()) for path in (repos["a"].path, repos["b"].path)
+             for e, d in oracle_pairs(path, mailmap=mailmap)}
+    pairs = {(e, d) for e, d in pairs if day_ok(d) and email_ok(e)}
+    commits = [(e, d) for e, d in git_commits([repos["a"].path, repos["b"].path]).values()
+               if day_ok(d) and (email_ok(e) or not mailmap)]
+    for _ in range(2):  # the first question merges the rows, the second reads them from the cache
+        report = ask(engine, f"p {tokens}")
+        assert (report.totals.person_days, report.totals.developers) == (len(pairs), len({e for e, _ in pairs}))
+        if mailmap:  # git_commits maps e-mails; without the mailmap only the count is compared
+            assert report.totals.commits == len(commits)
+    assert ask(engine, "p mailmap:off").totals.commits == 7
+
+
+def test_merged_rows_are_weighed_in_the_query_cache(engine, repos):
+    from bot.engine.caches import size_of
+
+    for name in ("a", "b"):
+        engine.track(str(repos[name].path), name)
+    merged = col.merge([engine.columns_of(engine.repo(n)) for n in ("a", "b")], IN_DEFAULT, True, False)
+    assert len(merged.keys) == 7 and size_of(merged) >= 7 * col.MERGED_BYTES_PER_ROW

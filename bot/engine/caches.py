@@ -15,6 +15,7 @@ this module owns that library.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,13 +29,15 @@ ENTRY_OVERHEAD = 256  # bytes per entry besides its value: the key's tuple, the 
 
 
 def size_of(thing: Any) -> int:
-    """Roughly how many bytes `thing` holds (numpy buffers exactly; containers by their items)."""
+    """Roughly how many bytes `thing` holds (numpy buffers exactly; containers and dataclasses by their items)."""
     if isinstance(thing, np.ndarray):
         return int(thing.nbytes)
     if isinstance(thing, (str, bytes)):
         return len(thing)
     if isinstance(thing, (tuple, list, frozenset, set)):
         return 8 * len(thing) + sum(size_of(item) for item in thing)
+    if dataclasses.is_dataclass(thing) and not isinstance(thing, type):  # e.g. a project's merged rows
+        return 32 + sum(size_of(getattr(thing, f.name)) for f in dataclasses.fields(thing))
     return 32  # an int, None, a small object
 
 

@@ -165,10 +165,7 @@ def select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | None = No
     else:
         keep = None
         skipped = len(counted.bad_index)
-    for bound, compare in ((flt.since_day, np.greater_equal), (flt.until_day, np.less_equal)):
-        if bound is not None:
-            inside = compare(counted.days, bound)
-            keep = inside if keep is None else keep & inside
+    keep = _within_period(counted.days, flt, keep)
     persons = counted.persons if keep is None else counted.persons[keep]
     if flt.allowed_people is not None:
         allowed = flt.allowed_people[persons]  # the engine sizes the table to cover every person id
@@ -178,6 +175,56 @@ def select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | None = No
         return Selection(columns.name, persons, counted.days, counted.commit_ids, True, skipped, counted.keys)
     return Selection(columns.name, persons, counted.days[keep], counted.commit_ids[keep], True, skipped,
                      counted.keys[keep])
+
+
+def _within_period(days: np.ndarray, flt: Filter, keep: np.ndarray | None) -> np.ndarray | None:
+    """`keep` narrowed to the days inside since:/until: (None: every row, when there is neither)."""
+    for bound, compare in ((flt.since_day, np.greater_equal), (flt.until_day, np.less_equal)):
+        if bound is not None:
+            inside = compare(days, bound)
+            keep = inside if keep is None else keep & inside
+    return keep
+
+
+MERGED_BYTES_PER_ROW = 28  # a key, a person and a commit id (int64 each) and a day (int32)
+
+
+@dataclass
+class Merged:
+    """The rows that can count (one scope, mailmap mode and bots setting) of several repositories that share
+    no commit, as one selection sorted by (person, day) key. Made once per set of snapshots: a question over
+    a project of thousands of repositories is then a mask over it, and its distinct pairs need no sort."""
+
+    name: str
+    keys: np.ndarray  # int64, sorted
+    persons: np.ndarray  # int64
+    days: np.ndarray  # int32
+    commit_ids: np.ndarray  # int64; no id twice: the repositories share no commit
+    skipped: int  # rows left out for an impossible day
+
+
+def merge(columns_list: list[RepoColumns], scope_bit: int, mailmap: bool, bots: bool) -> Merged:
+    """The repositories' counted rows as one Merged (the caller knows that they share no commit)."""
+    parts = [_counted(c.ordered(mailmap), scope_bit, mailmap, bots) for c in columns_list]
+    keys = np.concatenate([p.keys for p in parts])
+    order = np.argsort(keys, kind="stable")
+    return Merged(f"{len(parts)} repositories", keys[order], np.concatenate([p.persons for p in parts])[order],
+                  np.concatenate([p.days for p in parts])[order], np.concatenate([p.commit_ids for p in parts])[order],
+                  sum(len(p.bad_index) for p in parts))
+
+
+def select_merged(merged: Merged, flt: Filter) -> Selection:
+    """`select` over a Merged (scope, mailmap and bots are the Merged's): the period and author filters, one
+    selection whose (person, day) pairs stay sorted."""
+    keep = _within_period(merged.days, flt, None)
+    if flt.allowed_people is not None:
+        allowed = flt.allowed_people[merged.persons]
+        keep = allowed if keep is None else keep & allowed
+    if keep is None:
+        return Selection(merged.name, merged.persons, merged.days, merged.commit_ids, True, merged.skipped,
+                         merged.keys)
+    return Selection(merged.name, merged.persons[keep], merged.days[keep], merged.commit_ids[keep], True,
+                     merged.skipped, merged.keys[keep])
 
 
 @dataclass

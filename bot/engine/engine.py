@@ -559,9 +559,22 @@ class Engine:
         commits add up, with no sort of them all (METRIC.md rule 6 either way). Kept per set of snapshots."""
         if len(columns) < 2:
             return True
-        key = ("disjoint", *(part for c in columns for part in (c.repo_id, c.generation)))
         return self._masks.get_or_compute(
-            key, lambda: not col.has_repeats(np.concatenate([c.commit_ids for c in columns])))
+            _snapshots_key(columns, "disjoint"),
+            lambda: not col.has_repeats(np.concatenate([c.commit_ids for c in columns])))
+
+    def _merged(self, columns: list[col.RepoColumns], masks: list, flt: col.Filter, query: Query) -> col.Merged | None:
+        """The repositories' rows as one sorted selection (columns.Merged), kept per set of snapshots, when the
+        question allows it: several repositories that share no commit, no mask (branch:NAME, range:, by:release,
+        path:), neither by:repo nor co-authors, and room for it in half the query cache (else None)."""
+        if len(columns) < 2 or query.by == "repo" or query.coauthors or any(m is not None for m in masks):
+            return None
+        if sum(len(c.days) for c in columns) * col.MERGED_BYTES_PER_ROW > self._masks.budget // 2:
+            return None  # would not be kept: merging again for every question costs more than it saves
+        if not self._commits_disjoint(columns):
+            return None
+        return self._masks.get_or_compute(_snapshots_key(columns, "merged", flt.scope_bit, flt.mailmap, flt.bots),
+                                          lambda: col.merge(columns, flt.scope_bit, flt.mailmap, flt.bots))
 
     def _people_names(self, person_ids: np.ndarray) -> dict[int, str]:
         """E-mail of each person id; people rows never change once written, so they are cached (within a budget)."""
@@ -640,11 +653,13 @@ class Engine:
                     mask = (columns.bits & scope_bit) != 0
                 mask = mask & self._path_mask(repo, columns, query)
             masks.append(mask)
-            selections.append(col.select(columns, flt, mask))
             coauthor_parts.append(col.coauthor_select(columns, flt, mask))
             if query.coauthors and not columns.coauthors.complete:
                 raise GadError(f"`{repo.name}` was indexed before gad-bot read `Co-authored-by:` trailers; "
                                f"{command('sync ' + repo.name)} reads them (once), then ask again.")
+        merged = self._merged(all_columns, masks, flt, query)
+        selections = ([col.select_merged(merged, flt)] if merged is not None
+                      else [col.select(columns, flt, mask) for columns, mask in zip(all_columns, masks)])
         org_table = self.org_table() if (query.orgs or query.by == "org") else None
         active = self._active(repos, masks, flt, query, org_table)
         check_authors(self.index, repos, query, active)  # `author:nobody@x` is a typo; suggestions from this scope
@@ -1099,6 +1114,11 @@ def sync_failed_note(repo: RepoRow, now: datetime) -> str:
 def _snapshot_key(columns: col.RepoColumns, *what) -> tuple:
     """A cache key for one repository at one generation (a sync makes a new one; the old ages out)."""
     return (columns.repo_id, columns.generation, *what)
+
+
+def _snapshots_key(columns: list[col.RepoColumns], *what) -> tuple:
+    """A cache key for several repositories, each at one generation (flat: hashed once a question)."""
+    return (*what, *(part for c in columns for part in (c.repo_id, c.generation)))
 
 
 def _damage_key(repo: RepoRow) -> str:
