@@ -14,7 +14,7 @@ place (`track --in-place`: no clone) and makes them one project, then measures, 
    one `sort -u | wc -l` over all their (e-mail, day) pairs); its figure must equal the report's;
 2. the first report over the project in a fresh Engine (cold: every repository's arrays are read);
 3. the p95 of --reports more reports, in-process (warm), for the plain report, `by:month`,
-   `by:person`, and a compare of two halves of the project;
+   `by:person`, a compare of two halves of the project, and `since:` with another month each time;
 4. the RSS of this process, which holds the Engine with the project loaded, as `serve` does.
 
 With --keep the repositories and the index are kept and reused by the next run (building 2,000
@@ -24,6 +24,7 @@ takes minutes); --profile prints cProfile's view of the warm reports instead of 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import statistics
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,12 +115,15 @@ def main() -> None:
     if "acme-a" not in engine.projects():
         engine.project_add("acme-a", half)
         engine.project_add("acme-b", [f"repo-{n:04d}" for n in range(args.repos // 2, args.repos)])
+    months = itertools.cycle([date(2023 + n // 12, n % 12 + 1, 1) for n in range(24)])
     compare = Compare(query=Query(repos=("acme-a", "acme-b")), items=(CompareItem("acme-a"), CompareItem("acme-b")))
     cases = {
         "report over the whole project": lambda: engine.report(plain),
         "`by:month` over the whole project": lambda: engine.report(Query(repos=(PROJECT,), by="month")),
         "`by:person` over the whole project": lambda: engine.report(Query(repos=(PROJECT,), by="person")),
         "`compare` of its two halves": lambda: engine.compare(compare),
+        "`since:` over the whole project, another month each time": lambda: engine.report(
+            Query(repos=(PROJECT,), since=next(months))),
     }
     for ask in cases.values():
         ask()  # every path warm once
