@@ -16,6 +16,7 @@ tables. Suggestions are computed only for a filter that failed.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from glob import escape as glob_escape
 from collections.abc import Callable, Iterable
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .query import Query
 
 SHOWN = 5  # paths or authors named in a refusal
+SCOPE_CANDIDATES = 20  # the nearest people of all history among whom one active in the scope is looked for
 
 
 def _names(repos: list["RepoRow"]) -> str:
@@ -87,12 +89,19 @@ def _people(index: "Index", repos: list["RepoRow"], mailmap: bool) -> dict[str, 
 Active = Callable[[tuple[str, ...] | None, bool], dict[str, tuple[date, date]]]
 
 
-def _alike(typed: str, email: str) -> bool:
-    """Whether what was typed names this person, not just someone at the same domain: the parts before
-    the `@` are close (or, for a typed domain alone such as `@intel.cm`, the domains are)."""
-    name, _, domain = typed.rpartition("@") if "@" in typed else (typed, "", "")
-    their_name, _, their_domain = email.rpartition("@")
-    return bool(nearest(name, [their_name]) if name else nearest(domain, [their_domain]))
+def _nearest_people(typed: str, emails: Iterable[str], n: int) -> list[str]:
+    """The e-mails nearest to what was typed, nearest first, among people whose name (the part before
+    the `@`) is close to the typed one: a shared domain alone makes e-mails look alike. Names are
+    compared first, being short, so a refusal does not run difflib over every whole address."""
+    name = typed.rpartition("@")[0] if "@" in typed else typed
+    if not name:
+        return []
+    by_name: dict[str, list[str]] = {}
+    for email in emails:
+        by_name.setdefault(email.rpartition("@")[0], []).append(email)
+    # every close name, the typed one included (errors.nearest stops at an exact match)
+    alike = [email for close in difflib.get_close_matches(name.lower(), by_name, n=n) for email in by_name[close]]
+    return nearest(typed, alike, n=n, cutoff=0.5)
 
 
 def check_authors(index: "Index", repos: list["RepoRow"], query: "Query", active: Active) -> None:
@@ -122,11 +131,13 @@ def _author_hint(plain: str, people: dict[str, bool], repos: list["RepoRow"], qu
         domains = nearest(plain[1:], {p.rpartition("@")[2] for p in scope}, n=1)
         if domains:
             return did_you_mean(domains, "`author:*@{}`")
-    best = [p for p in nearest(plain, counted, n=3, cutoff=0.5) if _alike(plain, p)][:1]
+    # the nearest of all, and among the next nearest those active in this scope
+    ranked = _nearest_people(plain, counted, SCOPE_CANDIDATES)
+    best = ranked[:1]
     if best and best[0] in scope:
         return did_you_mean(best, "`author:{}`")
     # the nearest of all counts nothing here: offer one who does, and say where that one committed
-    close = [c for c in nearest(plain, scope, n=3, cutoff=0.5) if _alike(plain, c)][:1]
+    close = [c for c in ranked if c in scope][:1]
     outside = outside_words(best[0], query, _names(repos), active((glob_escape(best[0]),), False)) \
         if best else None  # an e-mail may hold `[`, which a glob reads as a class
     listing = command(" ".join([repos[0].name, *query.scope_tokens(), "by:person"]))
