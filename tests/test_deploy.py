@@ -155,6 +155,28 @@ def test_compose_builds_the_dockerfile_with_a_named_volume_and_env_file():
     assert re.fullmatch(r"\d+[km]", logging_["options"]["max-size"]) and int(logging_["options"]["max-file"]) >= 1
 
 
+def test_compose_passes_the_base_image_pin_through_with_the_dockerfiles_default():
+    """Compose builds with PYTHON_IMAGE from GAD_PYTHON_IMAGE (deploy/.env), falling back to the Dockerfile's own
+    default, so that an operator pins the digest in one line without editing either file."""
+    build = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["gad-bot"]["build"]
+    (arg,) = [a for k, a in dockerfile_instructions() if k == "ARG" and a.startswith("PYTHON_IMAGE=")]
+    default = arg.split("=", 1)[1]
+    assert build["args"] == {"PYTHON_IMAGE": f"${{GAD_PYTHON_IMAGE:-{default}}}"}
+    assert "GAD_PYTHON_IMAGE=python:3.11-slim@sha256:" in OPERATIONS.read_text(encoding="utf-8")
+
+
+def test_every_example_alert_has_a_runbook_section():
+    """docs/operations.md's example Prometheus rules: each alert has its `#### Runbook: NAME` section, with steps."""
+    text = OPERATIONS.read_text(encoding="utf-8")
+    (rules,) = [block for block in re.findall(r"```yaml\n(.*?)```", text, re.S) if "alert:" in block]
+    alerts = [rule["alert"] for group in yaml.safe_load(rules)["groups"] for rule in group["rules"]]
+    assert len(alerts) >= 2 and len(set(alerts)) == len(alerts), alerts
+    sections = dict(re.findall(r"^#### Runbook: (\S+)\n(.*?)(?=^#)", text, re.M | re.S))
+    assert sorted(sections) == sorted(alerts)
+    for alert in alerts:
+        assert "gad-bot " in sections[alert] and len(sections[alert].split()) >= 20, (alert, sections[alert])
+
+
 def test_compose_documents_the_http_port():
     text = COMPOSE.read_text(encoding="utf-8")
     assert re.search(r"#\s*-\s*\"?[\d.:]*3000:3000\"?", text), "the HTTP-mode port mapping should be there, commented"

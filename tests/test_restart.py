@@ -7,6 +7,7 @@ exists), so which reports are still waiting when the drain starts is exact, not 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -114,7 +115,12 @@ def test_a_second_serve_on_the_same_data_directory_is_refused(data, tmp_path):
     assert not (data / "serve.heartbeat").exists()
     from bot.version import package_version
 
-    assert f"gad-bot {package_version()} starting: schema " in first.stderr and f"data directory {data}" in first.stderr
+    from bot.store.index import SCHEMA_VERSION
+
+    # the start-up line, with milliseconds: version, schema, mode and data directory
+    assert re.search(rf"^\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z INFO .*gad-bot {re.escape(package_version())} starting: "
+                     rf"schema {SCHEMA_VERSION}, mode HTTP on 127\.0\.0\.1:{first.port}, data directory {re.escape(str(data))}$",
+                     first.stderr, re.M), first.stderr
 
 
 def read_only(path) -> list[str]:
