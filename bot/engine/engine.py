@@ -464,7 +464,7 @@ class Engine:
             for raw in cursor.fetchall():
                 seen = self._repo_rows.get(raw[at_id])
                 if seen is None or seen[0] != raw:
-                    row = RepoRow.from_row(dict(zip(fields, raw)), self.index.data_dir)
+                    row = self.index.repo_row(dict(zip(fields, raw)))
                     seen = self._repo_rows[raw[at_id]] = (raw, row)
                 members.append(seen[1])
         return members

@@ -681,16 +681,20 @@ class Index:
              _iso(utcnow()), int(guarded)))
         return cursor.lastrowid
 
+    def repo_row(self, row: dict) -> RepoRow:
+        """A `repos` row as read by any query (`SELECT * FROM repos`, or joined), its mirror path resolved here."""
+        return RepoRow.from_row(row, self.data_dir)
+
     def repo(self, name: str) -> RepoRow | None:
         rows = self.rows("SELECT * FROM repos WHERE name = ?", (name,))
-        return RepoRow.from_row(rows[0], self.data_dir) if rows else None
+        return self.repo_row(rows[0]) if rows else None
 
     def repo_by_id(self, repo_id: int) -> RepoRow | None:
         rows = self.rows("SELECT * FROM repos WHERE id = ?", (repo_id,))
-        return RepoRow.from_row(rows[0], self.data_dir) if rows else None
+        return self.repo_row(rows[0]) if rows else None
 
     def repos(self) -> list[RepoRow]:
-        return [RepoRow.from_row(r, self.data_dir) for r in self.rows("SELECT * FROM repos ORDER BY name")]
+        return [self.repo_row(r) for r in self.rows("SELECT * FROM repos ORDER BY name")]
 
     def repos_by_ids(self, repo_ids: Iterable[int]) -> list[RepoRow]:
         """The repositories of `repo_ids` that exist, in that order (SQLite binds at most 32,766 values a query)."""
@@ -699,7 +703,7 @@ class Index:
         for start in range(0, len(ids), 30_000):
             chunk = ids[start:start + 30_000]
             rows = self.rows(f"SELECT * FROM repos WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))
-            found.update((r["id"], RepoRow.from_row(r, self.data_dir)) for r in rows)
+            found.update((r["id"], self.repo_row(r)) for r in rows)
         return [found[i] for i in ids if i in found]
 
     def repo_names(self) -> list[str]:
