@@ -56,6 +56,36 @@ def test_a_repository_gone_upstream_fails_doctor_for_cron(data, stub, tmp_path):
     assert result.stdout.rstrip().endswith("1 problem(s) to fix")
 
 
+@pytest.mark.parametrize("server", ["smart HTTP", "git daemon"])
+def test_a_network_repository_gone_upstream_fails_doctor_after_one_sync(stub, tmp_path, server):
+    """The server answers that there is no such repository (HTTP 404; git daemon's 'no such repository'): no
+    retry will help, so doctor fails at once; a passing fault (HTTP 500) stays a warning until it repeats."""
+    from tests.faults import GitDaemon, GitHttpServer
+    from tests.gitbuild import RepoBuilder
+
+    RepoBuilder(tmp_path / "srv" / "web.git", bare=True).commit(date="2024-01-02")
+    data = tmp_path / "data"
+    with (GitHttpServer(tmp_path / "srv") if server == "smart HTTP" else GitDaemon(tmp_path / "srv")) as host:
+        assert run_cli("track", host.url("web.git"), "--name", "web", data=data).returncode == 0
+        if server == "smart HTTP":
+            host.mode = "500"
+            failed = run_cli("sync", "web", data=data)
+            assert failed.returncode == 1 and "500" in failed.stdout, failed.stdout
+            passing = run_cli("doctor", data=data, **slack(stub))
+            assert passing.returncode == 0 and "[warn] web: the last 1 sync(s) failed" in passing.stdout, passing.stdout
+            host.mode = "ok"
+        shutil.rmtree(tmp_path / "srv" / "web.git")
+        synced = run_cli("sync", "web", data=data)
+    assert synced.returncode == 1
+    assert "the source says there is no such repository" in synced.stdout and "untrack it" in synced.stdout, synced.stdout
+    result = run_cli("doctor", data=data, **slack(stub))
+    no_traceback(result)
+    assert result.returncode == 1, result.stdout
+    assert (f"[FAIL] web: its source {host.url('web.git')} answered its last sync that there is no such repository "
+            "(gone upstream) -- `gad-bot untrack web`") in result.stdout, result.stdout
+    assert result.stdout.rstrip().endswith("1 problem(s) to fix")
+
+
 def test_doctor_on_a_data_directory_it_cannot_create(tmp_path, stub):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory\n")

@@ -205,7 +205,7 @@ def _gone(source: str) -> bool:
 
 
 def check_mirrors(engine, now: datetime) -> list[Check]:
-    from ..store.mirrors import Mirror
+    from ..store.mirrors import Mirror, is_gone_upstream
 
     repos = engine.repos()
     if not repos:
@@ -234,6 +234,11 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
         if not repo.in_place and _gone(repo.source):
             checks.append(Check(False, f"{repo.name}: its source {redact(repo.source)} no longer exists (gone upstream)",
                                 f"`gad-bot untrack {repo.name}`, or track its new location"))
+        elif not repo.in_place and is_gone_upstream(repo.last_error):  # no retry will help: act now, not after 3
+            checks.append(Check(False, f"{repo.name}: its source {redact(repo.source)} answered its last sync that there "
+                                       "is no such repository (gone upstream)",
+                                f"`gad-bot untrack {repo.name}`, or track its new location (or give gad-bot "
+                                "credentials that read it)"))
         elif repo.last_error:
             acting = repo.failures >= FAILURES_TO_ACT_ON
             checks.append(Check(False, f"{repo.name}: the last {max(1, repo.failures)} sync(s) failed: "

@@ -210,6 +210,10 @@ class Mirror:
                 if _is_local_damage(error):
                     raise MirrorError(f"The mirror is damaged ({_describe(error)}); re-clone it with "
                                       "`gad-bot sync --reclone NAME`.") from None
+                if _says_no_such_repository(error):
+                    raise MirrorError(f"Fetching from {_redacted(remote.url)} failed: {GONE_UPSTREAM} "
+                                      f"({_describe(error)}): it was deleted or moved, or gad-bot's credentials no "
+                                      "longer read it; untrack it, or track its new URL.") from None
                 raise MirrorError(f"Fetching from {_redacted(remote.url)} failed: {_describe(error)}.") from None
         for head in heads:
             if head.name == "HEAD" and head.symref_target and head.symref_target in self.repo.references:
@@ -527,6 +531,23 @@ class Mailmap:
             return self._map.resolve(ascii_lower(name), ascii_lower(email))
         except (ValueError, pygit2.GitError):
             return name, email
+
+
+# A sync whose source answers this has nothing to retry: `gad-bot doctor` fails on it at once (is_gone_upstream).
+GONE_UPSTREAM = "the source says there is no such repository"
+# What servers say for a repository that is not there: smart HTTP's status, git daemon's and the forges' words.
+_NO_SUCH_REPOSITORY = ("status code: 404", "status code: 410", "no such repository", "repository not found",
+                       "could not be found", "does not appear to be a git repository")
+
+
+def _says_no_such_repository(error: Exception) -> bool:
+    text = str(error).lower()
+    return any(marker in text for marker in _NO_SUCH_REPOSITORY)
+
+
+def is_gone_upstream(last_error: str | None) -> bool:
+    """Whether a recorded sync error is the source saying the repository is not there (see `fetch_here`)."""
+    return bool(last_error) and GONE_UPSTREAM in last_error
 
 
 def _is_local_damage(error: Exception) -> bool:
