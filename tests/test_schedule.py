@@ -189,3 +189,58 @@ def test_digest_syncs_its_repositories_first(tmp_path, stub):
     assert [r.state for r in results] == ["posted"]
     assert "2GAD 4 person-days" in posts(stub)[0].args["text"]  # both commits counted
     assert engine.repo("web").last_success_at == later
+
+
+# -- one completion line per digest and per sync, with its outcome and duration (issue 21, part 2) ----------
+
+
+@pytest.fixture
+def json_log():
+    """The process's log as `serve --log-format json` writes it; `lines(prefix)`: the entries whose message starts so."""
+    import io
+    import json
+    import logging
+
+    from bot.logs import setup_logging
+
+    stream = io.StringIO()
+    setup_logging("INFO", json_lines=True, stream=stream)
+
+    def lines(prefix: str) -> list[dict]:
+        entries = [json.loads(line) for line in stream.getvalue().splitlines()]
+        return [entry for entry in entries if entry["message"].startswith(prefix)]
+
+    yield lines
+    logging.getLogger().handlers.clear()
+
+
+def test_a_digest_logs_one_completion_line_naming_its_channel(engine, stub, scheduler, json_log):
+    subs.subscribe(engine, "C1", Subscribe(("web",)), now=CREATED)
+    s = scheduler(clock=Clock(DUE + timedelta(hours=1)))
+    assert [r.state for r in s.sweep()] == ["posted"]
+    (line,) = json_log("digest ")
+    assert (line["level"], line["channel"], line["outcome"]) == ("INFO", "C1", "posted"), line
+    assert 0 <= line["seconds"] < 60 and line["time"].endswith("Z") and len(line["time"]) == 24, line
+
+
+def test_each_sync_logs_one_completion_line_naming_its_repository(engine, json_log):
+    """Through serve's own sync queue: a worker process syncs, the serving process writes the line."""
+    import time as clock
+
+    from bot.faces.syncs import SyncQueue
+
+    done = []
+    queue = SyncQueue(engine.settings, workers=1, on_done=done.append)
+    queue.start()
+    try:
+        assert queue.sync_due(["web", "gone"]) == 2  # `gone`: untracked since the sync was asked for
+        deadline = clock.monotonic() + 120
+        while len(done) < 2 and clock.monotonic() < deadline:
+            clock.sleep(0.1)
+    finally:
+        queue.shutdown()
+    (ok,) = json_log("sync of repo web")
+    assert (ok["level"], ok["repo"], ok["outcome"]) == ("INFO", "web", "ok") and ok["seconds"] > 0, ok
+    (failed,) = json_log("sync of repo gone")
+    assert (failed["level"], failed["repo"], failed["outcome"]) == ("WARNING", "gone", "failed"), failed
+    assert "`gone`" in failed["message"] and failed["seconds"] >= 0, failed
