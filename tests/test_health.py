@@ -128,3 +128,24 @@ def test_readyz_names_a_dead_worker(data, tmp_path):
         finally:
             serve.stop()
     assert "FAIL workers: " in ready[2] and "of 2 report workers alive" in ready[2], ready
+
+
+def test_readyz_names_a_stopped_scheduler(data):
+    """The scheduler's thread gone (digests and periodic syncs no longer run): readiness says so by name."""
+    from bot.config import Settings
+    from bot.digests.schedule import DigestScheduler
+    from bot.engine.engine import Engine
+    from bot.faces.health import Health
+    from bot.faces.workers import ReportPool
+
+    settings = Settings.from_env({"GAD_DATA_DIR": str(data)})
+    engine = Engine.open(settings)
+    scheduler = DigestScheduler(settings, engine, lambda: None)
+    health = Health(settings, engine, ReportPool(settings, workers=1), scheduler)
+    scheduler.start()
+    try:
+        assert [p.line() for p in health.parts() if p.name == "scheduler"] == ["ok scheduler: running"]
+    finally:
+        scheduler.shutdown(wait=True)
+    (part,) = [p for p in health.parts() if p.name == "scheduler"]
+    assert part.line() == "FAIL scheduler: stopped: digests and syncs are not run"
