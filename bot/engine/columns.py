@@ -272,7 +272,11 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
     """The distinct values, sorted: one sort and a comparison of neighbours. Not np.unique: since numpy 2.3
     it hashes, 20-40x slower than a sort on the 600,000 int64 keys of a 2,000-repository project
     (bench_project.py, docs/benchmarks.md)."""
-    ordered = np.sort(values)
+    return _distinct_of_sorted(np.sort(values))
+
+
+def _distinct_of_sorted(ordered: np.ndarray) -> np.ndarray:
+    """Sorted values, each once: a comparison of neighbours."""
     if len(ordered) < 2:
         return ordered
     fresh = np.empty(len(ordered), bool)
@@ -354,13 +358,7 @@ def _pair_keys(selections: list[Selection]) -> np.ndarray:
         return s.keys if s.keys is not None else (s.persons.astype(np.int64) << DAY_BITS) | s.days.astype(np.int64)
 
     if len(selections) == 1 and selections[0].sorted_pairs:
-        keys = keys_of(selections[0])
-        if len(keys) < 2:
-            return keys
-        keep = np.empty(len(keys), bool)
-        keep[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
-        return keys[keep]
+        return _distinct_of_sorted(keys_of(selections[0]))
     return sorted_distinct(np.concatenate([keys_of(s) for s in selections]))
 
 
