@@ -93,6 +93,16 @@ def test_project_figures_equal_gits(engine, repos, members):
         by_month[day[:7]][1] += 1
     assert months == {month: tuple(v) for month, v in by_month.items()}
 
+    orgs = {r.key: (r.totals.person_days, r.totals.commits) for r in ask(engine, "p by:org").rows}
+    by_domain = defaultdict(lambda: [0, 0])  # no organizations file: each e-mail's registrable domain
+    for email, _ in pairs:
+        by_domain[email.decode().split("@")[1]][0] += 1
+    for email, _ in commits.values():
+        by_domain[email.split("@")[1]][1] += 1
+    assert orgs == {domain: tuple(v) for domain, v in by_domain.items()}
+    only = ask(engine, "p org:example.org")
+    assert (only.totals.person_days, only.totals.commits) == tuple(by_domain["example.org"])
+
 
 def test_a_project_report_follows_syncs_failures_and_new_members(tmp_path, engine, repos):
     engine.track(str(repos["a"].path), "a")
