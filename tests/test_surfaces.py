@@ -259,6 +259,19 @@ def test_help_and_repos(bot):
     assert re.search(r"`api` · 2 commits · synced", shown)
 
 
+def test_help_is_answered_when_the_index_cannot_be_read(bot, caplog):
+    """Help is answered in the ack and its examples read the index: an index that cannot be read (here its
+    repositories' table is gone, as in a damaged file) costs the member the tracked names, not their help."""
+    import sqlite3
+
+    with sqlite3.connect(bot.settings.index_path) as db:
+        db.execute("ALTER TABLE repos RENAME TO repos_gone")
+    ack, _ = bot.slash("help")
+    shown = read(ack)
+    assert "since:PERIOD" in shown and "`/gad gstreamer/gstreamer since:2024-01`" in shown
+    assert "help examples fall back to the generic ones: the index could not be read (OperationalError)" in caplog.text
+
+
 # -- App Home ---------------------------------------------------------------------------------------
 
 

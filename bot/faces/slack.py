@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import re
+import sqlite3
 import threading
 import time
 import urllib.parse
@@ -203,7 +204,7 @@ class SlackFace:
             return
         if isinstance(parsed, q.Help):
             # examples name what is tracked: a few rows of the index (WAL: a reader never waits for a sync)
-            text, blocks = kit.help_blocks(examples.tracked(self.engine.index))
+            text, blocks = kit.help_blocks(self._tracked_for_examples())
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(parsed, ADMIN_COMMANDS):
@@ -641,7 +642,17 @@ class SlackFace:
                 weekly = None
             rows.append(HomeRow(name=repo.name, weekly_two_gad=weekly, week=week, last_error=repo.last_error))
         client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user),
-                                                              found=examples.tracked(self.engine.index)))
+                                                              found=self._tracked_for_examples()))
+
+    def _tracked_for_examples(self) -> examples.Tracked | None:
+        """What help and Home examples may name; the generic examples when the index cannot say
+        (help is answered in the ack: a damaged or locked index must not cost a member their help)."""
+        try:
+            return examples.tracked(self.engine.index)
+        except (sqlite3.Error, GadError, OSError) as error:
+            log.warning("help examples fall back to the generic ones: the index could not be read (%s)",
+                        type(error).__name__)
+            return None
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]
