@@ -597,150 +597,128 @@ def _guarded(url: str, guard: SourcePolicy | None, limits: FetchLimits) -> Itera
         yield proxy
 
 
-def _child_request(limits: FetchLimits, guard: SourcePolicy | None, **what) -> str:
-    import json
-
-    return json.dumps({**what, "parent": os.getpid(), "https_tokens": limits.https_tokens,
-                       "ssh_key": str(limits.ssh_key) if limits.ssh_key else None,
-                       "timeout": limits.timeout_seconds, "max_bytes": limits.max_bytes,
-                       # the policy's lists; the child resolves names with the system resolver
-                       "guard": None if guard is None else {"allowed": list(guard.allowed_hosts),
-                                                            "denied": list(guard.denied_hosts),
-                                                            "ssh": guard.allow_ssh}})
+def _child_request(limits: FetchLimits, guard: SourcePolicy | None, **what) -> dict:
+    return {**what, "https_tokens": limits.https_tokens,
+            "ssh_key": str(limits.ssh_key) if limits.ssh_key else None,
+            "timeout": limits.timeout_seconds, "max_bytes": limits.max_bytes,
+            # the policy's lists; the child resolves names with the system resolver
+            "guard": None if guard is None else {"allowed": list(guard.allowed_hosts),
+                                                 "denied": list(guard.denied_hosts), "ssh": guard.allow_ssh}}
 
 
 def fetch_many(paths: list[Path], limits: FetchLimits, guard: SourcePolicy | None,
                done: Callable[[int, str | None], None]) -> None:
-    """Fetch each mirror of `paths` with prune, as `Mirror.fetch` does, in one child process, one after the other
-    (the caller holds each repository's lock, or owns the new mirror, until `done` says it is finished): starting Python
-    and pygit2 takes ~0.4 s of CPU, more than fetching a small repository. `done(i, error or None)` is called
-    as each finishes. Each fetch has the whole GAD_FETCH_TIMEOUT_SECONDS: one that takes longer is killed with
-    its child, and a new child goes on with the rest."""
-    import queue
-    import subprocess
-    import sys
-    import threading
+    """Fetch each mirror of `paths` with prune, as `Mirror.fetch` does, one after the other (the caller holds each
+    repository's lock, or owns the new mirror, until `done` says it is finished). `done(i, error or None)` is called
+    as each finishes; each fetch is its own child with the whole GAD_FETCH_TIMEOUT_SECONDS."""
+    for number, path in enumerate(paths):
+        try:
+            _fetch_in_child(path, limits, None, guard)
+        except MirrorError as error:
+            done(number, str(error).splitlines()[0] if str(error) else "The fetch failed.")
+        else:
+            done(number, None)
 
-    start = 0
-    while start < len(paths):
-        child = subprocess.Popen([sys.executable, "-m", "bot.store.mirrors"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        child.stdin.write(_child_request(limits, guard, paths=[str(p) for p in paths[start:]]))
-        child.stdin.close()
-        lines: queue.Queue = queue.Queue()
 
-        def read(out=child.stdout, lines=lines) -> None:
-            for line in out:
-                lines.put(line.rstrip("\n"))
-            lines.put(None)
+# -- the fetch child -------------------------------------------------------------------------------
+# A network fetch runs in a child process: killed at its deadline (a trickling server or a looping
+# libgit2 cannot hold a sync, or the repository's lock, forever), its memory its own. Starting a new
+# interpreter for it (Python + pygit2: ~0.4 s of CPU) cost more than fetching a small repository, so
+# the children are forked by multiprocessing's fork server, a clean interpreter started once per
+# process with this module (and pygit2) imported, before libgit2 has any thread or open repository:
+# each fork starts ready to fetch. Secrets travel pickled through the server's pipes, never on a
+# command line.
 
-        threading.Thread(target=read, daemon=True).start()
-        current = start
-        while current < len(paths):
-            try:
-                line = lines.get(timeout=limits.timeout_seconds or None)
-            except queue.Empty:
-                child.kill()
-                done(current, f"The fetch timed out: it took longer than GAD_FETCH_TIMEOUT_SECONDS "
-                              f"({limits.timeout_seconds} s) allows; try again later or raise the limit.")
-                current += 1
-                break
-            if line is None:  # the child ended before every fetch was done: the one under way failed
-                done(current, f"The fetch stopped unexpectedly (exit {child.wait()}).")
-                current += 1
-                break
-            kind, _, rest = line.partition(" ")
-            number, _, error = rest.partition(" ")
-            if kind in ("D", "F") and number.isdigit() and start + int(number) == current:
-                done(current, error if kind == "F" else None)
-                current += 1
-        child.wait()
-        start = current
+_CHILD_PRELOAD = ["__main__", __name__]  # __main__ too: otherwise every child would import the main script again
+
+
+def _child_context():
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_CHILD_PRELOAD)  # read once, when this process's fork server starts
+    return context
 
 
 def _fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None, guard: SourcePolicy | None) -> None:
     """Run Mirror.fetch_here in a child process; kill it when the deadline passes."""
-    import subprocess
-    import sys
+    context = _child_context()
+    request = _child_request(limits, guard, path=str(path))
+    ours, theirs = context.Pipe(duplex=True)  # duplex: the child watches it for this process's end
+    child = context.Process(target=_child_main, args=(theirs, request), name="gad-bot fetch", daemon=False)
+    child.start()
+    theirs.close()
+    deadline = time.monotonic() + limits.timeout_seconds if limits.timeout_seconds else None
+    outcome: list[str] = []
+    try:
+        while True:
+            if not ours.poll(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                child.kill()
+                raise MirrorError(f"The fetch timed out: it took longer than GAD_FETCH_TIMEOUT_SECONDS "
+                                  f"({limits.timeout_seconds} s) allows; try again later or raise the limit.")
+            try:
+                kind, *rest = ours.recv()
+            except (EOFError, OSError):  # the child ended (its end of the pipe closed)
+                break
+            if kind == "P" and progress:
+                progress(*rest)
+            elif kind == "E":
+                outcome.append(rest[0])
+        child.join(timeout=None if deadline is None else max(1.0, deadline - time.monotonic()))
+        if child.exitcode is None:  # the pipe closed but the child lingers: the deadline holds for it too
+            child.kill()
+            raise MirrorError(f"The fetch timed out: it took longer than GAD_FETCH_TIMEOUT_SECONDS "
+                              f"({limits.timeout_seconds} s) allows; try again later or raise the limit.")
+    finally:
+        ours.close()
+        child.join()
+        exitcode = child.exitcode
+        child.close()
+    if outcome:
+        raise MirrorError(outcome[-1])
+    if exitcode:
+        raise MirrorError(f"The fetch stopped unexpectedly (exit {exitcode}).")
+
+
+def _end_with_requester(channel) -> None:
+    """A fetch child must not outlive the process that asked for it (kill -9 of a sync, say): that process
+    never writes to `channel`, so a read of it ends only when its end closes, and then this child ends too.
+    (Its parent is the fork server, which ends only once every child has: PR_SET_PDEATHSIG cannot tell.)"""
     import threading
 
-    request = _child_request(limits, guard, path=str(path))
-    child = subprocess.Popen([sys.executable, "-m", "bot.store.mirrors"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
-    child.stdin.write(request)  # secrets go through a pipe, never the command line
-    child.stdin.close()
-    outcome: list[str] = []
+    def watch() -> None:
+        try:
+            while True:
+                channel.recv_bytes()
+        except (EOFError, OSError):
+            os._exit(4)
 
-    def read() -> None:
-        for line in child.stdout:
-            kind, _, rest = line.rstrip("\n").partition(" ")
-            if kind == "P" and progress:
-                phase, done, total = rest.split(" ")
-                progress(phase, int(done), int(total))
-            elif kind == "E":
-                outcome.append(rest)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        child.wait(timeout=limits.timeout_seconds or None)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-        raise MirrorError(f"The fetch timed out: it took longer than GAD_FETCH_TIMEOUT_SECONDS "
-                          f"({limits.timeout_seconds} s) allows; try again later or raise the limit.") from None
-    finally:
-        reader.join(timeout=5)
-    if child.returncode != 0:
-        raise MirrorError(outcome[-1] if outcome else f"The fetch stopped unexpectedly (exit {child.returncode}).")
+    threading.Thread(target=watch, name="requester", daemon=True).start()
 
 
-def _die_with_parent(parent: int) -> None:
-    """A fetch child must not outlive the process that started it (kill -9 of a sync, say)."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass  # not Linux: the parent's deadline still bounds the fetch
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        raise SystemExit(4)
-
-
-def _child_main() -> int:
-    """`python -m bot.store.mirrors`: fetch the mirror named on stdin; report progress and errors on stdout."""
-    import json
-    import sys
-
-    request = json.loads(sys.stdin.read())
-    _die_with_parent(request["parent"])
+def _child_main(channel, request: dict) -> None:
+    """A fetch child: fetch the mirror of `request`; progress and the error, if any, go to `channel`."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # libgit2's or Python's words never reach serve's log (they may name a source's URL)
+    os.close(devnull)
+    _end_with_requester(channel)
     limits = FetchLimits(request["https_tokens"], Path(request["ssh_key"]) if request["ssh_key"] else None,
                          request["timeout"], request["max_bytes"])
     if limits.timeout_seconds:
         set_network_timeouts(limits.timeout_seconds)
 
     def progress(phase: str, done: int, total: int) -> None:
-        print(f"P {phase} {done} {total}", flush=True)
+        channel.send(("P", phase, done, total))
 
     guard = request.get("guard")
     policy = None if guard is None else SourcePolicy(tuple(guard["allowed"]), tuple(guard["denied"]), guard["ssh"])
-    if "paths" in request:  # several fetches, one after the other: one interpreter start for all (fetch_many)
-        for number, path in enumerate(request["paths"]):
-            try:
-                Mirror(Path(path)).fetch_here(limits, None, policy)
-                print(f"D {number}", flush=True)
-            except MirrorError as error:
-                print(f"F {number} {str(error).splitlines()[0] if str(error) else 'the fetch failed'}", flush=True)
-            except (pygit2.GitError, OSError, ValueError) as error:
-                print(f"F {number} The fetch failed: {_describe(error)}.", flush=True)
-        return 0
     try:
         Mirror(Path(request["path"])).fetch_here(limits, progress, policy)
     except MirrorError as error:
-        print(f"E {str(error).splitlines()[0] if str(error) else 'the fetch failed'}", flush=True)
-        return 3
-    return 0
+        channel.send(("E", str(error).splitlines()[0] if str(error) else "The fetch failed."))
+    except (pygit2.GitError, OSError, ValueError) as error:
+        channel.send(("E", f"The fetch failed: {_describe(error)}."))
+    # the channel stays open until the process ends: the watching thread reads it
 
 
 def _redacted(url: str) -> str:
@@ -1063,6 +1041,3 @@ def open_local(path: str) -> Path:
         raise SourceError(f"`{path}` is not a git repository; give the path of a repository or of a bare mirror.")
     return Path(discovered)
 
-
-if __name__ == "__main__":
-    raise SystemExit(_child_main())
