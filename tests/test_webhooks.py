@@ -117,6 +117,36 @@ def test_a_push_is_in_reports_within_seconds(site, forge):
     assert len(site.log_lines(f"sync of {forge} scheduled")) == 1
 
 
+def test_pushes_during_a_sync_are_one_more_sync(site):
+    """Leading-edge debounce through serve: a first push's sync starts at once (its fetch reaches the forge,
+    whose answers the test holds); three more pushes while it runs are one more sync after it, not three
+    and not none; the report counts all four."""
+    synced = len(site.log_lines("sync of repo github: ok"))
+    asked = len(site.git.requests)
+    site.git.hold()
+    try:
+        for n in range(4):
+            before, after = site.push("github", f"pusher{n}", f"2026-11-0{n + 1}")
+            body, headers = delivery("github", PUSH["github"](site.repo("github"), before, after), SECRET)
+            assert post(site.hook("github"), body, headers) == (202, "sync scheduled\n")
+            deadline = time.monotonic() + 30  # no debounce to wait out; a loaded machine may be slow to fork
+            while n == 0 and len(site.git.requests) == asked and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert len(site.git.requests) > asked, "the first push's sync did not reach the forge"
+    finally:
+        site.git.release()
+    expected = 2 * oracle_gad(site.upstreams["github"].path)
+    seen = figure_reaches(site.serve, site.stub, "github", expected, "coalesced", seconds=30)
+    assert seen[-1] == expected, seen
+    deadline = time.monotonic() + 30
+    while len(site.log_lines("sync of repo github: ok")) < synced + 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # a third sync, if any, would have started and ended by now
+    syncs = site.log_lines("sync of repo github: ok")[synced:]
+    assert len(syncs) == 2, syncs
+    assert ", 4 new commits" in syncs[0] and ", 0 new commits" in syncs[1], syncs
+
+
 @pytest.mark.parametrize("forge", list(PATHS))
 def test_forged_delivery_is_401_with_one_log_line_and_schedules_nothing(site, forge):
     before, after = site.push(forge, "di", "2026-12-02")

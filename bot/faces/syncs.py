@@ -6,16 +6,18 @@ spawned, niced worker processes, each with its own Engine (the per-repository fi
 writer per repository across processes, the CLI's included):
 
     queue = SyncQueue(settings); queue.start()
-    queue.request_repo("web")      # a webhook: after DEBOUNCE_SECONDS, one sync of `web`
-    queue.request_repo("web")      # a second push meanwhile: the same sync
+    queue.request_repo("web")      # a webhook: a sync of `web` starts at once (a worker is free)
+    queue.request_repo("web")      # a second push while it runs: one more sync after it, not two
     queue.sync_due(names)          # the periodic sync: these repositories (not in back-off), at once
     queue.shutdown()
 
-A request for a repository already waiting is the same request; one that arrives while its
-repository syncs runs once more after it (the push may have come after the fetch began), never
-twice at a time. At most `workers` syncs are handed to the pool at once, webhooks' first: a push
-waits for a free worker, never behind the periodic sync's whole list. Organizations (a repository
-created in one) are synced the same way.
+The debounce is leading-edge: a first push syncs at once (a report that counts it comes as soon as
+the fetch does); pushes that arrive while its repository waits for a worker are the same request;
+pushes that arrive while it syncs are one more sync after it (the push may have come after the fetch
+began), never two at a time. At most `workers` syncs are handed to the pool at once, webhooks' first:
+a push waits for a free worker, never behind the periodic sync's whole list. Organizations (a
+repository created in one) are synced the same way. A `debounce` of more than 0 s waits that long
+before the first sync instead (pushes within it are one sync).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from ..config import Settings
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE_SECONDS = 1.0  # pushes within this second are one sync; short enough for a report in seconds
+# Leading-edge: a push syncs at once, and pushes during its sync coalesce into one more (`_again`). A
+# 1 s wait before every sync was a fifth of push -> report on an idle machine, and coalesced no more.
+DEBOUNCE_SECONDS = 0.0
 
 
 @dataclass(frozen=True)

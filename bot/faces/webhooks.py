@@ -16,7 +16,7 @@ in this order, and is answered by the first step it fails, with one log line and
 4. the body as the forge documents it, boiled down to a `HookEvent` -> 400 when it is not that.
 
 Then: a push (or branch/tag created or deleted, or a repository event) for a tracked repository
-schedules a sync of it (`SyncQueue.request`: debounced, so a burst of pushes is one sync); a
+schedules a sync of it (`SyncQueue.request_repo`: at once, and a burst of pushes during it is one more sync); a
 repository of an organization gad-bot tracks but not the repository itself (created, renamed,
 transferred, or a first push in a GitLab group) schedules a sync of the organization, which tracks
 the new one. Anything else is answered 202 and ignored. Accepted requests answer 202 at once: the

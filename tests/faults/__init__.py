@@ -264,7 +264,8 @@ class GitHttpServer:
     """`git http-backend` (smart HTTP) behind a threaded Python HTTP server on 127.0.0.1.
 
     ``mode``: ``"ok"`` serves; ``"500"`` answers every request with 500; ``"stall"`` reads the
-    request and never answers (until ``stop``); ``"auth"`` wants Basic credentials whose
+    request and never answers (until ``stop``); ``"hold"`` reads it and serves it once ``release()`` is
+    called (a fetch held in the middle, as long as a test needs); ``"auth"`` wants Basic credentials whose
     password is ``password`` and answers 401 otherwise; ``"redirect"`` answers every request
     with ``302 Location: redirect_to + the path after its `.git``` (so
     ``/org/repo.git/info/refs?...`` goes to ``redirect_to/info/refs?...``). ``requests`` records
@@ -283,6 +284,7 @@ class GitHttpServer:
         self.hostname = hostname or host
         self.requests: list[tuple[str, str, str]] = []
         self._stop = threading.Event()
+        self._released = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -316,8 +318,18 @@ class GitHttpServer:
         self._thread.start()
         return self
 
+    def hold(self) -> None:
+        """From now on, requests wait (mode "hold") until `release`."""
+        self._released.clear()
+        self.mode = "hold"
+
+    def release(self) -> None:
+        self.mode = "ok"
+        self._released.set()
+
     def stop(self) -> None:
         self._stop.set()
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -360,6 +372,8 @@ class GitHttpServer:
                                                     "Content-Type": "text/plain"})
         if mode == "500":
             return self._reply(h, 500, b"internal server error\n", {"Content-Type": "text/plain"})
+        if mode == "hold":
+            self._released.wait()
         if mode == "stall":
             self._stop.wait()  # accept, read, never answer
             h.close_connection = True
