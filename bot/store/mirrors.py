@@ -629,7 +629,7 @@ def fetch_many(paths: list[Path], limits: FetchLimits, guard: SourcePolicy | Non
 # each fork starts ready to fetch. Secrets travel pickled through the server's pipes, never on a
 # command line.
 
-_CHILD_PRELOAD = ["__main__", __name__]  # __main__ too: otherwise every child would import the main script again
+_CHILD_PRELOAD = [f"{__package__}.forkserved"]  # this module, and no second run of the main script in each child
 
 
 def _child_context():
