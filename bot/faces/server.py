@@ -273,7 +273,7 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
     hooks = _webhooks(settings, engine, syncs)
     reports = ReportPool(settings, workers=settings.report_workers or None, per_user=settings.reports_per_user)
     try:
-        app, _ = build_app(settings, engine, digests=digests, socket_mode=socket_mode, reports=reports)
+        app, _ = build_app(settings, engine, digests=digests, socket_mode=socket_mode, reports=reports, syncs=syncs)
     except BoltError as error:
         raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
     stop = threading.Event()

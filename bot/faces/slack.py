@@ -39,6 +39,7 @@ from ..engine.rows import HomeRow, RepoSummary
 from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import share as sharing
+from .commands import Command, CommandFailed, IndexPaths, SyncRepos, TrackOrg, TrackRepo, run_command
 from .failures import answered_failures
 from .links import LinksFace
 from .modals import ModalsFace
@@ -166,10 +167,11 @@ class SlackFace:
     """The /gad command, the Share button and the Home tab."""
 
     def __init__(self, settings: Settings, engine: Engine, digests=None, today: Callable[[], date] = _today,
-                 reports: ReportPool | None = None):
+                 reports: ReportPool | None = None, syncs=None):
         self.settings = settings
         self.engine = engine
         self.reports = reports  # worker processes for reports (serve); None: reports run in Bolt's threads
+        self.syncs = syncs  # bot.faces.syncs.SyncQueue (serve): /gad track and sync run in its workers; None: here
         self.digests = digests  # bot.digests.subscriptions face, when digests are enabled
         self.today = today
         self.policy = SourcePolicy(allowed_hosts=settings.allowed_hosts, denied_hosts=settings.denied_hosts,
@@ -336,7 +338,7 @@ class SlackFace:
             responder.final(*kit.untrack_question_blocks(name, self._digest_channels(name)))
         elif isinstance(parsed, q.Sync):
             names = parsed.names or tuple(r.name for r in self.engine.repos())
-            results = self.engine.sync(names)
+            results = self._run(SyncRepos(tuple(names)))
             lines = [f"{kit.code(r.name)}: " + (f"failed — {kit.escape_mrkdwn(r.error)}" if r.error else
                                                  f"{r.commits:,} commits (+{r.new_commits:,})") for r in results]
             text = "Synced: " + "; ".join(f"{r.name}" for r in results)
@@ -543,7 +545,7 @@ class SlackFace:
             responder.progress(*kit.progress_blocks(f"Tracking {shown}", done, total or None, PHASES.get(phase, phase),
                                                     clock.seconds_left(phase, done, total)))
 
-        result = self.engine.track(url, parsed.name, progress=progress, paths=False, guarded=True)
+        result = self._run(TrackRepo(url, parsed.name), lambda event: progress(*event))
         name = kit.code(result.name)
         text = f"Tracked {result.name}: {result.commits:,} commits indexed."
         responder.final(text, [kit.section(f"Tracked {name}: {result.commits:,} commits indexed. "
@@ -551,7 +553,7 @@ class SlackFace:
                                            "`path:` works once its changed paths are indexed: I will say so here.")],
                         replace=True)
         # After answering: reports already work without the changed paths.
-        count, seconds = self.engine.index_paths(result.name, progress)
+        count, seconds = self._run(IndexPaths(result.name), lambda event: progress(*event))
         responder.final(f"{result.name} is fully indexed: path: works now.",
                         [kit.section(f"{name} is fully indexed: `path:` works now (the changed paths of {count:,} "
                                      f"commits, indexed in {seconds:.0f} s).")])
@@ -572,13 +574,41 @@ class SlackFace:
             else:
                 responder.progress(*kit.progress_blocks(f"Tracking {shown}", state.done, None, "listing repositories"))
 
-        result = self.engine.track_org(owner, forks=parsed.forks, guarded=True, progress=progress)
+        result = self._run(TrackOrg(owner, parsed.forks), progress)
         sentence = result.sentence()
         responder.final(sentence, [kit.section(kit.escape_mrkdwn(sentence)),
                                    kit.context([f"Reports, compare and subscriptions can name {kit.code(result.org)}, "
                                                 f"e.g. `/gad {kit.escape_mrkdwn(result.org)} since:12w by:repo`; "
                                                 "each sync lists the organization again."])],
                         replace=True)
+
+    def _run(self, command: Command, progress: Callable[[object], None] | None = None) -> object:
+        """Run a track or sync command in the sync workers (serve: the fetch and the first index never run in
+        this process), or here without them; its result, or its error raised here as one GadError."""
+        if self.syncs is None:
+            return run_command(self.engine, command, progress or (lambda event: None))
+        answered = threading.Lock()
+        finished = False
+
+        def relay(event: object) -> None:  # a progress update that arrives after the answer is dropped
+            with answered:
+                if not finished and progress is not None:
+                    progress(event)
+
+        done = self.syncs.run_command(command, relay).result()
+        with answered:
+            finished = True
+        if done is None:
+            raise GadError("gad-bot stopped before this was done (a restart); type the command again in a minute.")
+        if isinstance(done.result, CommandFailed):
+            raise GadError(done.result.message, operator_detail=done.result.operator_detail)
+        if done.error:  # a worker that died, or a bug there: the details are the operator's
+            reference = uuid.uuid4().hex[:8]
+            log.error("a sync worker failed on %s (reference %s): %s", type(command).__name__, reference, done.error,
+                      extra={"reference": reference})
+            raise GadError(f"The {'sync' if isinstance(command, SyncRepos) else 'tracking'} stopped on gad-bot's "
+                           f"side (reference {reference}); try again, or ask the operator to look it up in the logs.")
+        return done.result
 
     # -- people ------------------------------------------------------------------
     def _error_blocks(self, error: GadError, client: WebClient, user: str,
@@ -851,7 +881,7 @@ class _DropTokenNotice(logging.Filter):
 
 
 def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebClient | None = None,
-              reports: ReportPool | None = None,
+              reports: ReportPool | None = None, syncs=None,
               socket_mode: bool | None = None, today: Callable[[], date] = _today) -> tuple[App, SlackFace]:
     """The Bolt app with gad-bot's listeners registered; request verification stays on in HTTP mode."""
     socket_mode = bool(settings.slack_app_token) if socket_mode is None else socket_mode
@@ -861,6 +891,6 @@ def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebCl
     app = App(client=client or web_client(settings), signing_secret=settings.slack_signing_secret or "unused",
               request_verification_enabled=not socket_mode, token_verification_enabled=True,
               process_before_response=False, logger=bolt_log)
-    face = SlackFace(settings, engine, digests=digests, today=today, reports=reports)
+    face = SlackFace(settings, engine, digests=digests, today=today, reports=reports, syncs=syncs)
     face.register(app)
     return app, face

@@ -33,6 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from ..config import Settings
+from .commands import Command, CommandFailed, run_command
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,11 @@ DEBOUNCE_SECONDS = 0.0
 
 @dataclass(frozen=True)
 class SyncJob:
-    kind: str  # "repo", "org" (list again) or "org-fetch" (list again and fetch its repositories: periodic)
+    # "repo", "org" (list again), "org-fetch" (list again and fetch its repositories: periodic), or "command"
+    # (one typed in Slack: `name` is a token of its own, so it is never merged with another request)
+    kind: str
     name: str
+    command: Command | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class SyncDone:
     job: SyncJob
     new_commits: int = 0
     error: str | None = None
+    result: object = None  # a command's: SyncResult, OrgTrackResult, (commits, seconds), [SyncResult] or CommandFailed
 
 
 class SyncQueue:
@@ -78,6 +83,12 @@ class SyncQueue:
         self._again: set[SyncJob] = set()
         self._executor: ProcessPoolExecutor | None = None
         self._closed = False
+        # A typed command's progress: workers put (token, event) here; a thread of serve hands each event to
+        # the command's listener while its future is not done (later ones are dropped: a progress update
+        # must never replace the answer).
+        self._events = None
+        self._listeners: dict[str, Callable[[object], None]] = {}
+        self._waiting: dict[str, Future] = {}
 
     def start(self) -> None:
         """Create the pool and start its processes now (about a second each), not at the first push."""
@@ -89,11 +100,27 @@ class SyncQueue:
     def _new_executor(self) -> ProcessPoolExecutor:
         import multiprocessing
 
-        from .workers import _init_worker
-
         # spawn, as the report workers: serve has threads, which fork must not copy
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(self.settings, os.getpid()))
+        context = multiprocessing.get_context("spawn")
+        if self._events is None:
+            self._events = context.SimpleQueue()
+            threading.Thread(target=self._relay, args=(self._events,), name="sync-events", daemon=True).start()
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_init_sync_worker,
+                                   initargs=(self.settings, os.getpid(), self._events))
+
+    def _relay(self, events) -> None:
+        while True:
+            try:
+                token, event = events.get()
+            except (EOFError, OSError):  # the queue closed at shutdown
+                return
+            with self._lock:
+                listener = self._listeners.get(token)
+            if listener is not None:
+                try:
+                    listener(event)
+                except Exception:
+                    log.exception("while reporting a command's progress")
 
     def shutdown(self) -> None:
         """Stop: waiting requests are dropped, running syncs are abandoned (a killed sync resumes next time)."""
@@ -105,6 +132,11 @@ class SyncQueue:
             self._urgent.clear()
             self._background.clear()
             executor, self._executor = self._executor, None
+            waiting, self._waiting = self._waiting, {}
+            self._listeners.clear()
+        for future in waiting.values():
+            if not future.done():
+                future.set_result(None)  # the person is told serve stopped (run_command's caller)
         if executor is not None:
             # Terminate, then one shutdown that waits: the pool's manager thread ends and drops its queues,
             # whose semaphores are unregistered; shutdown(wait=False) would leave them to os._exit, and the
@@ -115,6 +147,24 @@ class SyncQueue:
             executor.shutdown(wait=True, cancel_futures=True)
 
     # -- requests ---------------------------------------------------------------------------------
+    def run_command(self, command: Command, on_event: Callable[[object], None] | None = None) -> Future:
+        """Run a command typed in Slack in a worker, ahead of the periodic sync's queue; `on_event` gets its
+        progress (in a thread of this process) until the returned future has the worker's SyncDone (None when
+        serve stopped first)."""
+        import uuid
+
+        token = uuid.uuid4().hex
+        future: Future = Future()
+        with self._lock:
+            if self._closed:
+                future.set_result(None)
+                return future
+            self._waiting[token] = future
+            if on_event is not None:
+                self._listeners[token] = on_event
+        self._request(SyncJob("command", token, command), 0)
+        return future
+
     def request_repo(self, name: str, delay: float | None = None) -> None:
         """A webhook's request: after the debounce, ahead of the periodic sync's."""
         self._request(SyncJob("repo", name), self.debounce if delay is None else delay)
@@ -203,6 +253,13 @@ class SyncQueue:
             self._again.discard(job)
             if not self._closed:
                 self._pump()
+        if job.kind == "command":
+            with self._lock:
+                self._listeners.pop(job.name, None)
+                waiting = self._waiting.pop(job.name, None)
+            if waiting is not None:
+                waiting.set_result(done)
+            return
         _completed(done, time.monotonic() - started)
         if self.on_done is not None:
             try:
@@ -229,8 +286,35 @@ def _completed(done: SyncDone, seconds: float) -> None:
 
 # -- inside a worker process ----------------------------------------------------------------------
 
+_events = None  # the queue a typed command's progress goes to (set by _init_sync_worker)
+PROGRESS_EVERY_SECONDS = 0.25  # a worker sends no more often than this: Slack's message is updated less often still
+
+
+def _init_sync_worker(settings: Settings, server: int, events) -> None:
+    """A report worker's start (die with serve, its logs, one Engine), and the queue for commands' progress."""
+    global _events
+    from .workers import _init_worker
+
+    _init_worker(settings, server)
+    _events = events
+
+
 def _ready() -> None:
     """A no-op job: submitted once per worker at start, so the processes are up before the first push."""
+
+
+def _notifier(token: str) -> Callable[[object], None]:
+    """Send a command's progress events to serve, at most every PROGRESS_EVERY_SECONDS."""
+    last = [0.0]
+
+    def notify(event: object) -> None:
+        now = time.monotonic()
+        if _events is None or now - last[0] < PROGRESS_EVERY_SECONDS:
+            return
+        last[0] = now
+        _events.put((token, event))
+
+    return notify
 
 
 def run_sync(job: SyncJob) -> SyncDone:
@@ -240,6 +324,8 @@ def run_sync(job: SyncJob) -> SyncDone:
 
     engine = workers._engine
     try:
+        if job.kind == "command":
+            return SyncDone(job, result=run_command(engine, job.command, _notifier(job.name)))
         if job.kind in ("org", "org-fetch"):
             results = engine.sync_orgs(names=[job.name], fetch=job.kind == "org-fetch")
             _announce_org_changes(engine, results)
@@ -250,8 +336,8 @@ def run_sync(job: SyncJob) -> SyncDone:
             return SyncDone(job, error=str(error))
         result = engine.sync_one(repo)
         return SyncDone(job, result.new_commits, result.error)
-    except GadError as error:
-        return SyncDone(job, error=str(error))
+    except GadError as error:  # a command's error goes back whole: serve words it for the person who typed it
+        return SyncDone(job, error=str(error), result=CommandFailed(str(error), error.operator_detail))
 
 
 def _announce_org_changes(engine, results) -> None:

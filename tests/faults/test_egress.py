@@ -416,4 +416,87 @@ def test_an_organization_whose_listing_leads_inside_tracks_nothing_from_inside(t
     assert "sent gad-bot to another address" in moved
     assert internal.requests == []  # not one request reached the internal server
     assert repos_json(tmp_path / "data") == []
+
+
+# ----------------------------------------------------------------------------- typed in Slack, run in a sync worker
+
+def _fork_servers(data: Path) -> list[tuple[int, int]]:
+    """(pid, parent pid) of every process of `data` with a multiprocessing fork server's command line: the fork
+    servers, and the fetch children forked from them (a fork keeps its parent's command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"multiprocessing.forkserver" in cmdline and f"GAD_DATA_DIR={data}".encode() in environ:
+            found.append((int(entry.name), parent))
+    return found
+
+
+def _parent_of(pid: int) -> int:
+    return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _slack_figure(serve: Serve, stub, name: str, label: str) -> int:
+    import re
+
+    serve.post(stub.slash_fields(f"{name} since:2000-01", response_name=label))
+    text = json.dumps(stub.wait_for_response(label, timeout=30))
+    found = re.search(r"2GAD ([\d,]+) person-days", text)
+    assert found, text
+    return int(found.group(1).replace(",", ""))
+
+
+@needs_namespace
+def test_track_and_sync_typed_in_slack_run_in_a_sync_worker(tmp_path, ca, ca_file, stub):
+    """Issue 17 part 3: `/gad track` and `/gad sync` typed in Slack run in serve's sync worker processes, never
+    in serve itself: while the forge holds the track's fetch, the fork server its fetch child came from is a
+    child of a sync worker, not of serve. The admin sees the "Tracking" message updated in place, then the
+    answers; a `/gad sync` typed after a push brings the new commit into reports. Figures are git's."""
+    from tests.gitbuild import oracle_gad
+
+    upstream = _repo(tmp_path / "public" / "org" / "repo.git", people=3, days=5)
+    forge = GitHttpServer(tmp_path / "public", host=ADDRESSES[FORGE], port=443, tls=_tls(ca, FORGE), hostname=FORGE)
+    data = tmp_path / "data"
+    with forge, _serve(tmp_path, stub, ca_file) as serve:
+        forge.hold()
+        try:
+            status, ack, took = serve.post(stub.slash_fields(f"track https://{FORGE}/org/repo.git as:repo",
+                                                             response_name="track"))
+            assert status == 200 and took < 3 and b"Tracking" in ack
+            deadline = time.monotonic() + 30
+            while not forge.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert forge.requests, "the track's fetch never reached the forge"
+            found = _fork_servers(data)
+            fetching = [pid for pid, parent in found if parent in {p for p, _ in found}]
+            servers = [(pid, parent, _parent_of(parent)) for pid, parent in found if pid not in fetching]
+        finally:
+            forge.release()
+        deadline = time.monotonic() + 60
+        while "fully indexed" not in json.dumps(stub.responses("track")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        tracked = stub.responses("track")
+        upstream.commit(name="Newcomer", email="new@repo.example", date="2024-04-01")
+        status, ack, took = serve.post(stub.slash_fields("sync repo", response_name="sync"))
+        assert status == 200 and took < 3
+        (synced,) = stub.wait_for_response("sync", timeout=60)
+        after = _slack_figure(serve, stub, "repo", "after")
+        assert serve.stop() == 0
+    # the fork server's parent asked for the fetch: a sync worker, whose own parent is serve
+    assert fetching and servers and all(parent != serve.proc.pid and grandparent == serve.proc.pid
+                           for _, parent, grandparent in servers), (found, servers, serve.proc.pid)
+    texts = [body["text"] for body in tracked]
+    assert texts[-2:] == ["Tracked repo: 5 commits indexed.", "repo is fully indexed: path: works now."], texts
+    progress = tracked[:-2]
+    assert progress and all(body["text"].startswith("Tracking https://") and body["replace_original"] is True
+                            for body in progress), tracked
+    assert tracked[-2]["replace_original"] is True  # the answer takes the progress message's place
+    assert synced["text"] == "Synced: repo" and "6 commits (+1)" in json.dumps(synced), synced
+    assert after == 2 * oracle_gad(upstream.path) == 12  # 5 days of 3 people, and the newcomer's day
     assert "Traceback" not in serve.stderr
