@@ -690,3 +690,35 @@ def test_a_ref_name_longer_than_a_file_name_fails_that_repository_alone(forge, t
     assert str(tmp_path) not in result.sentence() and "'refs/heads/xxx" in result.sentence()  # the ref, not the server's path
     assert engine.projects()["acme"] == ["acme/web"]
     assert gad(engine, "acme") == oracle(forge, ["acme/web"])
+
+
+def test_a_periodic_sync_indexes_what_changed_and_what_was_left_to_do_and_nothing_else(forge, tmp_path, monkeypatch):
+    """The periodic sync of an organization (the listing, then every repository fetched): a repository pushed to
+    and one whose changed paths an interrupted index left undone go to the index workers; one in which nothing
+    changed does not (no worker process to start for it) and is marked synced all the same. Figures are git's."""
+    from datetime import datetime, timedelta, timezone
+
+    from bot.engine import forgeorgs
+    from bot.engine.query import Query
+
+    for name in ("acme/pushed", "acme/same", "acme/unfinished"):
+        forge.add(name)
+    engine = engine_for(forge, tmp_path)
+    engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    RepoBuilder(forge.base / "acme/pushed.git", bare=True).commit(name="Cy", email="cy@acme.example", date="2024-03-05")
+    unfinished = engine.repo("acme/unfinished")
+    with engine.index.transaction() as db:
+        db.execute("UPDATE commit_chunks SET path_offsets = NULL, path_ids = NULL WHERE repo_id = ?", (unfinished.id,))
+    assert engine.index.chunks_lacking_paths(unfinished.id)
+    submitted: list[int] = []
+    submit = forgeorgs._IndexPool.submit
+    monkeypatch.setattr(forgeorgs._IndexPool, "submit", lambda pool, repo_id: submitted.append(repo_id) or
+                        submit(pool, repo_id))
+    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    (result,) = engine.sync_orgs(fetch=True)
+    assert not result.error and not result.failed
+    assert sorted(submitted) == sorted([engine.repo("acme/pushed").id, unfinished.id])
+    assert engine.repo("acme/same").last_sync_at >= before and engine.repo("acme/same").last_error is None
+    assert engine.index.chunks_lacking_paths(unfinished.id) == []
+    assert gad(engine, "acme") == oracle(forge, ["acme/pushed", "acme/same", "acme/unfinished"]) == 6
+    assert engine.report(Query(repos=("acme/unfinished",), paths=("file1.txt",))).totals.two_gad == 2  # Ann's day

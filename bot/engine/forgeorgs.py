@@ -281,6 +281,18 @@ class OrgTracker:
         finally:
             for _, handle in held:
                 handle.close()
+        # A fetch that brought nothing leaves nothing to index: no worker processes to start (seconds each on a
+        # loaded machine, most of a cycle in which nothing changed), no Engine to open for it.
+        current: set[int] = set()
+        for repo_id in fetched:
+            repo = index.repo_by_id(repo_id)
+            try:
+                if repo is not None and engine.indexer.is_current(repo, Mirror(repo.mirror_path)):
+                    index.record_attempt(repo_id, None, now)  # synced, as sync_one would have said
+                    current.add(repo_id)
+            except GadError:  # a mirror that cannot be read: the index worker says so, as before
+                pass
+        fetched = [repo_id for repo_id in fetched if repo_id not in current]
         with _IndexPool(engine, _index_workers(len(fetched))) as workers:
             for repo_id, future in [(r, workers.submit(r)) for r in fetched]:
                 try:

@@ -94,6 +94,14 @@ class Indexer:
         return table
 
     # -- commits -----------------------------------------------------------------------
+    def is_current(self, repo: RepoRow, mirror: Mirror) -> bool:
+        """Whether indexing `repo` now would do nothing (after a fetch that brought nothing): its refs and
+        mailmap as indexed, and no interrupted walk, second walk, changed paths or co-authors still to do."""
+        return (_as_indexed(repo, self.index.walk(repo.id), mirror.ref_tips(), self.index.stored_tips(repo.id),
+                            mirror.mailmap_blob()[0])
+                and not self.index.other_refs_pending(repo.id) and not self.index.chunks_lacking_paths(repo.id)
+                and not self.index.chunks_lacking_coauthors(repo.id))
+
     def index_commits(self, repo: RepoRow, mirror: Mirror, progress: Progress | None = None, *,
                       other_refs_later: bool = True) -> IndexOutcome:
         """Walk what is new in the mirror into chunks, then derive; see the module docstring.
@@ -106,7 +114,7 @@ class Indexer:
         mailmap_oid, mailmap_data = mirror.mailmap_blob()
         walk = self.index.walk(repo.id)
         old_tips = self.index.stored_tips(repo.id)
-        if walk is None and tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0:
+        if _as_indexed(repo, walk, tips, old_tips, mailmap_oid):
             return IndexOutcome(0, 0, repo.commits, unchanged=True)
         previous_row = self.index.derived(repo.id)
         deferred = False
@@ -437,3 +445,7 @@ def _rechunk(chunks: list[ChunkRow], alive: np.ndarray):
                        coauthor_rows=(co_rows[first:last] - start).astype(np.int32).tobytes(),
                        coauthor_ids=co_ids[first:last].astype(np.int32).tobytes())
 
+
+def _as_indexed(repo: RepoRow, walk, tips: dict[str, bytes], old_tips: dict[str, bytes], mailmap_oid) -> bool:
+    """No walk under way, and the mirror's refs and mailmap are those of the last index."""
+    return walk is None and tips == old_tips and mailmap_oid == repo.mailmap_oid and repo.generation > 0
