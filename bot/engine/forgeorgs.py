@@ -428,6 +428,8 @@ class OrgTracker:
         # the store's creation lock: a clone not yet in the index is no orphan to a sweep meanwhile
         with engine.store.creating(), _IndexPool(engine, workers) as pool, \
                 ThreadPoolExecutor(lanes, thread_name_prefix="org-clone") as clones:
+            if to_clone:
+                pool.start()
             pending: dict[Future, tuple[str, OrgRepoRow, object]] = {}
             for row, repo_id in to_index:
                 pending[pool.submit(repo_id)] = ("index", row, repo_id)
@@ -534,6 +536,22 @@ class _IndexPool:
     def __enter__(self) -> "_IndexPool":
         return self
 
+    def start(self) -> None:
+        """Start every worker now (seconds each on a loaded machine: Python, numpy, an Engine), while the
+        listing's first clones run, rather than when the first clone is done."""
+        if multiprocessing.current_process().daemon:
+            return
+        executor = self._pool()
+        for _ in range(self.workers):
+            executor.submit(_warm)
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            context = multiprocessing.get_context("spawn")
+            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+                                                 initializer=_init_index_worker, initargs=(type(self.engine), self.engine.settings, os.getpid()))
+        return self._executor
+
     def submit(self, repo_id: int) -> Future:
         if multiprocessing.current_process().daemon:  # a daemonic worker may not have children: index here
             future: Future = Future()
@@ -542,11 +560,7 @@ class _IndexPool:
             future.set_result(_Indexed(result.new_commits, result.error) if result else
                               _Indexed(0, "the repository was untracked while it was being indexed"))
             return future
-        if self._executor is None:
-            context = multiprocessing.get_context("spawn")
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
-                                                 initializer=_init_index_worker, initargs=(type(self.engine), self.engine.settings, os.getpid()))
-        return self._executor.submit(_index_in_worker, repo_id)
+        return self._pool().submit(_index_in_worker, repo_id)
 
     def __exit__(self, *exc) -> None:
         if self._executor is not None:
@@ -570,6 +584,10 @@ def _init_index_worker(engine_class, settings, parent: int) -> None:
         os._exit(4)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_engine = engine_class(settings)
+
+
+def _warm() -> None:
+    """A no-op job: it makes the pool start a worker (see _IndexPool.start)."""
 
 
 def _index_in_worker(repo_id: int) -> _Indexed:
