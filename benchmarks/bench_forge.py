@@ -14,7 +14,7 @@ What it does:
 3. `Engine.track_org` of the whole organization (listing, clones 8 at a time, indexing in one worker
    process per CPU, the project), timed from the call to the answer;
 4. a sync cycle in which nothing changed, as `serve` runs it: the organization's listing and the fetch
-   of its repositories (in lanes of one fetch child each) handed to the sync worker processes
+   of its repositories (in lanes, each fetch forked from a fork server) handed to the sync worker processes
    (bot/faces/syncs.py) until done; beside it `git fetch` of every git mirror, 8 at a time;
 5. a report over the whole project (every repository): the first (cold) and the p95 of 20 more,
    in-process; its person-days must equal git's over the same clones (the union of every repository's

@@ -183,7 +183,7 @@ def main() -> int:
                     rows.append(("git fetch of the same push, p50 / p95",
                                  f"{statistics.median(fetches):.2f} s / {pct(fetches, 0.95):.2f} s"
                                  f" (push -> report p50 = {statistics.median(latencies) / statistics.median(fetches):.0f}x"
-                                 " git fetch: the 1 s debounce, a worker's sync and the report poll)"))
+                                 " git fetch: a worker's sync (fetch, index) and the report poll)"))
                     if p95 > 5:
                         problems.append(f"push -> report p95 {p95:.2f} s > 5 s")
                 # -- 3. acks while every repository syncs ------------------------------------------

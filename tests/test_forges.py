@@ -379,7 +379,7 @@ def test_a_repository_that_cannot_be_cloned_fails_alone_and_is_tried_again(forge
     forge.add("acme/web")
     forge.listed.append(StubRepo(99, "acme/missing"))  # listed, but the forge serves no such repository
     forge.add("acme/api", commits=[("cy@acme.example", "2024-03-03")])
-    engine = engine_for(forge, tmp_path, GAD_FORGE_FETCHES="1")  # all three in one fetch child, one after another
+    engine = engine_for(forge, tmp_path, GAD_FORGE_FETCHES="1")  # all three in one lane, one after another
     result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
     assert result.repositories == 2 and [name for name, _ in result.failed] == ["acme/missing"]
     assert "; 1 could not be tracked (acme/missing: " in result.sentence()

@@ -214,8 +214,8 @@ class OrgTracker:
         """List each organization again: track new repositories, rename renamed ones, mark deleted ones gone.
 
         With fetch=True (the periodic sync) every repository of the organization that is due is fetched too,
-        in GAD_FORGE_FETCHES lanes of one fetch child each, and what changed is indexed in worker processes:
-        one fetch child a repository, as a lone sync starts, would cost more than the fetch itself."""
+        in GAD_FORGE_FETCHES lanes (each fetch a child forked from the fork server), and what changed is indexed
+        in worker processes; a repository whose fetch brought nothing is not (Indexer.is_current)."""
         orgs = self.rows.orgs()
         if names is not None:
             wanted = set(names)
@@ -436,7 +436,7 @@ class OrgTracker:
             cloned: list[Future] = [Future() for _ in to_clone]
             for (row, name), future in zip(to_clone, cloned):
                 pending[future] = ("clone", row, name)
-            for lane in range(lanes):  # each lane: one fetch child cloning its share, one repository after another
+            for lane in range(lanes):  # each lane clones its share, one repository after another
                 numbers = list(range(lane, len(to_clone), lanes))
                 clones.submit(_clone_lane, engine.store, [(to_clone[n][0].clone_url, to_clone[n][1]) for n in numbers],
                               [cloned[n] for n in numbers], guard)
@@ -463,7 +463,7 @@ class OrgTracker:
 
 
 def _clone_lane(store, items: list[tuple[str, str]], futures: list[Future], guard) -> None:
-    """Clone `items` (source, name) in one fetch child; each future gets the mirror's path or a MirrorError."""
+    """Clone `items` (source, name) one after another; each future gets the mirror's path or a MirrorError."""
     def done(number: int, path, error: str | None) -> None:
         if error is None:
             futures[number].set_result(path)

@@ -764,7 +764,7 @@ class MirrorStore:
 
     def create_many(self, items: list[tuple[str, str]], done: Callable[[int, Path | None, str | None], None], *,
                     guard: SourcePolicy | None = None) -> None:
-        """Clone a bare mirror of each (network source, name), as `create` does, in one fetch child for all;
+        """Clone a bare mirror of each (network source, name), as `create` does, one after another;
         `done(i, path, None)` or `done(i, None, error)` as each finishes (nothing is left of a failed one)."""
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         staged: list[tuple[int, Path, Path]] = []
