@@ -214,13 +214,27 @@ def json_log():
     logging.getLogger().handlers.clear()
 
 
+def scraped(name: str, **labels: str) -> float:
+    """A sample of what GET /metrics would answer now (bot.metrics.exposition), read with Prometheus' own parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from bot import metrics
+
+    text = metrics.exposition()[0].decode()
+    found = [sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+             if sample.name == name and sample.labels == labels]
+    return found[0] if found else 0.0
+
+
 def test_a_digest_logs_one_completion_line_naming_its_channel(engine, stub, scheduler, json_log):
     subs.subscribe(engine, "C1", Subscribe(("web",)), now=CREATED)
     s = scheduler(clock=Clock(DUE + timedelta(hours=1)))
+    posted = scraped("gad_digests_total", outcome="posted")
     assert [r.state for r in s.sweep()] == ["posted"]
     (line,) = json_log("digest ")
     assert (line["level"], line["channel"], line["outcome"]) == ("INFO", "C1", "posted"), line
     assert 0 <= line["seconds"] < 60 and line["time"].endswith("Z") and len(line["time"]) == 24, line
+    assert scraped("gad_digests_total", outcome="posted") == posted + 1
 
 
 def test_each_sync_logs_one_completion_line_naming_its_repository(engine, json_log):
@@ -230,6 +244,7 @@ def test_each_sync_logs_one_completion_line_naming_its_repository(engine, json_l
     from bot.faces.syncs import SyncQueue
 
     done = []
+    before = {outcome: scraped("gad_syncs_total", outcome=outcome) for outcome in ("ok", "failed")}
     queue = SyncQueue(engine.settings, workers=1, on_done=done.append)
     queue.start()
     try:
@@ -244,3 +259,5 @@ def test_each_sync_logs_one_completion_line_naming_its_repository(engine, json_l
     (failed,) = json_log("sync of repo gone")
     assert (failed["level"], failed["repo"], failed["outcome"]) == ("WARNING", "gone", "failed"), failed
     assert "`gone`" in failed["message"] and failed["seconds"] >= 0, failed
+    assert {outcome: scraped("gad_syncs_total", outcome=outcome) - before[outcome] for outcome in before} == \
+        {"ok": 1, "failed": 1}

@@ -166,6 +166,32 @@ def test_forged_delivery_is_401_with_one_log_line_and_schedules_nothing(site, fo
     assert len(site.log_lines(f"sync of {forge} scheduled")) == scheduled
 
 
+def deliveries_scraped(site: Site) -> dict[tuple[str, str], float]:
+    """gad_webhook_deliveries_total by (forge, status), from serve's GET /metrics, read with Prometheus' parser."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(site.serve.url + "/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {(sample.labels["forge"], sample.labels["status"]): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples
+            if sample.name == "gad_webhook_deliveries_total"}
+
+
+def test_metrics_count_webhook_deliveries_by_forge_and_status(site):
+    """What /metrics says of deliveries (issue 21, part 2): one accepted and one forged delivery, counted as such."""
+    before_push, after_push = site.push("github", "ed", "2026-12-03")
+    body, headers = delivery("github", PUSH["github"](site.repo("github"), before_push, after_push), SECRET,
+                             instance=f"http://127.0.0.1:{site.git.port}")
+    before = deliveries_scraped(site)
+    assert post(site.hook("github"), body, {**headers, "X-Hub-Signature-256": "sha256=" + "0" * 64})[0] == 401
+    assert post(site.hook("github"), body, headers)[0] == 202
+    after = deliveries_scraped(site)
+    changed = {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key, 0)}
+    assert changed == {("github", "401"): 1, ("github", "202"): 1}, (before, after)
+
+
 @pytest.mark.parametrize("forge", list(PATHS))
 def test_a_replayed_delivery_is_refused(site, forge):
     before, after = site.push(forge, "ed", "2026-12-03")
