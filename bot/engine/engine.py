@@ -949,14 +949,19 @@ class Engine:
                       org_table) -> list:
         """One row per release: its range's figures with every other token applied, as `range:` counts them."""
         columns = self.columns_of(repo)
-        size = len(released.union)
+        extras = columns.store.extras
+        if "positions" not in extras:  # each store row's place in the columns: a release's few commits are
+            position = np.full(len(released.union), -1, np.int64)  # marked without a gather of every row
+            position[columns.rows] = np.arange(len(columns.rows))
+            extras["positions"] = position
+        position = extras["positions"]
         touching = self._path_mask(repo, columns, query) if query.paths or query.exclude_paths else None
         wanted = org_table.matching(query.orgs) if query.orgs else None
         out = []
         for release, members in released.shown:
-            by_row = np.zeros(size, bool)
-            by_row[members] = True
-            mask = columns.in_rows(by_row)
+            mask = np.zeros(len(columns.rows), bool)
+            at = position[members]
+            mask[at[at >= 0]] = True
             if touching is not None:
                 mask &= touching
             parts = [col.select(columns, flt, mask)]
