@@ -14,7 +14,7 @@ Measured in one run, on the same machine and load:
   search saves;
 - git: METRIC.md's pipeline (bench_engine.pipeline) run for every row's `PREVIOUS..THIS`, summed; each
   row's active days must equal gad-bot's (any mismatch is printed and fails the run).
-With --write the section between `<!-- bench:releases -->` markers in docs/benchmarks.md is replaced.
+With --write the section between `<!-- bench:releases:COMMITS -->` markers in docs/benchmarks.md is replaced.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from bot.engine.engine import Engine  # noqa: E402
 from bot.engine.query import parse_command  # noqa: E402
 from bot.store import store  # noqa: E402
 
-START, END = "<!-- bench:releases -->", "<!-- /bench:releases -->"
 SAFE_TAG = re.compile(r"^[\w.\-+]+$")  # names passed to the shell pipeline (a real repository's tags are not trusted)
 
 
@@ -62,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
     repo = args.repo.resolve() if args.repo else bench_engine.ensure_repo(args.commits, args.seed)[0]
-    genv = bench_engine.base_env(Path(tempfile.mkdtemp(prefix="home-", dir=bench_engine.WORK)))
+    home = tempfile.TemporaryDirectory(prefix="home-", dir=bench_engine.WORK)
+    genv = bench_engine.base_env(Path(home.name))
     today = date(2026, 1, 1)
     with tempfile.TemporaryDirectory(dir=bench_engine.WORK) as data:
         engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": data}))
@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         if int(out.strip()) != r.totals.active_days:
             mismatches.append(f"{span}: git {out.strip()}, gad-bot {r.totals.active_days}")
     tags = len(subprocess.run(["git", "-C", str(repo), "tag"], capture_output=True, text=True, env=genv).stdout.split())
+    label = repo.name if args.repo else str(args.commits)  # one section per history, so both sizes stay
+    START, END = f"<!-- bench:releases:{label} -->", f"<!-- /bench:releases:{label} -->"
     lines = [
         START,
         f"### by:release ({'`' + repo.name + '`' if args.repo else f'synthetic, {args.commits:,} commits, seed {args.seed}'}, "
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(Indexing the repository first took {track_s:.1f} s; not part of the figures.)",
         END,
     ]
+    home.cleanup()
     text = "\n".join(lines)
     print(text)
     if args.write:
