@@ -319,3 +319,16 @@ def test_the_terminal_table_names_each_rows_start_and_interval(tracked):
     assert ["v1.1.0", "v1.0.2", "2023-03-01", "35", "days", "earlier", "6", "3", "2", "3"] in lines
     assert ["v1.0", "(start)", "2023-01-02", "first", "2", "1", "1", "1"] in lines
     assert ["v1.2.0", "v1.1.0", "2023-05-01", "2.0", "months", "4", "2", "2", "2"] in lines
+
+
+@pytest.mark.parametrize("tokens", ["", "mailmap:off", "bots:on", "author:bob@*", "coauthors:on", "since:2023-02",
+                                    "prereleases:on until:2023-04", "tags:v1.* top:2", "path:file3.txt"])
+def test_every_row_is_what_range_previous_dot_dot_this_answers(tracked, tokens):
+    """Each row equals the report `range:PREVIOUS..THIS` gives with the same tokens (that one is checked
+    against git in tests/test_estimation.py), whatever the other tokens."""
+    report = ask(tracked, f"shop by:release {tokens}")
+    assert report.rows
+    plain = " ".join(t for t in tokens.split() if not t.startswith(("prereleases:", "tags:", "top:")))
+    for row in report.rows:
+        alone = ask(tracked, f"shop range:{row.release.range} {plain}")
+        assert row.totals == alone.totals, (tokens, row.key)
