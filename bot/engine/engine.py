@@ -909,13 +909,19 @@ class Engine:
         repo = repos[0]
         columns = self.columns_of(repo)
         offsets, parents, lookup = self._graph(columns)
-        tags = {name.removeprefix("refs/tags/"): oid for name, oid in self.index.stored_tips(repo.id).items()
-                if name.startswith("refs/tags/")}
-        names = list(tags)
-        rows = lookup.rows_of(np.array([store.key_of(tags[n]) for n in names], np.int64)) if names else []
-        found = releases.releases(dict(zip(names, (int(r) for r in rows))), query.tags, query.prereleases)
-        if not found:
-            raise releases.no_release_error(repo.name, names, query.tags)
+
+        def sorted_releases() -> list:  # 10,000 tags take ~0.15 s to sort by version: once per snapshot
+            tags = {name.removeprefix("refs/tags/"): oid for name, oid in self.index.stored_tips(repo.id).items()
+                    if name.startswith("refs/tags/")}
+            names = list(tags)
+            rows = lookup.rows_of(np.array([store.key_of(tags[n]) for n in names], np.int64)) if names else []
+            found = releases.releases(dict(zip(names, (int(r) for r in rows))), query.tags, query.prereleases)
+            if not found:
+                raise releases.no_release_error(repo.name, names, query.tags)
+            return found
+
+        found = self._masks.get_or_compute(_snapshot_key(columns, "release tags", query.tags, query.prereleases),
+                                           sorted_releases)
         days = columns.store.history.days
         day_of = [from_epoch_day(int(days[t.row])) if days[t.row] != col.BAD_DAY else None for t in found]
         window = releases.window(day_of, query.since, query.until, query.top or MAX_RELEASE_ROWS)
