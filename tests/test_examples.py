@@ -103,3 +103,45 @@ def test_two_releases_on_one_commit_make_no_range():
     assert _releases({"refs/tags/v1.0": one, "refs/tags/v2.0": two, "refs/tags/v2.0.0": two}) == ("v1.0", "v2.0.0")
     assert _releases({"refs/tags/v2.0": two, "refs/tags/v2.0.0": two}) is None  # git would list nothing
     assert _releases({"refs/tags/v1.0": one, "refs/heads/v2.0": two}) is None  # branches are not releases
+
+
+# -- refusals whose example names a repository name a tracked one too ----------------------------------
+
+
+def test_report_help_and_a_query_without_a_repository_name_the_tracked_one(tmp_path):
+    """`gad-bot report --help` and "Name at least one repository, e.g. ..." named `gstreamer/gstreamer` on a
+    gad-bot that tracks `proj` only; with nothing tracked they keep the generic example and create no index."""
+    data = tmp_path / "data"
+    untracked = run("report", "since:2024", data=data)
+    assert untracked.returncode == 2 and "e.g. `gstreamer/gstreamer since:2024-01`" in untracked.stderr
+    assert "gad-bot report gstreamer/gstreamer since:2024-01" in run("report", "--help", data=data).stdout
+    assert not data.exists()  # neither the refusal nor --help created an index to find out
+    repo = RepoBuilder(tmp_path / "proj")
+    repo.commit(email="ann@example.com", date="2024-01-02")
+    assert run("track", str(repo.path), data=data).returncode == 0
+    shown = run("report", "--help", data=data).stdout
+    assert "  gad-bot report proj by:year\n" in shown and "gstreamer" not in shown and "myrepo" not in shown
+    refused = run("report", "since:2024", data=data)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("gad-bot: Name at least one repository, e.g. `proj by:year`; "
+                                      "`gad-bot repos` lists them.")
+
+
+def test_slack_refusals_whose_example_names_a_repository_name_a_tracked_one(tmp_path):
+    """Every refusal that shows a repository as an example (a report, compare, subscribe, untrack, unsubscribe
+    without a name) names one tracked here, through the slash command's real path."""
+    from tests.test_surfaces import Bot, read
+    from tests.slackstub import SlackStub
+
+    with SlackStub() as stub:
+        bot = Bot(tmp_path, stub)  # tracks web (9 commits) and api (2)
+        said = {text: read(bot.slash(text)[0]).removeprefix(":warning: ") for text in
+                ("since:2024", "compare web", "subscribe day:mon", "untrack", "unsubscribe")}
+    assert said["since:2024"] == "Name at least one repository, e.g. `web by:year`; `/gad repos` lists them."
+    assert said["compare web"] == "Name at least two things to compare, e.g. `compare web api since:2023`."
+    assert said["subscribe day:mon"] == ("Name the repositories to subscribe to, e.g. "
+                                         "`/gad subscribe web day:mon time:9am`.")
+    assert said["untrack"] == "Name one repository to untrack, e.g. `untrack web`."
+    assert said["unsubscribe"] == "Name the repositories to unsubscribe from, or `all`, e.g. `unsubscribe web`."
+    for text in said.values():
+        assert not any(made_up in text for made_up in ("gstreamer", "myrepo", "mesa", "linux")), text
