@@ -12,6 +12,9 @@ tries, so with repositories tracked the examples are built from them:
 - `range:` uses the first repository's two newest releases (tags such as v1.10 or 2.0.3, on different
   commits), so that it lists one release's work.
 
+The same names go into `gad-bot report --help` and into refusals whose example names a repository
+("Name at least one repository, e.g. ...": query.NamesAnExample, filled by `name_tracked`).
+
 Every tracked name is already shown to every member of the workspace (`/gad repos`, the Home tab's
 list), and answers are the same in every channel, so naming one in an example reveals nothing a
 member could not see. With nothing tracked the generic examples (`query.EXAMPLES`) stay, and the
@@ -24,7 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .query import EXAMPLES, is_ref_word
+from ..errors import QueryError
+from .query import EXAMPLES, NamesAnExample, is_ref_word
 from .refs import version_key
 
 if TYPE_CHECKING:
@@ -85,3 +89,17 @@ def examples(found: Tracked | None) -> tuple[str, ...]:
         out.append(f"compare {first} {second}")
     out.append(f"subscribe {first} day:mon time:9am")
     return tuple(out)
+
+
+def name_tracked(error: NamesAnExample, found: Tracked | None) -> QueryError:
+    """`error` with tracked names in its example (the first question of `examples`, the two largest
+    repositories), as help shows them; unchanged with nothing tracked, or when its example needs a second
+    repository and one is tracked."""
+    if found is None:
+        return error
+    names = {"question": examples(found)[0], "repo": found.repos[0]}
+    if len(found.repos) > 1:
+        names["other"] = found.repos[1]
+    if not error.placeholders() <= names.keys():
+        return error
+    return QueryError(error.naming(names))

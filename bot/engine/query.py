@@ -313,6 +313,27 @@ EXAMPLES = (
 _REF_NAME = re.compile(r"^[\w][\w.\-/+@]*$")
 
 
+class NamesAnExample(QueryError):
+    """A refusal whose example names repositories: `{repo}`, `{other}` (a second repository) and `{question}`
+    (a whole report question) in its template, made-up ones in its message. The faces put tracked names in
+    (bot.engine.examples.name_tracked), as help does: an example naming an untracked repository answers
+    "unknown repository" to the first thing a newcomer copies."""
+
+    GENERIC = {"repo": "myrepo", "other": "linux:drivers/gpu/drm", "question": EXAMPLES[0]}
+    _PLACEHOLDER = re.compile(r"\{(repo|other|question)\}")
+
+    def __init__(self, template: str, **generic: str):
+        self.template = template
+        super().__init__(self.naming({**self.GENERIC, **generic}))
+
+    def naming(self, names: dict[str, str]) -> str:
+        """The sentence with `names` in its placeholders (one pass: a name is never read as a placeholder)."""
+        return self._PLACEHOLDER.sub(lambda m: names[m[1]], self.template)
+
+    def placeholders(self) -> set[str]:
+        return set(self._PLACEHOLDER.findall(self.template))
+
+
 def is_ref_word(word: str) -> bool:
     """Whether `range:` takes `word` as one end (a ref name of safe characters, no `..`)."""
     return bool(_REF_NAME.match(word)) and ".." not in word
@@ -539,7 +560,7 @@ def parse_query(words: list[str], today: date) -> Query:
                 raise QueryError(f"`format:{value}` is not a format gad-bot writes; use `format:csv`.")
             options["format"] = value.lower()
     if not repos:
-        raise QueryError(f"Name at least one repository, e.g. `{EXAMPLES[0]}`; {command('repos')} lists them.")
+        raise NamesAnExample(f"Name at least one repository, e.g. `{{question}}`; {command('repos')} lists them.")
     if "range" in options and "scope" in seen:
         raise QueryError(f"A range replaces the scope: `range:{seen['range']}` counts what git's "
                          f"`{seen['range']}` lists whatever the branches, so leave out `{seen['scope']}`.")
@@ -632,7 +653,7 @@ def parse_compare(words: list[str], today: date) -> Compare:
                  for span in ([None] if item.range else spans)]
     items = list(dict.fromkeys(items))
     if len(items) < 2:
-        raise QueryError("Name at least two things to compare, e.g. `compare mesa linux:drivers/gpu/drm since:2023`.")
+        raise NamesAnExample("Name at least two things to compare, e.g. `compare {repo} {other} since:2023`.", repo="mesa")
     if len(items) > MAX_COMPARE_ITEMS:
         raise QueryError(f"`compare` takes up to {MAX_COMPARE_ITEMS} items and {len(items)} were given; "
                          f"split them into two comparisons of at most {MAX_COMPARE_ITEMS}.")
@@ -707,7 +728,7 @@ def _parse_subscribe(words: list[str]) -> Subscribe:
             raise QueryError(f"`{key}:` is not a subscription setting; "
                              + (f"did you mean `{close[0]}:`?" if close else "use `day:`, `time:`, `tz:` or `people:`."))
     if not repos:
-        raise QueryError(f"Name the repositories to subscribe to, e.g. {command('subscribe myrepo day:mon time:9am')}.")
+        raise NamesAnExample(f"Name the repositories to subscribe to, e.g. {command('subscribe {repo} day:mon time:9am')}.")
     return Subscribe(repos=tuple(dict.fromkeys(repos)), **options)  # type: ignore[arg-type]
 
 
@@ -741,7 +762,7 @@ def parse_command(text: str, today: date) -> Command:
         return Track(source, name, forks)
     if head == "untrack":
         if len(rest) != 1:
-            raise QueryError("Name one repository to untrack, e.g. `untrack myrepo`.")
+            raise NamesAnExample("Name one repository to untrack, e.g. `untrack {repo}`.")
         return Untrack(_check_repo_word(rest[0]))
     if head == "sync":
         return Sync(tuple(_check_repo_word(w) for w in rest))
@@ -749,7 +770,7 @@ def parse_command(text: str, today: date) -> Command:
         return _parse_subscribe(rest)
     if head == "unsubscribe":
         if not rest:
-            raise QueryError("Name the repositories to unsubscribe from, or `all`, e.g. `unsubscribe myrepo`.")
+            raise NamesAnExample("Name the repositories to unsubscribe from, or `all`, e.g. `unsubscribe {repo}`.")
         return Unsubscribe(tuple(_check_repo_word(w) for w in rest))
     if head == "subscriptions":
         page = 1

@@ -44,7 +44,7 @@ def friendly(command):
         try:
             return command(*args, **kwargs)
         except GadError as error:
-            click.echo(f"gad-bot: {error}", err=True)
+            click.echo(f"gad-bot: {_naming_tracked(error)}", err=True)
             sys.exit(2)
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
@@ -56,6 +56,17 @@ def friendly(command):
             sys.exit(1)
 
     return wrapper
+
+
+def _naming_tracked(error: GadError) -> GadError:
+    """A refusal whose example names a repository, with a tracked one in it (as `gad-bot help` shows)."""
+    from ..engine.query import NamesAnExample
+
+    if not isinstance(error, NamesAnExample):
+        return error
+    from ..engine.examples import name_tracked
+
+    return name_tracked(error, _tracked_for_examples())
 
 
 class _ProgressBar:
@@ -288,13 +299,15 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
 
 def _report_epilog() -> str:
     """Every token with an example, for `gad-bot report --help` (click keeps lines after \\b as they are)."""
+    from ..engine.examples import examples
     from ..engine.periods import PERIOD_FORMS
-    from ..engine.query import EXAMPLES, TOKENS
+    from ..engine.query import TOKENS
     from ..render.text import token_lines
 
     lines = ["\b", "Tokens (any order, after the repository or project names):", *token_lines(TOKENS, 76)]
     lines += ["", f"PERIOD is {PERIOD_FORMS}.", "", "\b", "Examples:"]
-    lines += [f"  gad-bot report {e}" for e in EXAMPLES if not e.startswith(("subscribe", "compare"))]
+    shown = examples(_tracked_for_examples())  # what is tracked here, as `gad-bot help` shows
+    lines += [f"  gad-bot report {e}" for e in shown if not e.startswith(("subscribe", "compare"))]
     lines += ["  gad-bot report . since:2024-01      (the repository you are in, registered in place)"]
     return "\n".join(lines)
 

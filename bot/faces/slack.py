@@ -201,6 +201,8 @@ class SlackFace:
                      extra={"request_id": request_id(command)})
         except QueryError as error:  # the sentence quotes what the user typed: it goes to them, not to the log
             log.info("/gad rejected in the ack (%s)", type(error).__name__, extra={"request_id": request_id(command)})
+            if isinstance(error, q.NamesAnExample):  # its example names a tracked repository, as help does
+                error = examples.name_tracked(error, self._tracked_for_examples())
             text, blocks = kit.error_blocks(str(error))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
