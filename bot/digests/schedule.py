@@ -87,7 +87,8 @@ class DigestScheduler:
     def __init__(self, settings, engine, client_factory: ClientFactory | None = None, *,
                  clock: Callable[[], datetime] = utcnow, scheduler: BackgroundScheduler | None = None,
                  sweep_minutes: float = SWEEP_MINUTES, watch_seconds: float = WATCH_SECONDS, sync: bool = True,
-                 syncer: Callable[[list], object] | None = None, org_syncer: Callable[[list], object] | None = None):
+                 syncer: Callable[[list], object] | None = None, org_syncer: Callable[[list], object] | None = None,
+                 sweeper: Callable[[], object] | None = None):
         """`client_factory` returns a fresh WebClient per call (default: SLACK_API_URL with SLACK_BOT_TOKEN).
 
         `syncer`, when given, is handed the names of the repositories due a sync and syncs them
@@ -95,6 +96,8 @@ class DigestScheduler:
         syncs them itself, one after the other. `org_syncer` is handed the names of the forge
         organizations to list again (serve: the same workers, which tell subscribed channels what
         changed); without it they are listed here, and their changes announced, after the repositories.
+        `sweeper` has the mirrors' leftovers swept before each periodic sync (serve: in a sync worker);
+        without it they are swept here (Engine.sweep_mirrors).
         """
         from .digest import slack_client_factory
 
@@ -108,6 +111,7 @@ class DigestScheduler:
         self.sync_enabled = sync
         self.syncer = syncer
         self.org_syncer = org_syncer
+        self.sweeper = sweeper
         self.scheduler = scheduler or BackgroundScheduler(timezone=timezone.utc)
         self._lock = threading.RLock()
         self._signatures: dict[str, tuple] = {}
@@ -211,7 +215,7 @@ class DigestScheduler:
         from ..store.orgindex import OrgIndex
 
         try:  # a serve that runs for months: what a killed `gad-bot track` or untrack left goes here, not at a restart
-            self.engine.sweep_mirrors()
+            (self.sweeper or self.engine.sweep_mirrors)()
         except Exception:
             log.exception("sweeping the mirrors' leftovers failed")
         try:

@@ -194,7 +194,7 @@ def http_server(application, *, host: str, port: int, threads: int = 16, max_bod
                              servers[0].log_info)
 
 
-def _digests(settings: Settings, engine: Engine, syncer=None, org_syncer=None):
+def _digests(settings: Settings, engine: Engine, syncer=None, org_syncer=None, sweeper=None):
     """The subscriptions face and the scheduler that delivers digests and has repositories synced (by `syncer`)."""
     from ..digests.schedule import DigestScheduler
     from .slack import web_client
@@ -202,7 +202,7 @@ def _digests(settings: Settings, engine: Engine, syncer=None, org_syncer=None):
 
     face = DigestFace(settings, engine)
     scheduler = DigestScheduler(settings, engine, client_factory=lambda: web_client(settings), syncer=syncer,
-                                org_syncer=org_syncer)
+                                org_syncer=org_syncer, sweeper=sweeper)
     face.on_change = scheduler.reload
     return face, scheduler
 
@@ -269,7 +269,8 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
     engine.sweep_mirrors()  # what a killed clone, fetch or untrack left, orphan mirrors included
     sweep_leftovers(settings)
     syncs = SyncQueue(settings)
-    digests, scheduler = _digests(settings, engine, syncer=syncs.sync_due, org_syncer=syncs.sync_orgs_due)
+    digests, scheduler = _digests(settings, engine, syncer=syncs.sync_due, org_syncer=syncs.sync_orgs_due,
+                                  sweeper=syncs.sweep_due)
     hooks = _webhooks(settings, engine, syncs)
     reports = ReportPool(settings, workers=settings.report_workers or None, per_user=settings.reports_per_user)
     try:

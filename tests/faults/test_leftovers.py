@@ -171,3 +171,35 @@ def test_the_periodic_sync_sweeps_orphans_in_a_serve_that_runs_for_months(served
     scheduler = DigestScheduler(engine.settings, engine, lambda: None, syncer=lambda names: len(names))
     scheduler.sync_all()
     assert not api.exists() and mirror_of(data, "web").is_dir()
+
+
+def test_serve_has_a_sync_worker_sweep_not_its_own_threads(served, monkeypatch):
+    """In serve the periodic sync hands the sweep to its sync queue: a worker process lists the mirrors
+    (1.5 s for 200 mirrors with loose objects, benchmarks/bench_sweep.py), not a thread beside the acks."""
+    from bot.digests.schedule import DigestScheduler
+    from bot.faces.syncs import SyncQueue
+
+    data, _ = served
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    api = mirror_of(data, "api")
+    engine.index.remove_repo(engine.repo("api").id)
+
+    def not_here():
+        raise AssertionError("swept in serve's own process")
+
+    monkeypatch.setattr(engine, "sweep_mirrors", not_here)
+    done = []
+    queue = SyncQueue(engine.settings, workers=1, on_done=done.append)
+    queue.start()
+    try:
+        scheduler = DigestScheduler(engine.settings, engine, lambda: None, syncer=queue.sync_due,
+                                    sweeper=queue.sweep_due)
+        scheduler.sync_all()
+        deadline = time.monotonic() + 120
+        while not any(d.job.kind == "sweep" for d in done) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        queue.shutdown()
+    (swept,) = [d for d in done if d.job.kind == "sweep"]
+    assert swept.error is None and swept.result == 1
+    assert not api.exists() and mirror_of(data, "web").is_dir()
