@@ -1,0 +1,53 @@
+"""by:release on an OpenSSH-shaped history, as a new estimator first runs it (issue 20 on issue 19's work).
+
+Tracked for real (openssh-portable, 2026-12), `openssh by:release` sorted V_3_6_1_P1 before V_3_6_P1 (the
+separator `_` compared as text with the suffix `_P`), so V_3_6_P1's row read `V_3_6_1_P2..V_3_6_P1`: a zero,
+a negative interval, and its work counted in the wrong row; and tags that are no releases (PRE_IPV6 of 2000,
+POST_KRB4_REMOVAL of 2003) sat among the V_4 and V_5 rows, so V_5_0_P1 counted everything since 2003. The
+history below has both shapes; expected rows come from `git log PREVIOUS..THIS` (tests/test_estimation.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.gitbuild import RepoBuilder
+from tests.test_cli import run
+from tests.test_estimation import figures, git_records
+
+
+def build_portable(path) -> RepoBuilder:
+    b = RepoBuilder(path)
+    pre = b.commit(name="Damien", email="djm@example.org", date="2000-01-11")
+    b.tag("PRE_IPV6", pre)  # a marker tag of 2000, not a release
+    b.tag("V_3_6_P1", b.commit(name="Damien", email="djm@example.org", date="2003-03-26"))
+    marker = b.commit(name="Ben", email="ben@example.org", date="2003-03-28")
+    b.tag("V_3_6_1_P1", b.commit(name="Ben", email="ben@example.org", date="2003-04-01"))
+    b.tag("V_3_6_1_P2", b.commit(name="Darren", email="dtucker@example.org", date="2003-04-29"))
+    b.tag("POST_KRB4_REMOVAL", marker)  # points into 3.6.1's work
+    b.commit(name="Damien", email="djm@example.org", date="2003-09-10")
+    b.tag("V_3_7_P1", b.commit(name="Darren", email="dtucker@example.org", date="2003-09-16"))
+    b.tag("V_3_7_1_P1", b.commit(name="Ben", email="ben@example.org", date="2003-09-17"))
+    b.tag("AFTER_KRB5_GSSAPI_MERGE", b.commit(name="Damien", email="djm@example.org", date="2003-10-01"))
+    b.tag("V_3_8_P1", b.commit(name="Damien", email="djm@example.org", date="2004-02-24"))
+    return b
+
+
+ROWS = [("V_3_6_P1", "V_3_6_P1"), ("V_3_6_1_P1", "V_3_6_P1..V_3_6_1_P1"), ("V_3_6_1_P2", "V_3_6_1_P1..V_3_6_1_P2"),
+        ("V_3_7_P1", "V_3_6_1_P2..V_3_7_P1"), ("V_3_7_1_P1", "V_3_7_P1..V_3_7_1_P1"),
+        ("V_3_8_P1", "V_3_7_1_P1..V_3_8_P1")]
+
+
+def test_openssh_releases_come_in_their_order_and_marker_tags_are_no_releases(tmp_path):
+    portable = build_portable(tmp_path / "portable")
+    data = tmp_path / "data"
+    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    result = run("report", "openssh", "by:release", "--json", data=data)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert [(r["key"], r["release"]["range"].lstrip(".")) for r in rows] == ROWS
+    for row, (_, revs) in zip(rows, ROWS):
+        assert (row["active_days"], row["developers"], row["commits"]) == figures(git_records(portable, revs)), revs
+        assert row["release"]["interval_days"] is None or row["release"]["interval_days"] > 0, row["key"]
+    # by hand: 3.6.1p1 is Ben's two commits (03-28, 04-01); 3.8p1 is Damien's 10-01 and 02-24
+    assert (rows[1]["active_days"], rows[5]["active_days"]) == (2, 2)
