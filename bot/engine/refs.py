@@ -49,6 +49,9 @@ def is_prerelease(name: str) -> bool:
     return any(_is_prerelease_part(part) for part in parts[1:] if part)
 
 
+_SEPARATORS = ".-_~+"  # between the numbers of a version: `1.2`, `V_9_5`, `1-2`
+
+
 def version_key(name: str) -> tuple:
     """Sorts tag names as versions: v1.9 < v1.10 < v2.0-rc1 < v2.0 < V_2_0_P1 < v2.0.1 (a pre-release before
     its release, any other suffix after it). Text before the first number (`v`, `release-`) only breaks ties,
@@ -58,9 +61,11 @@ def version_key(name: str) -> tuple:
     for part in re.split(r"(\d+)", name[len(prefix):]):
         if part.isdigit():
             key.append((1, int(part), ""))
-        elif part:  # a pre-release word comes before the end of the name, any other text after it
-            key.append((0 if _is_prerelease_part(part) else 2, 0, part))
-    key.append((0.5, 0, ""))  # the end of the name: after pre-release suffixes, before ".1" or "_P1"
+        elif part.strip(_SEPARATORS):  # a pre-release word comes before the end of the name, any other text
+            # after it but before a further number: V_3_6 < V_3_6_P1 < V_3_6_1 (a separator alone is no text:
+            # compared with `_P`, the `_` of V_3_6_1_P1 put 3.6.1p1 before 3.6p1)
+            key.append((0 if _is_prerelease_part(part) else 0.75, 0, part))
+    key.append((0.5, 0, ""))  # the end of the name: after pre-release suffixes, before "_P1" or ".1"
     key.append((3, 0, prefix))
     return tuple(key)
 
