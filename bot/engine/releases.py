@@ -19,9 +19,11 @@ from .refs import is_prerelease, version_key
 
 # A version, perhaps after a word: `v1.2.3`, `1.2`, `V_9_5_P1`, `release-2.0`, `gstreamer-1.22.0`, `v2.0-rc1`.
 # A tag with a `/` (`debian/1.2-1`, a monorepo's `pkg/v1.0`) is another series: `tags:` names it.
-# Letters, `-` and `_`, then a number, then only version characters: no nested repetition, so a hostile tag
-# name is matched in linear time.
-DEFAULT_TAGS = re.compile(r"[A-Za-z_-]*\d[-._~+A-Za-z0-9]*")
+# One word and at most one `-` or `_`, then a number, then only version characters: no nested repetition, so
+# a hostile tag name is matched in linear time. One word only: OpenSSH's markers PRE_IPV6, POST_KRB4_REMOVAL
+# and AFTER_KRB5_GSSAPI_MERGE (two words before their first digit) are no releases, and counted as ones they
+# made V_5_0_P1's row everything since 2003.
+DEFAULT_TAGS = re.compile(r"[A-Za-z]*[-_]?\d[-._~+A-Za-z0-9]*")
 DEFAULT_TAGS_WORDS = "tags that look like versions (`v1.2.3`, `1.2`, `V_9_5_P1`, `release-2.0`; no `/`)"
 
 
