@@ -117,6 +117,13 @@ def test_dockerfile_base_user_volume_healthcheck_cmd():
     assert _exec_form(by_kind["CMD"][-1]) == ["gad-bot", "serve"]
 
 
+def test_the_healthcheck_caveat_of_oci_builds_is_documented_where_images_are_built():
+    """The OCI image format has no HEALTHCHECK: buildah and podman drop it unless told `--format docker`. No
+    container builder runs here, so what is checked is that both places an operator builds from say so."""
+    for text in (DOCKERFILE.read_text(encoding="utf-8"), OPERATIONS.read_text(encoding="utf-8")):
+        assert re.search(r"OCI[^.]*HEALTHCHECK", text, re.S) and "--format docker" in text
+
+
 def test_dockerfile_installs_from_the_lock_only():
     runs = " ".join(args for kw, args in dockerfile_instructions() if kw == "RUN")
     assert re.search(r"pip install --no-deps -r \S*requirements\.lock", runs)
