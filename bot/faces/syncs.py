@@ -112,9 +112,12 @@ class SyncQueue:
     def _relay(self, events) -> None:
         while True:
             try:
-                token, event = events.get()
+                item = events.get()
             except (EOFError, OSError):  # the queue closed at shutdown
                 return
+            if item is None:  # shutdown's last word
+                return
+            token, event = item
             with self._lock:
                 listener = self._listeners.get(token)
             if listener is not None:
@@ -146,6 +149,16 @@ class SyncQueue:
                 if process.is_alive():
                     process.terminate()
             executor.shutdown(wait=True, cancel_futures=True)
+        # The progress queue's two locks are semaphores too: the relay thread, blocked in get(), is told to end
+        # (closing the pipe under it would not wake it), and the queue is closed and let go, so its semaphores are
+        # unregistered now rather than reported leaked by the resource tracker at exit (issue 21).
+        events, self._events = self._events, None
+        if events is not None:
+            events.put(None)
+            for thread in threading.enumerate():
+                if thread.name == "sync-events":
+                    thread.join(timeout=5)
+            events.close()
 
     # -- requests ---------------------------------------------------------------------------------
     def run_command(self, command: Command, on_event: Callable[[object], None] | None = None) -> Future:
