@@ -51,3 +51,21 @@ def test_openssh_releases_come_in_their_order_and_marker_tags_are_no_releases(tm
         assert row["release"]["interval_days"] is None or row["release"]["interval_days"] > 0, row["key"]
     # by hand: 3.6.1p1 is Ben's two commits (03-28, 04-01); 3.8p1 is Damien's 10-01 and 02-24
     assert (rows[1]["active_days"], rows[5]["active_days"]) == (2, 2)
+
+
+def test_a_release_table_cut_to_its_newest_releases_does_not_say_all_history(tmp_path):
+    """`openssh by:release` (the newest 100 of 116 releases) was headed "2GAD 9,874 person-days, all history" while
+    `openssh` alone says 10,232 for all history: the period names the releases counted instead."""
+    portable = build_portable(tmp_path / "portable")
+    data = tmp_path / "data"
+    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    text = run("report", "openssh", "by:release", "top:2", data=data)
+    assert text.returncode == 0, text.stderr
+    # by hand: V_3_7_1_P1 is Ben's 2003-09-17, V_3_8_P1 Damien's 2003-10-01 and 2004-02-24: 3 person-days
+    assert figures(git_records(portable, "V_3_7_P1..V_3_8_P1"))[0] == 3
+    assert text.stdout.splitlines()[0] == "openssh: 2GAD 6 person-days, the newest 2 releases (2003-09-17 to 2004-02-24)"
+    assert "all history" not in text.stdout
+    doc = json.loads(run("report", "openssh", "by:release", "top:2", "--json", data=data).stdout)
+    assert (doc["period"], doc["since"], doc["until"], doc["more_rows"]) == ("the newest 2 releases", None, None, 4)
+    every = json.loads(run("report", "openssh", "by:release", "--json", data=data).stdout)
+    assert (every["period"], every["more_rows"]) == ("all history", 0)  # nothing cut: it is all history
