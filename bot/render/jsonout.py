@@ -73,7 +73,7 @@ def report_to_dict(report: Report) -> dict:
         "commits": t.commits,
         "since": _day(report.since),
         "until": _day(report.until),
-        "period": words.period_words(report.since, report.until),
+        "period": words.asked_period_words(report),
         "scope": report.scope_words,
         "filters": filters_to_dict(report),
         "repos": list(report.repos),

@@ -115,10 +115,20 @@ def span_length(first: date | None, last: date | None) -> str:
     return plural(days, "day") if days < 61 else months_words(span_months(first, last))
 
 
-def report_period_words(report: Report) -> str:
-    """The period of a report: period_words, and for all history the first and last day counted:
-    'all history (2019-03-04 to 2026-11-30)'."""
+def asked_period_words(report: Report) -> str:
+    """period_words of what was asked, except that a by:release table cut to its newest releases counts
+    those, not all history: 'the newest 100 releases', 'the newest 3 releases, since 2020-01-01'."""
     period = period_words(report.since, report.until)
+    if report.by != "release" or not report.more_rows:
+        return period
+    newest = f"the newest {plural(len(report.rows), 'release')}"
+    return newest if report.since is None and report.until is None else f"{newest}, {period}"
+
+
+def report_period_words(report: Report) -> str:
+    """The period of a report: asked_period_words, and without since: or until: the first and last day
+    counted: 'all history (2019-03-04 to 2026-11-30)'."""
+    period = asked_period_words(report)
     if report.since is None and report.until is None and report.first_day and report.last_day:
         days = (report.first_day.isoformat() if report.first_day == report.last_day
                 else f"{report.first_day.isoformat()} to {report.last_day.isoformat()}")
