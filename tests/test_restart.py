@@ -99,6 +99,44 @@ def test_sigterm_with_a_full_queue_answers_everyone_who_was_queued(data, tmp_pat
     assert "leaked semaphore" not in serve.stderr
 
 
+def test_sigterm_with_a_stalled_queue_tells_each_person_and_the_log(data, tmp_path):
+    """Reports now take milliseconds, so a queue drains before a SIGTERM lands: here serve's children are stopped
+    (SIGSTOP) while 20 people ask, so every report is still queued or running when SIGTERM comes with no grace.
+    Each person is told it was cut off, and the log says so: one completion line each, and how many in all."""
+    import os
+    import time
+
+    with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1",
+                                    GAD_SHUTDOWN_GRACE_SECONDS="0") as serve:
+        children = [int(pid) for pid in
+                    open(f"/proc/{serve.proc.pid}/task/{serve.proc.pid}/children").read().split()]
+        assert children, "serve has no worker processes"
+        for pid in children:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            for person in PEOPLE:
+                status, body, _ = serve.post(stub.slash_fields("web by:person", response_name=person, user_id=person))
+                assert status == 200, body
+            serve.proc.send_signal(signal.SIGTERM)
+            time.sleep(1)  # the drain (no grace) decides who is cut off before anything can run
+        finally:
+            for pid in children:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        serve.proc.wait(timeout=30)  # the one SIGTERM is enough
+        code = serve.stop()
+        for person in PEOPLE:
+            (answer,) = stub.wait_for_response(person, timeout=10)
+            text = json.dumps(answer)
+            assert "restarted before your report" in text and "ask again" in text, text
+    assert code == 0, serve.stderr
+    assert len(re.findall(r"report for U0\d\d on 1 names: cut_off in -", serve.stderr)) == 20, serve.stderr
+    assert "shutting down: 20 report(s) did not finish within 0" in serve.stderr, serve.stderr
+    assert "Traceback" not in serve.stderr and "leaked semaphore" not in serve.stderr
+
+
 def test_a_second_serve_on_the_same_data_directory_is_refused(data, tmp_path):
     with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "first") as first:
         assert run_cli("healthcheck", data=data).returncode == 0
