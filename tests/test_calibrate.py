@@ -393,3 +393,30 @@ def test_calibrate_as_a_real_process(team, tmp_path):
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert "line 2: hours '-8' are negative." in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_committer_missing_from_the_timesheet_who_looks_like_a_listed_person_is_pointed_at_the_mailmap(tmp_path):
+    """On openssh-portable a Toggl sheet for djm@mindrot.org and dtucker@dtucker.net read 63 % below the timesheet:
+    their commits as djm@openbsd.org and dtucker@openbsd.org (no mailmap entry) were listed as 'not in the
+    timesheet', with nothing to say they are the same people. An unlisted committer whose address begins as a
+    listed person's does, or whose commits carry a listed person's name, is pointed at that person and the
+    mailmap; anyone else stays 'not in the timesheet'."""
+    b = RepoBuilder(tmp_path / "portable")
+    b.commit(name="Ann Lee", email="ann@corp.com", date="2024-03-04")
+    b.commit(name="ann@upstream.org", email="ann@upstream.org", date="2024-03-05")  # an upstream sync's author
+    b.commit(name="Bob Stone", email="bob@corp.com", date="2024-03-04")
+    b.commit(name="Bob Stone", email="bstone@home.net", date="2024-03-06")
+    b.commit(name="Cy", email="cy@corp.com", date="2024-03-07")
+    hours = ("Email,Date,Hours\nann@corp.com,2024-03-04,8\nann@corp.com,2024-03-05,8\n"
+             "bob@corp.com,2024-03-04,8\nbob@corp.com,2024-03-07,8\n")
+    result = invoke(tmp_path, sheet(tmp_path, hours), str(b.path), "--json")
+    assert result.exit_code == 0, result.output
+    apart = {p["person"]: (p["two_gad"], p["why"]) for p in json.loads(result.stdout)["commits_only"]}
+    assert apart == {
+        "ann@upstream.org": (2, "not in the timesheet; the same person as ann@corp.com, whom it lists? "
+                                "map both addresses to one in .mailmap"),
+        "bstone@home.net": (2, "not in the timesheet; the same person as bob@corp.com, whom it lists? "
+                               "map both addresses to one in .mailmap"),
+        "cy@corp.com": (2, "not in the timesheet")}
+    text = invoke(tmp_path, sheet(tmp_path, hours), str(b.path)).stdout
+    assert "the same person as ann@corp.com, whom it lists?" in " ".join(text.split())
