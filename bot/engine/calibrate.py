@@ -147,6 +147,24 @@ def identities(engine, repos, query: Query) -> Identities:
                       {k: frozenset(v) for k, v in by_name.items()})
 
 
+def _look_alikes(known: Identities, listed: set[str]) -> dict[str, list[str]]:
+    """For each committer, the people the timesheet lists who are likely the same person under another address:
+    the same part before the @ (djm@openbsd.org, djm@mindrot.org: upstream's address beside one's own) or a
+    name their commits share. Only said, never merged: the operator decides, in .mailmap."""
+    by_local: dict[str, set[str]] = {}
+    for person in listed:
+        by_local.setdefault(person.partition("@")[0], set()).add(person)
+    alike: dict[str, set[str]] = {}
+    for persons in known.by_name.values():
+        named = persons & listed
+        for person in persons - listed if named else ():
+            alike.setdefault(person, set()).update(named)
+    for persons in known.by_email.values():
+        for person in persons - listed:
+            alike.setdefault(person, set()).update(by_local.get(person.partition("@")[0], ()))
+    return {person: sorted(people) for person, people in alike.items() if people}
+
+
 def _months(first: date, last: date) -> list[tuple[date, date]]:
     """Calendar months from `first` to `last`, the first and last cut to them."""
     spans = []
@@ -223,7 +241,10 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
     for person in sorted(set(logged) - set(compared)):
         why = "no commit in the span" if person in known.by_email else "is no committer's e-mail here"
         apart[person] = PersonApart(person, sum(logged[person].values()), 0, why)
-    commits_only = sorted((PersonApart(p, 0.0, 2 * n, "not in the timesheet")
+    alike = _look_alikes(known, set(logged))
+    commits_only = sorted((PersonApart(p, 0.0, 2 * n, "not in the timesheet" + (
+                               f"; the same person as {' and '.join(alike[p])}, whom it lists? map both addresses to "
+                               "one in .mailmap" if alike.get(p) else ""))
                            for p, n in overall.items() if p not in logged),
                           key=lambda a: (-a.two_gad, a.person))
     chosen = set(compared)
