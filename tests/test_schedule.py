@@ -216,14 +216,10 @@ def json_log():
 
 def scraped(name: str, **labels: str) -> float:
     """A sample of what GET /metrics would answer now (bot.metrics.exposition), read with Prometheus' own parser."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     from bot import metrics
+    from tests.test_health import samples
 
-    text = metrics.exposition()[0].decode()
-    found = [sample.value for family in text_string_to_metric_families(text) for sample in family.samples
-             if sample.name == name and sample.labels == labels]
-    return found[0] if found else 0.0
+    return samples(metrics.exposition()[0].decode()).get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def test_a_digest_logs_one_completion_line_naming_its_channel(engine, stub, scheduler, json_log):

@@ -168,15 +168,12 @@ def test_forged_delivery_is_401_with_one_log_line_and_schedules_nothing(site, fo
 
 def deliveries_scraped(site: Site) -> dict[tuple[str, str], float]:
     """gad_webhook_deliveries_total by (forge, status), from serve's GET /metrics, read with Prometheus' parser."""
-    import urllib.request
+    from tests.test_health import get, samples
 
-    from prometheus_client.parser import text_string_to_metric_families
-
-    with urllib.request.urlopen(site.serve.url + "/metrics", timeout=10) as response:
-        text = response.read().decode()
-    return {(sample.labels["forge"], sample.labels["status"]): sample.value
-            for family in text_string_to_metric_families(text) for sample in family.samples
-            if sample.name == "gad_webhook_deliveries_total"}
+    status, _, text = get(site.serve.url + "/metrics")
+    assert status == 200, text
+    return {(dict(labels)["forge"], dict(labels)["status"]): value for (name, labels), value in samples(text).items()
+            if name == "gad_webhook_deliveries_total"}
 
 
 def test_metrics_count_webhook_deliveries_by_forge_and_status(site):
