@@ -69,3 +69,22 @@ def test_a_release_table_cut_to_its_newest_releases_does_not_say_all_history(tmp
     assert (doc["period"], doc["since"], doc["until"], doc["more_rows"]) == ("the newest 2 releases", None, None, 4)
     every = json.loads(run("report", "openssh", "by:release", "--json", data=data).stdout)
     assert (every["period"], every["more_rows"]) == ("all history", 0)  # nothing cut: it is all history
+
+
+def test_a_release_tagged_on_its_predecessors_commit_says_why_its_row_is_zero(tmp_path):
+    """openssh-portable tags V_10_0_P1 and V_10_0_P2 on one commit: V_10_0_P2's row was 0 person-days, 0 commits,
+    '0 days', with nothing to say why. A row that is zero because its tag names the previous release's commit
+    says so, in the text and in the JSON notes."""
+    portable = build_portable(tmp_path / "portable")
+    portable.tag("V_3_8_P2", portable.tip("refs/tags/V_3_8_P1"), annotated=True)  # a second tag on one commit
+    data = tmp_path / "data"
+    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    assert portable.git("rev-parse", "V_3_8_P1^{}") == portable.git("rev-parse", "V_3_8_P2^{}")
+    doc = json.loads(run("report", "openssh", "by:release", "--json", data=data).stdout)
+    last = doc["rows"][-1]
+    assert (last["key"], last["release"]["previous"], last["active_days"], last["commits"]) == (
+        "V_3_8_P2", "V_3_8_P1", 0, 0)
+    said = "`V_3_8_P2` names the same commit as `V_3_8_P1`, so its row counts nothing."
+    assert said in doc["notes"]
+    text = run("report", "openssh", "by:release", data=data).stdout
+    assert said in " ".join(text.split())
