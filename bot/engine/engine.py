@@ -65,7 +65,7 @@ class ReleaseRanges:
     shown: list  # (metric.Release, np.ndarray of store rows), oldest version first
     union: np.ndarray  # per store row: in any shown release's range (the report's total counts these)
     more: int  # releases the row limit left out
-    note: str | None = None  # the default branch's commits after the newest release, in no row yet
+    notes: tuple[str, ...] = ()  # rows zero by construction; the default branch's commits in no release yet
 
 
 class Engine:
@@ -695,7 +695,7 @@ class Engine:
         if released is not None:
             rows = self._release_rows(repos[0], query, flt, released, org_table)
             more_rows = released.more
-            notes = (released.note,) if released.note else ()
+            notes = released.notes
         if query.by in ("person", "org", "repo"):
             # the order every face shows (CSV and JSON take rows as they come), and so the rows top:N keeps
             rows.sort(key=table_order)
@@ -940,16 +940,17 @@ class Engine:
                                   day_of[at - 1] if before else None, tag.prerelease),
                           members[at - window.first]))
             union[members[at - window.first]] = True
-        note = None
+        notes = [releases.same_commit_note([(found[at].name, found[at - 1].name) for at in window.shown
+                                            if at and found[at].row == found[at - 1].row])]
         if window.shown and window.shown[-1] == len(found) - 1:  # the newest release is a row
             newest = found[-1]
             after = ((columns.bits & IN_HEAD) != 0) & ~columns.in_rows(self._reach_from_row(columns, newest.row))
             count = int(after.sum())
             if count:
-                note = (f"{count:,} commit{'s' * (count != 1)} on the default branch came after "
+                notes.append(f"{count:,} commit{'s' * (count != 1)} on the default branch came after "
                         f"{literal(newest.name)} and {'are' if count != 1 else 'is'} in no release yet; "
                         f"{literal(f'range:{newest.name}..HEAD')} counts {'them' if count != 1 else 'it'}.")
-        return ReleaseRanges(shown, union, window.more, note)
+        return ReleaseRanges(shown, union, window.more, tuple(n for n in notes if n))
 
     def _release_rows(self, repo: RepoRow, query: Query, flt: col.Filter, released: "ReleaseRanges",
                       org_table) -> list:

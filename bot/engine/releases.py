@@ -74,6 +74,19 @@ def window(days: list, since, until, limit: int) -> Window:
     return Window(shown, max(0, shown[0] - 1) if shown else 0, len(inside) - len(shown))
 
 
+def same_commit_note(pairs: list[tuple[str, str]], most: int = 3) -> str | None:
+    """Rows that are zero because their tag names the previous release's commit (openssh-portable's V_10_0_P2
+    on V_10_0_P1's): said, so that a zero does not read as a release without work. `pairs`: (tag, previous)."""
+    from ..errors import literal
+
+    if not pairs:
+        return None
+    told = [f"{literal(tag)} names the same commit as {literal(previous)}" for tag, previous in pairs[:most]]
+    if len(pairs) > most:
+        told.append(f"{len(pairs) - most:,} more tags on the commit of the release before them")
+    return f"{', and '.join(told)}, so {'its row counts' if len(pairs) == 1 else 'their rows count'} nothing."
+
+
 def no_release_error(repo: str, tag_names: list[str], glob: str | None) -> "QueryError":
     """'`web` has no tags that look like versions; its tags (newest first): ...; name them with `tags:GLOB`'."""
     from ..errors import QueryError, literal
