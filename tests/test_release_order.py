@@ -88,3 +88,21 @@ def test_a_release_tagged_on_its_predecessors_commit_says_why_its_row_is_zero(tm
     assert said in doc["notes"]
     text = run("report", "openssh", "by:release", data=data).stdout
     assert said in " ".join(text.split())
+
+
+def test_a_range_whose_two_ends_are_one_commit_says_so_rather_than_a_bare_zero(tmp_path):
+    """`openssh range:V_10_0_P1..V_10_0_P2` answered 0 person-days, 0 commits, 'no commits' and nothing else: both
+    tags name one commit. The zero says so (git log A..B lists nothing for the same reason)."""
+    portable = build_portable(tmp_path / "portable")
+    portable.tag("V_3_8_P2", portable.tip("refs/tags/V_3_8_P1"))
+    assert portable.git("log", "--format=%H", "V_3_8_P1..V_3_8_P2") == ""
+    data = tmp_path / "data"
+    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    said = ("`V_3_8_P1` and `V_3_8_P2` name the same commit, so `range:V_3_8_P1..V_3_8_P2` lists nothing; "
+            "`openssh by:release` shows each release's own range.")
+    text = run("report", "openssh", "range:V_3_8_P1..V_3_8_P2", data=data)
+    assert text.returncode == 0 and said in " ".join(text.stdout.split())
+    doc = json.loads(run("report", "openssh", "range:V_3_8_P1..V_3_8_P2", "--json", data=data).stdout)
+    assert doc["two_gad"] == 0 and doc["hint"] == said
+    other = json.loads(run("report", "openssh", "range:V_3_7_P1..V_3_8_P1", "--json", data=data).stdout)
+    assert other["hint"] is None and other["active_days"] == 3  # Ben 09-17, Damien 10-01 and 02-24
