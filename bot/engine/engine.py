@@ -775,10 +775,16 @@ class Engine:
             lists = lambda span: any(bool(self._range_mask(r, self.columns_of(r), span).any()) for r in repos)  # noqa: E731
             return not lists(query.range) and lists(swapped)  # empty as asked (not just by the period), full reversed
 
+        def same_commit_range() -> bool:
+            ends = lambda r: {self.resolve_ref(r, self.columns_of(r), name)  # noqa: E731
+                              for name in (query.range.start, query.range.end)}
+            return all(len(ends(r)) == 1 for r in repos)
+
         return why_zero(query, data_ends=from_epoch_day(data_ends) if data_ends is not None else None,
                         reversed_range_counts=reversed_range_counts,
                         organizations=lambda: org_table.names if org_table else [],
-                        authors=lambda: author_zero_words(self.index, repos, query, active))
+                        authors=lambda: author_zero_words(self.index, repos, query, active),
+                        same_commit_range=same_commit_range)
 
     def cocomo_heads(self, repos: Iterable[RepoRow], query: Query) -> list:
         """Where `vs:cocomo` counts lines: each repository's range end, named branch, or default branch head."""

@@ -19,13 +19,15 @@ from .query import Query
 
 def why_zero(query: Query, *, data_ends: date | None, reversed_range_counts: Callable[[], bool],
              organizations: Callable[[], Sequence[str]],
-             authors: Callable[[], str | None] = lambda: None) -> str | None:
+             authors: Callable[[], str | None] = lambda: None,
+             same_commit_range: Callable[[], bool] = lambda: False) -> str | None:
     """The first likely slip behind a zero, as one sentence; None when the zero looks meant.
 
     `data_ends` is the newest commit's day in scope (before the period and filters);
     `reversed_range_counts()` whether `range:A..B` is empty and `range:B..A` is not; `organizations()` the
     names of every organization the index knows; `authors()` where the people `author:` matches did commit,
-    when not in scope (each called only when it can matter)."""
+    when not in scope; `same_commit_range()` whether both ends of `range:A..B` name one commit (each called only
+    when it can matter)."""
     if query.since is not None and data_ends is not None and query.since > data_ends:
         return (f"Nothing can be counted from {query.since.isoformat()} on: the newest commit in scope is from "
                 f"{data_ends.isoformat()}; for that year ask `since:{data_ends.year}`, or leave `since:` out for "
@@ -34,6 +36,10 @@ def why_zero(query: Query, *, data_ends: date | None, reversed_range_counts: Cal
         start, end = query.range.start, query.range.end
         return (f"`range:{start}..{end}` lists what `{end}` added after `{start}`, and that is nothing: `{end}` is "
                 f"the older of the two. Did you mean `range:{end}..{start}`?")
+    if query.range is not None and query.range.start is not None and same_commit_range():
+        start, end = query.range.start, query.range.end
+        return (f"`{start}` and `{end}` name the same commit, so `range:{start}..{end}` lists nothing; "
+                f"`{query.repos[0]} by:release` shows each release's own range.")
     if query.orgs:
         hint = _org_hint(query.orgs, organizations())
         if hint:
