@@ -12,7 +12,7 @@ from rich.text import Text
 from ..engine.calibrate import Calibration, CalibrationRow, PersonApart
 from .chart import DPI, HEIGHT_PX, WIDTH_PX
 from .csvout import cell
-from .text import _render
+from .text import render_parts
 
 LOGGED_COLOUR = "#C77C2E"
 TWO_GAD_COLOUR = "#4A6FA5"
@@ -80,7 +80,7 @@ def render_calibration_text(result: Calibration, *, width: int = 100) -> str:
                       "out of 2GAD.", _apart_table(result.commits_only, "2GAD")]
     parts += ["", f"Read as: {result.export}; logged person-days are hours / {result.hours_per_day:g}; 2GAD counts "
                   f"the compared people only, {result.scope_words}."]
-    return _render(parts, width, color=False)
+    return render_parts(parts, width, color=False)
 
 
 def _row_dict(row: CalibrationRow) -> dict:

@@ -107,7 +107,7 @@ def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
     from rich.table import Table
     from rich.text import Text
 
-    from .text import _render
+    from .text import render_parts
 
     cells = [_cells(r) for r in report.rows]
     names = list(dict.fromkeys(k for c in cells for k in c))
@@ -137,7 +137,7 @@ def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
     notes.add_column(overflow="fold")
     for note in words.compare_footnotes(report):
         notes.add_row("  -", note)
-    return _render([Text(headline(report), style="bold"), "", *body, "", "Notes:", notes], width, False)
+    return render_parts([Text(headline(report), style="bold"), "", *body, "", "Notes:", notes], width, False)
 
 
 def _bar(value: int, top: int, width: int = 10) -> str:

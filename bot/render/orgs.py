@@ -36,7 +36,7 @@ def render_domains_text(rows: Sequence[DomainRow], rules_file: str | None, *, wi
     from rich import box
     from rich.table import Table
 
-    from .text import _render
+    from .text import render_parts
 
     if not rows:
         return "No commits counted, so no domains to show.\n"
@@ -52,4 +52,4 @@ def render_domains_text(rows: Sequence[DomainRow], rules_file: str | None, *, wi
     source = f"rules from {rules_file}" if rules_file else "no rules file (GAD_ORG_FILE is not set)"
     summary = (f"{words.plural(len(rows), 'domain')}: {len(unmatched)} not matched by a domain rule (listed first), "
                f"{len(rows) - len(unmatched)} matched; {source}. Rule format: deploy/orgs.example.")
-    return _render([table, "", summary], width, False)
+    return render_parts([table, "", summary], width, False)

@@ -29,7 +29,7 @@ def _console(width: int, color: bool) -> tuple[Console, io.StringIO]:
     return console, out
 
 
-def _render(parts: Sequence[RenderableType | str], width: int, color: bool) -> str:
+def render_parts(parts: Sequence[RenderableType | str], width: int, color: bool) -> str:
     console, out = _console(width, color)
     for part in parts:
         console.print(Text(part) if isinstance(part, str) else part)
@@ -131,7 +131,7 @@ def render_text(report: Report, *, width: int = 100, color: bool = False) -> str
         for note in notes:
             grid.add_row("  -", note)
         parts += ["", "Notes:", grid]
-    return _render(parts, width, color)
+    return render_parts(parts, width, color)
 
 
 def render_repos_text(rows: Sequence[RepoSummary], *, width: int = 100, color: bool = False) -> str:
@@ -155,7 +155,7 @@ def render_repos_text(rows: Sequence[RepoSummary], *, width: int = 100, color: b
     summary = words.plural(len(rows), "repository", "repositories") + " tracked"
     if failing:
         summary += f", {failing} failing to sync"
-    return _render([table, "", summary], width, color)
+    return render_parts([table, "", summary], width, color)
 
 
 def token_lines(tokens, width: int = 88) -> list[str]:
