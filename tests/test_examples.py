@@ -145,3 +145,28 @@ def test_slack_refusals_whose_example_names_a_repository_name_a_tracked_one(tmp_
     assert said["unsubscribe"] == "Name the repositories to unsubscribe from, or `all`, e.g. `unsubscribe web`."
     for text in said.values():
         assert not any(made_up in text for made_up in ("gstreamer", "myrepo", "mesa", "linux")), text
+
+
+def test_releases_in_the_examples_are_by_releases_own_openssh_style_included(tmp_path):
+    """With openssh-portable tracked, help offered no `range:` and no `by:release` example: its releases
+    (V_10_4_P1, V_10_5_P1) failed the examples' own narrower idea of a release (`v1.2` only). The examples now take
+    releases as by:release does (marker tags and pre-releases left out), from the family of tags most used."""
+    from tests.test_release_order import build_portable
+
+    portable = build_portable(tmp_path / "portable")
+    portable.tag("V_3_9_P1-rc1", portable.commit(name="Ben", email="ben@example.org", date="2004-03-01"))
+    data = tmp_path / "data"
+    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    shown = run("help", data=data).stdout
+    assert "  gad-bot report openssh range:V_3_7_1_P1..V_3_8_P1\n" in shown
+    assert "  gad-bot report openssh by:release\n" in shown
+    assert "PRE_IPV6" not in shown and "KRB" not in shown and "rc1" not in shown
+
+
+def test_the_family_of_tags_most_used_gives_the_range():
+    from bot.engine.examples import _releases
+
+    one, two, three = b"\x01" * 20, b"\x02" * 20, b"\x03" * 20
+    tips = {"refs/tags/V_9_4_P1": one, "refs/tags/V_9_5_P1": two, "refs/tags/release-99.0": three,
+            "refs/tags/POST_KRB4_REMOVAL": three}
+    assert _releases(tips) == ("V_9_4_P1", "V_9_5_P1")  # release-99.0 is another family: no newer for it
