@@ -9,8 +9,10 @@ tries, so with repositories tracked the examples are built from them:
   ties go to the first name;
 - the next largest is the second name of a several-repositories question and of `compare`;
 - a project, when there is one, is asked like a repository;
-- `range:` uses the first repository's two newest releases (tags such as v1.10 or 2.0.3, on different
-  commits), so that it lists one release's work.
+- `range:` uses the first repository's two newest releases (on different commits), so that it lists one
+  release's work, and `by:release` is offered beside it. Releases are by:release's own (bot/engine/releases.py:
+  tags that look like versions, pre-releases and marker tags left out), of the family of tags most used
+  (`v` beside `release-`, `V_` on OpenSSH): one family sorts into one history, mixed ones do not.
 
 The same names go into `gad-bot report --help` and into refusals whose example names a repository
 ("Name at least one repository, e.g. ...": query.NamesAnExample, filled by `name_tracked`).
@@ -24,12 +26,14 @@ faces say how a repository gets tracked.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import QueryError
 from .query import EXAMPLES, NamesAnExample, is_ref_word
-from .refs import version_key
+from .refs import is_prerelease, version_key
+from .releases import is_release_tag
 
 if TYPE_CHECKING:
     from ..store.index import Index
@@ -53,21 +57,25 @@ def tracked(index: "Index") -> Tracked | None:
     return Tracked(repos=tuple(r.name for r in repos), projects=projects, tags=_releases(index.stored_tips(repos[0].id)))
 
 
-_RELEASE = re.compile(r"^v?\d+(\.\d+)*$")  # v2.0, 1.10.3: a release, not a pre-release or another family
-
-
 def _releases(tips: dict[str, bytes]) -> tuple[str, str] | None:
     """The two newest releases by version (v1.9 < v1.10), on different commits: a range that lists a
-    release's work. Tags of other shapes (release-14.2, v2.0-rc1, nightly) are left out: mixed families
-    do not sort into one history."""
+    release's work. Only the family of release tags most used (the text before their first number): tags of
+    another family (release-14.2 beside v2.0) do not sort into one history; pre-releases are left out."""
     by_name = {name.removeprefix("refs/tags/"): target for name, target in tips.items()
                if name.startswith("refs/tags/")}
-    versions = sorted((n for n in by_name if _RELEASE.match(n) and is_ref_word(n)), key=version_key)
-    if not versions:
+    found = [n for n in by_name if is_release_tag(n, None) and not is_prerelease(n) and is_ref_word(n)]
+    families = Counter(_family(n) for n in found)
+    if not families:
         return None
+    family = min(families, key=lambda f: (-families[f], f))
+    versions = sorted((n for n in found if _family(n) == family), key=version_key)
     newest = versions[-1]
     older = [n for n in versions[:-1] if by_name[n] != by_name[newest]]
     return (older[-1], newest) if older else None
+
+
+def _family(tag: str) -> str:
+    return re.match(r"\D*", tag).group()
 
 
 def examples(found: Tracked | None) -> tuple[str, ...]:
@@ -84,6 +92,7 @@ def examples(found: Tracked | None) -> tuple[str, ...]:
         out.append(f"{found.projects[0]} by:repo")
     if found.tags:
         out.append(f"{first} range:{found.tags[0]}..{found.tags[1]}")
+        out.append(f"{first} by:release")
     out.append(f"{first} by:org top:10")
     if second:
         out.append(f"compare {first} {second}")
