@@ -322,8 +322,15 @@ class Engine:
         """What `sweep_mirrors` would remove now (for doctor)."""
         return self.store.leftovers(named=self._named_mirrors)
 
-    def _named_mirrors(self) -> list[Path]:
-        return [repo.mirror_path for repo in self.index.repos() if not repo.in_place]
+    def _named_mirrors(self) -> list[Path] | None:
+        """The mirrors the index names; None when it cannot be read (a damaged index): then nothing is an orphan."""
+        import sqlite3
+
+        try:
+            return [repo.mirror_path for repo in self.index.repos() if not repo.in_place]
+        except sqlite3.DatabaseError as error:
+            log.warning("orphan mirrors are not swept: the index could not be read (%s); run `gad-bot doctor`", error)
+            return None
 
     def untrack(self, name: str) -> None:
         repo = self.repo(name)

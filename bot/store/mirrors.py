@@ -824,7 +824,7 @@ class MirrorStore:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def leftovers(self, named: Callable[[], Iterable[Path]] | None = None) -> list[Path]:
+    def leftovers(self, named: Callable[[], Iterable[Path] | None] | None = None) -> list[Path]:
         """What `sweep` would remove now."""
         with self._creation_lock(fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
             return self._leftovers(named() if named is not None and alone else None)
@@ -850,9 +850,10 @@ class MirrorStore:
                       and os.path.abspath(entry) not in known]
         return found
 
-    def sweep(self, named: Callable[[], Iterable[Path]] | None = None) -> list[Path]:
+    def sweep(self, named: Callable[[], Iterable[Path] | None] | None = None) -> list[Path]:
         """Remove the `leftovers`; orphan mirrors only given `named` (the mirror paths the index names, read once no
-        mirror is being created) and only when no track is creating one now (then they wait for the next sweep)."""
+        mirror is being created; None when they cannot be known) and only when no track is creating one now (then
+        they wait for the next sweep)."""
         with self._creation_lock(fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
             found = self._leftovers(named() if named is not None and alone else None)
             removed: list[Path] = []

@@ -203,3 +203,24 @@ def test_serve_has_a_sync_worker_sweep_not_its_own_threads(served, monkeypatch):
     (swept,) = [d for d in done if d.job.kind == "sweep"]
     assert swept.error is None and swept.result == 1
     assert not api.exists() and mirror_of(data, "web").is_dir()
+
+
+def test_a_damaged_index_makes_no_mirror_an_orphan(served, monkeypatch):
+    """When the index cannot be read, the sweep (serve's start among others) removes temporary files only: every
+    mirror would look like an orphan otherwise, and serve must still start to say the index is damaged."""
+    import sqlite3
+
+    data, _ = served
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    web = mirror_of(data, "web")
+    stale = web / "objects" / "pack" / "tmp_pack_old"
+    stale.write_bytes(b"PACK")
+    aged(stale)
+
+    def damaged():
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(engine.index, "repos", damaged)
+    assert engine.mirror_leftovers() == [stale]
+    assert engine.sweep_mirrors() == [stale]
+    assert web.is_dir() and mirror_of(data, "api").is_dir()
