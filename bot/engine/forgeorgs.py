@@ -169,14 +169,15 @@ class OrgTracker:
         return ForgeClient(token=token, guard=self.engine.policy if guarded else None, progress=said)
 
     def _listing(self, owner: OwnerRef, guarded: bool, progress: OrgProgressFn | None, org: str) -> Listing:
-        check = None
+        check: Callable[[str], str] | None = None
         if guarded:
             from ..store.sources import check_remote_source
 
             policy = self.engine.policy
 
-            def check(url: str) -> str:
+            def check_guarded(url: str) -> str:
                 return check_remote_source(url, policy)
+            check = check_guarded
         return list_owner(owner, self._client(owner, guarded, progress, org),
                           max_repos=self.settings.forge_max_repos, policy_check=check)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from typing import Literal, Union
 
-from ..errors import QueryError, command, did_you_mean, literal, nearest
+from ..errors import QueryError, command, literal, nearest
 from ..metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 

@@ -104,7 +104,7 @@ def unknown_ref_error(repo: str, name: str, tips: dict[str, bytes]) -> QueryErro
         close_tags = sorted((c for c in close if c in tags), key=version_key, reverse=True)
         hint = "nearest: " + ", ".join(literal(c) for c in close_tags + [c for c in close if c not in tags])
     elif tags or branches:
-        shown = [f"tags (newest first) " + ", ".join(literal(t) for t in tags[:6]) + (" ..." if len(tags) > 6 else "")
+        shown = ["tags (newest first) " + ", ".join(literal(t) for t in tags[:6]) + (" ..." if len(tags) > 6 else "")
                  ] if tags else []
         if branches:
             shown.append("branches " + ", ".join(literal(b) for b in branches[:6])

@@ -14,8 +14,12 @@ import fnmatch
 import itertools
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .refs import is_prerelease, version_key
+
+if TYPE_CHECKING:
+    from ..errors import QueryError
 
 # A version, perhaps after a word: `v1.2.3`, `1.2`, `V_9_5_P1`, `release-2.0`, `gstreamer-1.22.0`, `v2.0-rc1`.
 # A tag with a `/` (`debian/1.2-1`, a monorepo's `pkg/v1.0`) is another series: `tags:` names it.
