@@ -106,3 +106,25 @@ def test_a_range_whose_two_ends_are_one_commit_says_so_rather_than_a_bare_zero(t
     assert doc["two_gad"] == 0 and doc["hint"] == said
     other = json.loads(run("report", "openssh", "range:V_3_7_P1..V_3_8_P1", "--json", data=data).stdout)
     assert other["hint"] is None and other["active_days"] == 3  # Ben 09-17, Damien 10-01 and 02-24
+
+
+def test_compare_says_why_an_item_is_zero_as_report_does(tmp_path):
+    """`compare openssh range:V_9_5_P1..V_9_0_P1 range:V_9_0_P1..V_9_5_P1` showed the reversed range as a row of
+    zeros with nothing said, where `report` says it is reversed. Each item's zero sentence is a note of the
+    comparison, naming the item."""
+    portable = build_portable(tmp_path / "portable")
+    data = tmp_path / "data"
+    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    result = run("compare", "openssh", "range:V_3_7_P1..V_3_6_P1", "range:V_3_6_P1..V_3_7_P1", "--json", data=data)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    figures_by_item = {row["item"]: row["active_days"] for row in doc["compare"]}
+    assert figures_by_item == {"openssh@V_3_7_P1..V_3_6_P1": 0,
+                               "openssh@V_3_6_P1..V_3_7_P1": figures(git_records(portable, "V_3_6_P1..V_3_7_P1"))[0]}
+    said = ("openssh@V_3_7_P1..V_3_6_P1: `range:V_3_7_P1..V_3_6_P1` lists what `V_3_6_P1` added after `V_3_7_P1`, "
+            "and that is nothing: `V_3_6_P1` is the older of the two. Did you mean `range:V_3_6_P1..V_3_7_P1`?")
+    assert said in doc["footnotes"]
+    text = run("compare", "openssh", "range:V_3_7_P1..V_3_6_P1", "range:V_3_6_P1..V_3_7_P1", data=data).stdout
+    assert said in " ".join(text.split())
+    assert not any("Did you mean" in n for n in json.loads(run(
+        "compare", "openssh", "range:V_3_6_P1..V_3_7_P1", "range:V_3_7_P1..V_3_8_P1", "--json", data=data).stdout)["footnotes"])
