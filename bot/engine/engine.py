@@ -1085,12 +1085,14 @@ class Engine:
         query = command.query
         as_of = [r.data_as_of for r in reports]
         cocomo_notes = tuple(dict.fromkeys(n for r in reports for n in r.notes if n.startswith(("COCOMO", "vs:cocomo"))))
+        # what a zero probably meant (a reversed range, since: after the data ...), as `report` says it, per item
+        zero_notes = tuple(f"{item.label}: {report.hint}" for item, report in zip(command.items, reports) if report.hint)
         return CompareReport(rows=tuple(rows), since=query.since, until=query.until,
                              scope_words=dataclasses.replace(query, paths=()).words(),
                              range=query.range.token().removeprefix("range:") if query.range else None,
                              vs_cocomo=query.vs_cocomo,
                              data_as_of=min(as_of) if as_of and all(as_of) else None,
-                             notes=cocomo_notes)
+                             notes=zero_notes + cocomo_notes)
 
     def _path_mask(self, repo: RepoRow, columns: col.RepoColumns, query: Query) -> np.ndarray:
         """Which of the columns' commits changed a path under `path:` (and not only under `path:!`)."""
