@@ -180,16 +180,20 @@ def main() -> None:
             from bot.digests.schedule import due_repos
             from bot.store.orgindex import OrgIndex
 
-            queue.start()
             queue.sync_due([r.name for r in due_repos(engine, None, OrgIndex(engine.index).member_repo_ids())])
             queue.sync_orgs_due(["acme"])
             while queue.pending():
                 time.sleep(0.05)
-            queue.shutdown()
 
+        # serve starts its sync workers at boot and keeps them: the first cycle here pays their start
+        # (Python, numpy, an Engine each), the second is the hourly one
+        queue.start()
+        first_seconds, _ = timed(cycle)
         sync_seconds, _ = timed(cycle)
+        queue.shutdown()
         failed = [d for d in done if d.error]
-        print(f"sync cycle: {sync_seconds:.1f} s ({len(done):,} jobs, {len(failed)} failed)", flush=True)
+        print(f"sync cycle: {first_seconds:.1f} s with the workers' start, then {sync_seconds:.1f} s "
+              f"({len(done):,} jobs, {len(failed)} failed)", flush=True)
         assert not failed and sum(r.commits for r in engine.repos()) == args.repos * COMMITS, failed[:3]
 
         def git_fetch(name: str) -> None:
@@ -218,7 +222,8 @@ def main() -> None:
          f"<= 0.15 s a repository: {'met' if per_repo <= 0.15 else 'not met'}"),
         ("`git fetch` of every clone, nothing new, 8 at a time", f"{fetch_seconds:.1f} s", "reference", ""),
         ("a sync cycle, nothing changed (every repository + the listing, in the sync workers)",
-         f"{sync_seconds:.1f} s", f"{sync_seconds / fetch_seconds:.2f}x git fetch",
+         f"{sync_seconds:.1f} s (the first, with the sync workers' start: {first_seconds:.1f} s)",
+         f"{sync_seconds / fetch_seconds:.2f}x git fetch",
          f"<= 60 s: {'met' if sync_seconds <= 60 else 'not met'}"),
         ("report over the whole project, first (cold, fresh Engine)", f"{cold * 1000:.0f} ms",
          f"person-days {report.totals.person_days:,} = git's {expected:,}", ""),
