@@ -420,3 +420,23 @@ def test_a_committer_missing_from_the_timesheet_who_looks_like_a_listed_person_i
         "cy@corp.com": (2, "not in the timesheet")}
     text = invoke(tmp_path, sheet(tmp_path, hours), str(b.path)).stdout
     assert "the same person as ann@corp.com, whom it lists?" in " ".join(text.split())
+
+
+def test_committers_behind_a_name_the_timesheet_logs_but_two_committers_share_are_told_so(tmp_path):
+    """A Harvest sheet (names only) for openssh-portable listed 'Damien Miller' apart as the name of djm@google.com
+    and djm@mindrot.org, and then listed djm@mindrot.org as 'not in the timesheet', as if nobody had logged hours
+    for him. Each committer behind such a name says which name the timesheet logs."""
+    b = RepoBuilder(tmp_path / "sams")
+    b.commit(name="Sam", email="sam@a.example", date="2024-03-04")
+    b.commit(name="Sam", email="sam@b.example", date="2024-03-05")
+    b.commit(name="Cy", email="cy@corp.com", date="2024-03-05")
+    result = invoke(tmp_path, sheet(tmp_path, "Person,Date,Hours\nSam,2024-03-04,8\nSam,2024-03-05,8\n"), str(b.path),
+                    "--json")
+    assert result.exit_code == 0, result.output
+    apart = {p["person"]: (p["two_gad"], p["why"]) for p in json.loads(result.stdout)["commits_only"]}
+    assert apart == {
+        "sam@a.example": (2, "not in the timesheet by e-mail; it logs Sam, the name of this committer and of "
+                             "sam@b.example: log e-mails to tell them apart"),
+        "sam@b.example": (2, "not in the timesheet by e-mail; it logs Sam, the name of this committer and of "
+                             "sam@a.example: log e-mails to tell them apart"),
+        "cy@corp.com": (2, "not in the timesheet")}
