@@ -147,6 +147,18 @@ def identities(engine, repos, query: Query) -> Identities:
                       {k: frozenset(v) for k, v in by_name.items()})
 
 
+def _not_listed_words(person: str, alike: list[str] | None, names: dict[str, frozenset[str]] | None) -> str:
+    """Why a committer is not compared: not in the timesheet, and who there they may be."""
+    if alike:
+        return (f"not in the timesheet; the same person as {' and '.join(alike)}, whom it lists? map both addresses "
+                "to one in .mailmap")
+    if names:
+        name, named = min(names.items())
+        return (f"not in the timesheet by e-mail; it logs {name}, the name of this committer and of "
+                f"{' and '.join(sorted(named - {person}))}: log e-mails to tell them apart")
+    return "not in the timesheet"
+
+
 def _look_alikes(known: Identities, listed: set[str]) -> dict[str, list[str]]:
     """For each committer, the people the timesheet lists who are likely the same person under another address:
     the same part before the @ (djm@openbsd.org, djm@mindrot.org: upstream's address beside one's own) or a
@@ -219,6 +231,7 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
     # who each timesheet person is among the committers; a name two committers share is not guessed
     logged: dict[str, dict[date, float]] = {}  # person -> day -> person-days
     apart: dict[str, PersonApart] = {}
+    shared_names: dict[str, dict[str, frozenset[str]]] = {}  # committer -> a name the sheet logs -> all it names
     for entry in timesheet.days:
         if not first <= entry.day <= last:
             continue
@@ -226,6 +239,8 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
         person_days = entry.hours / hours_per_day
         if len(matches) != 1:
             people = " and ".join(sorted(matches))
+            for person in matches if not entry.is_email else ():
+                shared_names.setdefault(person, {})[entry.person] = matches
             why = ("matches no committer by name" if not matches else
                    f"the mailmap gives this e-mail to {people}" if entry.is_email else
                    f"is the name of {people}; log e-mails to tell them apart")
@@ -242,9 +257,7 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
         why = "no commit in the span" if person in known.by_email else "is no committer's e-mail here"
         apart[person] = PersonApart(person, sum(logged[person].values()), 0, why)
     alike = _look_alikes(known, set(logged))
-    commits_only = sorted((PersonApart(p, 0.0, 2 * n, "not in the timesheet" + (
-                               f"; the same person as {' and '.join(alike[p])}, whom it lists? map both addresses to "
-                               "one in .mailmap" if alike.get(p) else ""))
+    commits_only = sorted((PersonApart(p, 0.0, 2 * n, _not_listed_words(p, alike.get(p), shared_names.get(p)))
                            for p, n in overall.items() if p not in logged),
                           key=lambda a: (-a.two_gad, a.person))
     chosen = set(compared)
