@@ -128,3 +128,27 @@ def test_compare_says_why_an_item_is_zero_as_report_does(tmp_path):
     assert said in " ".join(text.split())
     assert not any("Did you mean" in n for n in json.loads(run(
         "compare", "openssh", "range:V_3_6_P1..V_3_7_P1", "range:V_3_7_P1..V_3_8_P1", "--json", data=data).stdout)["footnotes"])
+
+
+def test_compare_in_a_terminal_never_cuts_a_figure_near_the_tables_width(tmp_path):
+    """`compare openssh range:V_9_0_P1..V_9_5_P1 range:V_9_5_P1..V_10_0_P1` piped (150 columns) printed the busiest
+    month as '2023-03 (2GAD 9…': the table was chosen as fitting when it was a few columns too wide. At every
+    terminal width from well below the table's own to just above it, each figure is whole and no line is wider."""
+    from click.testing import CliRunner
+
+    from bot.faces.cli import cli
+
+    portable = build_portable(tmp_path / "portable")
+    env = {"GAD_DATA_DIR": str(tmp_path / "data")}
+    assert CliRunner().invoke(cli, ["track", str(portable.path), "--name", "openssh"], env=env).exit_code == 0
+    ask = ["compare", "openssh", "range:V_3_6_P1..V_3_7_1_P1", "range:V_3_7_1_P1..V_3_8_P1"]
+    wide = CliRunner().invoke(cli, ask, env={**env, "COLUMNS": "400"}).output
+    table_width = max(len(line) for line in wide.splitlines() if line.startswith("openssh@"))
+    # by hand: V_3_6_P1..V_3_7_1_P1 is Ben 03-28, 04-01, 09-17, Darren 04-29, 09-16, Damien 09-10: 2GAD 12;
+    # its busiest month 2003-09 (Darren 16, Damien 10, Ben 17: 2GAD 6)
+    assert figures(git_records(portable, "V_3_6_P1..V_3_7_1_P1"))[0] == 6
+    for width in range(table_width - 24, table_width + 3):
+        text = CliRunner().invoke(cli, ask, env={**env, "COLUMNS": str(width)}).output
+        assert "…" not in text, width
+        assert "2003-09 (2GAD 6)" in text and "2003-03-28 to 2003-09-17" in text, width
+        assert max(map(len, text.splitlines())) <= width, width
