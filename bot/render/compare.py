@@ -112,7 +112,8 @@ def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
     cells = [_cells(r) for r in report.rows]
     names = list(dict.fromkeys(k for c in cells for k in c))
     columns = {"item": [r.item for r in report.rows]} | {n: [c.get(n, "-") for c in cells] for n in names}
-    needed = sum(max(len(head), *map(len, values)) for head, values in columns.items()) + len(columns) - 1
+    # between two columns: the right padding of one, SIMPLE_HEAD's blank divider, the left padding of the next
+    needed = sum(max(len(head), *map(len, values)) for head, values in columns.items()) + 3 * (len(columns) - 1)
     if needed <= width:
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
         for head in columns:
