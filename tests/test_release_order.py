@@ -10,6 +10,7 @@ history below has both shapes; expected rows come from `git log PREVIOUS..THIS` 
 from __future__ import annotations
 
 import json
+import re
 
 from tests.gitbuild import RepoBuilder
 from tests.test_cli import run
@@ -152,3 +153,26 @@ def test_compare_in_a_terminal_never_cuts_a_figure_near_the_tables_width(tmp_pat
         assert "…" not in text, width
         assert "2003-09 (2GAD 6)" in text and "2003-03-28 to 2003-09-17" in text, width
         assert max(map(len, text.splitlines())) <= width, width
+
+
+def test_release_names_too_long_for_the_table_fold_and_no_figure_is_cut(tmp_path):
+    """Tags of 37 characters (one long product word, then the version) made the terminal's by:release table drop
+    its 2GAD and interval columns, cut the days to '2021…' and the names before their version, so that three
+    releases read as one name three times. Names fold; every figure, day and interval stays whole."""
+    from click.testing import CliRunner
+
+    from bot.faces.cli import cli
+
+    b = RepoBuilder(tmp_path / "long")
+    for year in (1, 2, 3):  # 27 people, one commit each on a day of their own, per release
+        for day in range(1, 28):
+            b.commit(name=f"P{day}", email=f"p{day}@example.com", date=f"202{year}-0{year}-{day:02d}")
+        b.tag(f"enterpriseplatformgatewayservice-{year}.0.0", b.tip("main"))
+    env = {"GAD_DATA_DIR": str(tmp_path / "data")}
+    assert CliRunner().invoke(cli, ["track", str(b.path)], env=env).exit_code == 0
+    text = CliRunner().invoke(cli, ["report", "long", "by:release"], env=env).output
+    assert "…" not in text  # rich's mark of a cut cell: no name, day or figure lost a character
+    table = text[text.index("By release"):text.index("total")]
+    # by hand: each release 27 active days (2GAD 54); tagged on the 27th; 396 and 393 days apart
+    for day, interval in (("2021-01-27", "first"), ("2022-02-27", "13.0 months"), ("2023-03-27", "12.9 months")):
+        assert re.search(rf"{day}\s+{interval}\s+54\s+27\s+27\s+27", table), (day, table)
