@@ -75,12 +75,14 @@ def _breakdown_table(report: Report) -> Table:
                   title_justify="left", caption=cut, caption_justify="left",
                   show_edge=False, pad_edge=False, padding=(0, 1))
     releases = report.by == "release"
-    # tag names are read whole when they fit (a version cut in two reads as two); a very long one still folds
-    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold", no_wrap=releases)
+    # names fold when the table is too wide (rich narrows the columns that may wrap first; a tag name is read whole
+    # whenever the table fits); days, intervals and figures never wrap. Names that may not wrap made rich cut days
+    # to "2021…" and drop the 2GAD column under 37-character tags.
+    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
     if releases:  # the release each row counts from (git's previous..this), the tag's day, the time between
-        table.add_column("from", overflow="fold", no_wrap=True)
+        table.add_column("from", overflow="fold")
         table.add_column("tagged", no_wrap=True)
-        table.add_column("interval")
+        table.add_column("interval", no_wrap=True)
     # a row of by:person is one person: its "developers" would always read 1
     share = report.by == "org"
     figures = ("2GAD", "active days", "commits") if report.by == "person" else \
