@@ -176,3 +176,12 @@ def test_release_names_too_long_for_the_table_fold_and_no_figure_is_cut(tmp_path
     # by hand: each release 27 active days (2GAD 54); tagged on the 27th; 396 and 393 days apart
     for day, interval in (("2021-01-27", "first"), ("2022-02-27", "13.0 months"), ("2023-03-27", "12.9 months")):
         assert re.search(rf"{day}\s+{interval}\s+54\s+27\s+27\s+27", table), (day, table)
+
+
+def test_compare_of_one_repository_by_release_is_told_what_to_ask(tmp_path):
+    """`compare openssh by:release` was told to name two things to compare (another repository), not that compare
+    does not break a history into releases and what to ask instead."""
+    result = run("compare", "openssh", "by:release", data=tmp_path / "data")
+    assert result.returncode == 2
+    assert result.stderr.startswith("gad-bot: `compare` gives one row per item, and `by:release` one row per release "
+                                    "of one repository; ask `openssh by:release`, or set releases side by side")
