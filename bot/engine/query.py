@@ -652,15 +652,15 @@ def parse_compare(words: list[str], today: date) -> Compare:
         items = [item if item.range else replace(item, range=span) for item in items
                  for span in ([None] if item.range else spans)]
     items = list(dict.fromkeys(items))
+    if items and any(token.lower() == "by:release" for token in tokens):  # before the count: one item is the slip
+        raise QueryError(f"`compare` gives one row per item, and `by:release` one row per release of one repository; "
+                         f"ask `{items[0].name} by:release`, or set releases side by side as ranges: "
+                         f"`compare {items[0].name} range:v1.0..v1.1 range:v1.1..v1.2`.")
     if len(items) < 2:
         raise NamesAnExample("Name at least two things to compare, e.g. `compare {repo} {other} since:2023`.", repo="mesa")
     if len(items) > MAX_COMPARE_ITEMS:
         raise QueryError(f"`compare` takes up to {MAX_COMPARE_ITEMS} items and {len(items)} were given; "
                          f"split them into two comparisons of at most {MAX_COMPARE_ITEMS}.")
-    if any(token.lower() == "by:release" for token in tokens):
-        raise QueryError(f"`compare` gives one row per item, and `by:release` one row per release of one repository; "
-                         f"ask `{items[0].name} by:release`, or set releases side by side as ranges: "
-                         f"`compare {items[0].name} range:v1.0..v1.1 range:v1.1..v1.2`.")
     query = parse_query([item.name for item in items] + tokens, today)
     if any(item.range for item in items) and query.scope.kind != "default":
         raise QueryError(f"A range replaces the scope: leave out `{query.scope.token()}` when items have ranges.")
