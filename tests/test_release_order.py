@@ -185,3 +185,21 @@ def test_compare_of_one_repository_by_release_is_told_what_to_ask(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("gad-bot: `compare` gives one row per item, and `by:release` one row per release "
                                     "of one repository; ask `openssh by:release`, or set releases side by side")
+
+
+def test_compare_of_ranges_says_each_item_has_its_own_range_not_all_history(tmp_path):
+    """`compare openssh range:V_9_0_P1..V_9_5_P1 range:V_9_5_P1..V_10_0_P1` was headed '(all history)'; each item
+    counts its own range, and the text headline, the JSON period and each JSON item say so."""
+    portable = build_portable(tmp_path / "portable")
+    data = tmp_path / "data"
+    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    ask = ("compare", "openssh", "range:V_3_6_P1..V_3_7_P1", "range:V_3_7_P1..V_3_8_P1")
+    text = run(*ask, data=data).stdout
+    assert text.splitlines()[0] == ("Side by side: openssh@V_3_6_P1..V_3_7_P1, openssh@V_3_7_P1..V_3_8_P1 "
+                                    "(each item over its own range)")
+    doc = json.loads(run(*ask, "--json", data=data).stdout)
+    assert doc["period"] == "each item over its own range"
+    assert [row["range"] for row in doc["compare"]] == ["V_3_6_P1..V_3_7_P1", "V_3_7_P1..V_3_8_P1"]
+    dated = json.loads(run("compare", "openssh@V_3_6_P1..V_3_7_P1", "openssh@V_3_7_P1..V_3_8_P1", "since:2003-06",
+                           "--json", data=data).stdout)
+    assert dated["period"] == "each item over its own range, since 2003-06-01"
