@@ -267,6 +267,7 @@ class CompareRow:
     busiest_month: str | None  # "2024-03"
     busiest_person_days: int
     cocomo: Cocomo | None = None
+    range: str | None = None  # the item's `range:A..B` ("v1.0..v2.0"), shared or its own; None for its scope
 
     @classmethod
     def from_report(cls, item: str, report: "Report") -> "CompareRow":
@@ -274,7 +275,8 @@ class CompareRow:
         months = [r for r in report.rows if r.totals.person_days]
         busiest = max(months, key=lambda r: r.totals.person_days, default=None)  # first of equals: the earliest
         return cls(item, report.repos, report.totals, report.first_day, report.last_day, len(months),
-                   busiest.key if busiest else None, busiest.totals.person_days if busiest else 0, report.cocomo)
+                   busiest.key if busiest else None, busiest.totals.person_days if busiest else 0, report.cocomo,
+                   report.range)
 
     @property
     def two_gad(self) -> int:

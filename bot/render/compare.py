@@ -13,7 +13,7 @@ from . import words
 COLUMNS = ("item", "repositories", "active_days", "two_gad", "two_gad_person_months", "developers", "commits",
            "first_day", "last_day", "span_months", "active_months", "mean_two_gad_per_active_month",
            "busiest_month", "busiest_month_two_gad", "sloc", "cocomo_person_months", "ratio_two_gad_to_cocomo",
-           "line_counter", "cocomo_mode")
+           "line_counter", "cocomo_mode", "range")
 
 
 def _round(value: float | None, digits: int = 2):
@@ -24,7 +24,7 @@ def row_to_dict(row: CompareRow) -> dict:
     """Every column of one item, JSON types only."""
     c = row.cocomo
     return {
-        "item": row.item, "repositories": list(row.repos), "active_days": row.totals.active_days,
+        "item": row.item, "repositories": list(row.repos), "range": row.range, "active_days": row.totals.active_days,
         "two_gad": row.two_gad, "two_gad_person_months": _round(row.two_gad_person_months),
         "developers": row.totals.developers, "commits": row.totals.commits,
         "first_day": row.first_day.isoformat() if row.first_day else None,
@@ -40,7 +40,7 @@ def row_to_dict(row: CompareRow) -> dict:
 
 def compare_to_dict(report: CompareReport) -> dict:
     return {"compare": [row_to_dict(r) for r in report.rows], "since": words_day(report.since),
-            "until": words_day(report.until), "period": words.period_words(report.since, report.until),
+            "until": words_day(report.until), "period": compare_period_words(report),
             "range": report.range, "scope": report.scope_words, "vs_cocomo": report.vs_cocomo,
             "footnotes": words.compare_footnotes(report),
             "units": {"person_month_days": 19, "person_year_days": 228}}
@@ -92,11 +92,19 @@ def _cells(row: CompareRow) -> dict[str, str]:
     return out
 
 
+def compare_period_words(report: CompareReport) -> str:
+    """What every item counts: 'range v1.0..v2.0', 'each item over its own range' (items with ranges of their
+    own are not all history), or the period; with since:/until: beside a range, both."""
+    ranged = f"range {report.range}" if report.range else \
+        "each item over its own range" if report.rows and all(r.range for r in report.rows) else None
+    period = words.period_words(report.since, report.until)
+    if ranged is None:
+        return period
+    return f"{ranged}, {period}" if report.since or report.until else ranged
+
+
 def headline(report: CompareReport) -> str:
-    what = f"range {report.range}" if report.range else words.period_words(report.since, report.until)
-    if report.range and (report.since or report.until):
-        what += f", {words.period_words(report.since, report.until)}"
-    return f"Side by side: {', '.join(r.item for r in report.rows)} ({what})"
+    return f"Side by side: {', '.join(r.item for r in report.rows)} ({compare_period_words(report)})"
 
 
 def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
