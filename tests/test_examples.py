@@ -170,3 +170,16 @@ def test_the_family_of_tags_most_used_gives_the_range():
     tips = {"refs/tags/V_9_4_P1": one, "refs/tags/V_9_5_P1": two, "refs/tags/release-99.0": three,
             "refs/tags/POST_KRB4_REMOVAL": three}
     assert _releases(tips) == ("V_9_4_P1", "V_9_5_P1")  # release-99.0 is another family: no newer for it
+
+
+def test_sample_answers_in_help_say_they_are_of_the_demo_history_not_something_tracked(tmp_path):
+    """/gad help showed "`/gad demo range:v2.0..v3.0`" under the tracked examples, as a command to copy, on a gad-bot
+    that tracks no `demo`: copied, it answers 'unknown repository'. The sample answers say whose figures they are
+    (true whether or not a `demo` is tracked, as the README suggests)."""
+    from tests.slackstub import SlackStub
+    from tests.test_surfaces import Bot, read
+
+    with SlackStub() as stub:
+        shown = read(Bot(tmp_path, stub).slash("help")[0])
+    title = "What estimation answers look like on the README's demo history (benchmarks/synth.py)"
+    assert f"*{title}*" in shown and f"{title}:" in render_help_text((), None)
