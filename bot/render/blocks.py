@@ -382,7 +382,7 @@ def help_blocks(found: Tracked | None = None) -> tuple[str, list[dict]]:
         section("*2GAD* is Git Active Days x 2: every day a person committed counts as two person-days "
                 "of effort.\n*Report:* " + _fit_escaped(GRAMMAR, 2500)),
         section("*Examples*\n" + examples),
-        section("*What estimation answers look like*\n" + "\n".join(
+        section(f"*{words.SAMPLE_ANSWERS_TITLE}*\n" + "\n".join(
             f"• {code('/gad ' + asked, 200)}\n    {escape_mrkdwn(answer)}" for asked, answer in words.SAMPLE_ANSWERS)),
         context([escape_mrkdwn(words.UNITS_NOTE)]),
     ]

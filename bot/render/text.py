@@ -190,7 +190,7 @@ def render_help_text(commands: Sequence[tuple[str, str]] = (), found: Tracked | 
     if commands:
         usage_width = max(len(u) for u, _ in commands)
         lines += ["", "Commands:", *(f"  {u:<{usage_width}}  {what}" for u, what in commands)]
-    lines += ["", "What estimation answers look like:",
+    lines += ["", f"{words.SAMPLE_ANSWERS_TITLE}:",
               *(f"  {asked}\n    -> {answer.replace('`', '')}" for asked, answer in words.SAMPLE_ANSWERS)]
     lines += ["", words.UNITS_NOTE]
     return "\n".join(lines) + "\n"

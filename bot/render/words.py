@@ -36,6 +36,7 @@ COMPARE_NOTE = ("2GAD counts the effort that reached git in each slice: the days
 
 # What the estimation answers look like, for `help`: real answers on the README's demo history
 # (benchmarks/synth.py --commits 20000; tests/test_estimation_faces.py checks they still are).
+SAMPLE_ANSWERS_TITLE = "What estimation answers look like on the README's demo history (benchmarks/synth.py)"
 SAMPLE_ANSWERS = (
     ("demo range:v2.0..v3.0", "demo: 2GAD 1,706 person-days (7.5 person-years), range v2.0..v3.0: v2.0 (2011-12-28) "
                               "to v3.0 (2012-12-31), 12.1 months; its commits span 18.4 months because 33 older "
