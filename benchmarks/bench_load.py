@@ -467,7 +467,8 @@ def report(rows: list[tuple[str, str]], problems: list[str], args, marker: str, 
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     table = "\n".join(["| measure | result |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
-    section = (f"Measured {stamp} on {machine} by `benchmarks/bench_load.py{options}`"
+    script = Path(sys.argv[0]).name  # bench_webhook.py and bench_org_acks.py report through here too
+    section = (f"Measured {stamp} on {machine} by `benchmarks/{script}{options}`"
                f" (serve over HTTP on loopback, answers to tests/slackstub.py):\n\n{table}\n")
     print()
     print(section)
