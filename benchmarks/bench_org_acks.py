@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -38,18 +37,10 @@ sys.path.insert(0, str(HERE))
 
 from bench_forge import build  # noqa: E402  (the same repositories as the forge benchmark)
 from bench_load import report  # noqa: E402  (the table, printed and written between the markers)
+from bench_webhook import Acker, ms, pct  # noqa: E402  (acks every 50 ms on a thread, as in the webhook storm)
 from tests.faults import Serve, cli_env  # noqa: E402
 from tests.forgestub import ForgeStub, StubRepo  # noqa: E402
 from tests.slackstub import SlackStub  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms"
 
 
 def main() -> int:
@@ -84,24 +75,12 @@ def main() -> int:
                     return seconds
 
                 idle = [ack(f"idle-{i}", i) for i in range(60)]
-                busy: list[float] = []
-                stop = threading.Event()
-
-                def acker() -> None:
-                    i = 0
-                    while not stop.is_set():
-                        busy.append(ack(f"busy-{i}", 1000 + i))
-                        i += 1
-                        time.sleep(0.05)
-
-                thread = threading.Thread(target=acker, daemon=True)
-                thread.start()
-                started = time.perf_counter()
-                track = subprocess.run([sys.executable, "-m", "bot.faces.cli", "track", forge.owner_url("acme")],
-                                       cwd=ROOT, env=cli_env(data, **env), capture_output=True, text=True)
-                tracked = time.perf_counter() - started
-                stop.set()
-                thread.join()
+                with Acker(ack) as acker:
+                    started = time.perf_counter()
+                    track = subprocess.run([sys.executable, "-m", "bot.faces.cli", "track", forge.owner_url("acme")],
+                                           cwd=ROOT, env=cli_env(data, **env), capture_output=True, text=True)
+                    tracked = time.perf_counter() - started
+                busy = acker.seconds
                 print(track.stdout.strip().splitlines()[-1] if track.stdout.strip() else track.stderr[-500:], flush=True)
                 if track.returncode != 0:
                     problems.append(f"track exited {track.returncode}: {track.stderr[-300:]}")

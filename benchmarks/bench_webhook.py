@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -61,6 +62,30 @@ def pct(values: list[float], q: float) -> float:
 
 def ms(seconds: float) -> str:
     return f"{1000 * seconds:.0f} ms"
+
+
+class Acker:
+    """While the block runs, `ack(label, person)` every 50 ms on a thread, a new person each (one person's
+    fourth report at once would be refused: GAD_REPORTS_PER_USER); `seconds` holds the ack times."""
+
+    def __init__(self, ack: Callable[[str, int], float]):
+        self.ack, self.seconds, self._stop = ack, [], threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            self.seconds.append(self.ack(f"busy-{i}", 1000 + i))
+            i += 1
+            time.sleep(0.05)
+
+    def __enter__(self) -> "Acker":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _stream(r: int, commits: int) -> bytes:
@@ -206,16 +231,7 @@ def main() -> int:
                     after = str(upstream.commit(name="Storm", email="storm@acme.example", date="2026-12-02"))
                     deliveries.append(delivery("github", github_push(ForgeRepo(forge, f"acme/{name}"), before, after),
                                                SECRET))
-                busy: list[float] = []
                 hook_answers: list[float] = []
-                stop = threading.Event()
-
-                def acker() -> None:
-                    i = 0
-                    while not stop.is_set():
-                        busy.append(ack(f"busy-{i}", 1000 + i))
-                        i += 1
-                        time.sleep(0.05)
 
                 def send(item) -> None:
                     sent = time.perf_counter()
@@ -224,19 +240,17 @@ def main() -> int:
                     if status != 202:
                         problems.append(f"a storm webhook was answered {status}")
 
-                thread = threading.Thread(target=acker, daemon=True)
-                thread.start()
-                storm = time.perf_counter()
-                with ThreadPoolExecutor(8) as senders:
-                    list(senders.map(send, deliveries))
-                synced_all = None
-                while time.perf_counter() - storm < 600:
-                    if db.execute("SELECT sum(commits) FROM repos").fetchone()[0] >= total_before + args.repos:
-                        synced_all = time.perf_counter() - storm
-                        break
-                    time.sleep(0.1)
-                stop.set()
-                thread.join()
+                with Acker(ack) as acker:
+                    storm = time.perf_counter()
+                    with ThreadPoolExecutor(8) as senders:
+                        list(senders.map(send, deliveries))
+                    synced_all = None
+                    while time.perf_counter() - storm < 600:
+                        if db.execute("SELECT sum(commits) FROM repos").fetchone()[0] >= total_before + args.repos:
+                            synced_all = time.perf_counter() - storm
+                            break
+                        time.sleep(0.1)
+                busy = acker.seconds
                 db.close()
                 fetch_all = sum(git_fetch_seconds(copies / f"{name}.git") for name in names)
                 rows.append((f"acks on the idle server, p50 / p95 / max of {len(idle)}",
