@@ -135,3 +135,93 @@ def test_when_only_admins_may_subscribe_a_member_is_told_in_the_modal(tmp_path, 
 
     time.sleep(0.5)
     assert subs.get(bot.engine.index, "C555") is None and stub.calls_to("chat.postMessage") == []
+
+
+# -- under serve: the forms take their turn in the report workers (bot/faces/workers.py) --------------------
+
+def computes_for_ever(job):
+    """A report that never ends (in a worker process: the pool's time limit has to stop it)."""
+    import time
+
+    while True:
+        time.sleep(1)
+
+
+def waits_for_the_gate(job):
+    """A report that answers once the file named by GAD_TEST_GATE exists (set before the pool starts)."""
+    import os
+    import time
+    from pathlib import Path
+
+    from bot.faces.workers import ReportAnswer
+
+    while not Path(os.environ["GAD_TEST_GATE"]).exists():
+        time.sleep(0.01)
+    return ReportAnswer(f"answered {job.query_text} for {job.user}", [])
+
+
+@pytest.fixture
+def pools():
+    started = []
+    yield started
+    for pool in started:
+        pool.shutdown()
+
+
+def served(bot, pools, **pool_args):
+    """`bot` as `serve` runs it: report workers, and a serving Engine that has loaded nothing yet."""
+    from bot.engine.engine import Engine
+    from bot.faces.slack import build_app
+    from bot.faces.workers import ReportPool
+
+    pool = ReportPool(bot.settings, **pool_args)
+    pool.start()
+    pools.append(pool)
+    bot.engine = Engine.open(bot.settings)
+    bot.app, bot.face = build_app(bot.settings, bot.engine, reports=pool, socket_mode=False, today=lambda: TODAY)
+    return pool
+
+
+def test_a_modal_compare_is_answered_by_a_report_worker_not_by_serve(bot, stub, pools):
+    from tests.gitbuild import oracle_gad
+
+    served(bot, pools, workers=1)
+    assert submit(bot, press(bot, "gad_home_compare"), {"names": ["web", "api"], "where": "C777"}) == {}
+    message = posted(bot)
+    assert message["channel"] == "C777"
+    web, api = 2 * oracle_gad(bot.web.path), 2 * oracle_gad(bot.api.path)
+    assert (web, api) == (16, 4)  # as tests/test_surfaces.py works them out by hand
+    assert message["text"].startswith(f"Side by side: web, api (all history): web 2GAD {web}; api 2GAD {api}")
+    assert "gad_share" not in json.dumps(message)  # posted for everyone already
+    assert bot.engine._cache == {}  # the serving process computed nothing: it never loaded a repository
+
+
+def test_a_modal_report_past_its_time_tells_the_person_where_its_answer_was_to_go(bot, stub, pools):
+    served(bot, pools, workers=1, runner=computes_for_ever, timeout=1)
+    assert submit(bot, press(bot, "gad_home_report"), {"names": ["web"], "where": "C777"}) == {}
+    message = posted(bot)
+    assert message["channel"] == "U123"  # failures go to the person's DM, not to the channel
+    assert message["text"].startswith("Your question for <#C777> was still computing after 1 s, so gad-bot "
+                                      "stopped it")
+    assert read(message).count(".") == 1 and "<#C777>" in read(message)  # one sentence, the channel a link
+    assert [c.args["channel"] for c in stub.calls_to("chat.postMessage")] == ["U123"]
+
+
+def test_the_per_person_limit_applies_to_the_forms_and_a_waiting_form_says_where_it_stands(
+        bot, stub, pools, tmp_path, monkeypatch):
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("GAD_TEST_GATE", str(gate))
+    served(bot, pools, workers=1, per_user=1, runner=waits_for_the_gate)
+    modal = press(bot, "gad_home_report")
+    assert submit(bot, modal, {"names": ["web"], "where": "C777"}) == {}  # a worker takes it at once
+    refused = submit(bot, modal, {"names": ["api"]})
+    assert refused == {"response_action": "errors", "errors": {"names": (
+        "You already have 1 questions waiting or computing (at most 1 at a time); wait for some of them to be "
+        "answered, then ask again.")}}  # the modal stays open with the pool's sentence
+    queued = submit(bot, press(bot, "gad_home_compare", user="U456"), {"names": ["web", "api"]}, user="U456")
+    assert queued["response_action"] == "update"
+    assert read(queued["view"]) == (":hourglass_flowing_sand: Queued: 1 report ahead of yours. I will post the "
+                                    "answer in your direct messages with gad-bot.")
+    gate.touch()
+    answers = {m.args["channel"]: m.args["text"] for m in stub.wait_for("chat.postMessage", count=2, timeout=15)}
+    assert answers == {"C777": "answered web for U123", "U456": "answered compare web api for U456"}

@@ -6,6 +6,12 @@ the grammar (bot/engine/query.py), field by field: the first field whose additio
 refuses gets the grammar's sentence next to it (`response_action: errors`) and the modal stays
 open. A valid form closes, and the answer, rendered as for `/gad`, goes to the chosen channel or to
 the person's DM with gad-bot.
+
+Under `serve` (with report workers) a report or compare form is queued in the submission's ack,
+like `/gad`: it takes its turn in bot/faces/workers.py with everyone's slash commands, under the
+same time limit and per-person limit (refused: the sentence next to the repository field, the
+modal open). A form that must wait shows where it stands; its failures go to the person's DM.
+Without workers it is computed in Bolt's lazy listener.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from ..errors import PermissionDeniedError, QueryError, UnknownRepoError
 from ..render import blocks as kit
 from ..render import modals as ui
 from .failures import answered_failures
+from .workers import BusyError, ReportAnswer, ReportJob, ReportPool, queued_words
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +89,11 @@ def _ref_token(value: str | None) -> str | None:
 
 class ModalsFace:
     def __init__(self, settings: Settings, engine, digests, today: Callable[[], date], *,
-                 require_admin: Callable[[WebClient, str, str], None], user_tz: Callable[[WebClient, str], str | None]):
+                 require_admin: Callable[[WebClient, str, str], None], user_tz: Callable[[WebClient, str], str | None],
+                 reports: ReportPool | None = None):
         self.settings, self.engine, self.digests, self.today = settings, engine, digests, today
         self.require_admin, self.user_tz = require_admin, user_tz
+        self.reports = reports  # serve's report workers; None: answers are computed here, in Bolt's threads
 
     def register(self, app) -> None:
         for action_id, view in ((kit.HOME_REPORT, ui.report_modal), (kit.HOME_COMPARE, ui.compare_modal),
@@ -165,11 +174,40 @@ class ModalsFace:
             return
         ack()
 
-    def check_report(self, ack, view) -> None:
-        self._ack(ack, lambda: self._form(view, "report"))
+    def check_report(self, ack, body, client: WebClient) -> None:
+        self._check_answer(ack, body, client, "report")
 
-    def check_compare(self, ack, view) -> None:
-        self._ack(ack, lambda: self._form(view, "compare"))
+    def check_compare(self, ack, body, client: WebClient) -> None:
+        self._check_answer(ack, body, client, "compare")
+
+    def _check_answer(self, ack, body: dict, client: WebClient, kind: str) -> None:
+        """Check the form; with workers also queue it here, as `/gad` does, and say where it stands."""
+        if self.reports is None:
+            self._ack(ack, lambda: self._form(body["view"], kind))
+            return
+        try:
+            text, parsed, where = self._form(body["view"], kind)
+        except FormError as error:
+            ack(response_action="errors", errors={error.block: error.sentence[:500]})
+            return
+        user = body.get("user", {}).get("id", "")
+        compare = parsed if kind == "compare" else None
+        job = ReportJob(parsed.query, text, user, self.today(), compare=compare, public=True, channel=where)
+        try:
+            ahead = self.reports.submit(job, lambda answer: self._deliver(answer, client, user, where))
+        except BusyError as error:  # the modal stays open with the sentence: nothing was queued
+            log.info("a modal's %s refused: the queue is full for this user or for everyone", kind)
+            ack(response_action="errors", errors={ui.NAMES: str(error)[:500]})
+            return
+        waiting = queued_words(ahead, self.reports.workers)
+        if waiting is None:
+            ack()
+            return
+        ack(response_action="update", view=ui.queued_modal(waiting, where))
+
+    def _deliver(self, answer: ReportAnswer, client: WebClient, user: str, where: str | None) -> None:
+        """A worker's answer where the form said; a failure (its sentence names the channel) to the DM."""
+        self._post(client, user, None if answer.failed else where, answer.text, answer.blocks)
 
     def _subscribe_form(self, view: dict):
         values = _values(view)
@@ -215,6 +253,8 @@ class ModalsFace:
         client.chat_postMessage(channel=user, text=text, blocks=blocks, unfurl_links=False, unfurl_media=False)
 
     def _answer(self, body: dict, client: WebClient, kind: str) -> None:
+        if self.reports is not None:
+            return  # queued for a worker in the ack
         user = body.get("user", {}).get("id", "")
         with answered_failures(lambda text, blocks: self._post(client, user, None, text, blocks), "answering a modal"):
             try:

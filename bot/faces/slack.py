@@ -45,7 +45,7 @@ from .links import LinksFace
 from .modals import ModalsFace
 from .workflow import WorkflowStep
 from .slacktext import decode
-from .workers import BusyError, ReportAnswer, ReportJob, ReportPool
+from .workers import BusyError, ReportAnswer, ReportJob, ReportPool, queued_words
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ class SlackFace:
         LinksFace(self.settings, self.engine, self.today, self.ask_privately).register(app)
         WorkflowStep(self.engine, self.today).register(app)
         ModalsFace(self.settings, self.engine, self.digests, self.today, require_admin=self._require_admin,
-                   user_tz=self._user_tz).register(app)
+                   user_tz=self._user_tz, reports=self.reports).register(app)
         app.error(self.on_error)
 
     def ack_command(self, ack, command, respond, client) -> None:
@@ -256,10 +256,10 @@ class SlackFace:
                      extra={"request_id": request_id(command)})
             ack(*kit.error_blocks(str(error)), response_type="ephemeral")
             return
-        if ahead < self.reports.workers:
+        waiting = queued_words(ahead, self.reports.workers)
+        if waiting is None:
             ack()
             return
-        waiting = f"{ahead:,} {'report' if ahead == 1 else 'reports'} ahead of yours"
         ack(text=f"Queued: {waiting}. I will answer here.", response_type="ephemeral",
             blocks=[kit.context([f":hourglass_flowing_sand: Queued: {waiting}. I will answer here."])])
 

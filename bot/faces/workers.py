@@ -72,6 +72,9 @@ class ReportJob:
     csv: bool = False  # also render the CSV attachment
     compare: Compare | None = None  # a `compare ...`: `query` is its shared query, the items are here
     share_id: str | None = None  # the id its Share button carries (the face keeps the answer under it)
+    public: bool = False  # posted for everyone by its face (a Home modal's answer to a channel): no Share button
+    channel: str | None = None  # a Home modal's answer goes to this channel, its failures to the person's DM:
+    #                             a timeout's or cut-off's sentence names the channel
 
 
 @dataclass(frozen=True)
@@ -96,10 +99,18 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def timeout_sentence(seconds: int) -> str:
-    return (f"Your question was still computing after {seconds:,} s, so gad-bot stopped it to keep answering "
+def timeout_sentence(seconds: int, channel: str | None = None) -> str:
+    question = f"Your question for <#{channel}>" if channel else "Your question"
+    return (f"{question} was still computing after {seconds:,} s, so gad-bot stopped it to keep answering "
             "everyone else; narrow it (a shorter `since:`, a `path:`, fewer repositories or no `vs:cocomo`) "
             "and ask again.")
+
+
+def queued_words(ahead: int, workers: int) -> str | None:
+    """Where a new report stands ("3 reports ahead of yours"), or None when a worker takes it at once."""
+    if ahead < workers:
+        return None
+    return f"{ahead:,} {'report' if ahead == 1 else 'reports'} ahead of yours"
 
 
 class ReportPool:
@@ -293,7 +304,7 @@ class ReportPool:
         if self._closed:
             return None
         if outcome is _Worker.TIMED_OUT:
-            return _failure(timeout_sentence(int(self.timeout)))
+            return _failure(timeout_sentence(int(self.timeout), job.channel), channel=job.channel)
         return _failure("The report stopped unexpectedly on gad-bot's side (a worker process ended); "
                         "ask again, and tell the operator if it happens again.")
 
@@ -395,7 +406,9 @@ def _completed(job: ReportJob, outcome: str, seconds: float | None) -> None:
 
 def cut_off(job: ReportJob) -> ReportAnswer:
     """What a person is told when a restart stops their report before it is done."""
-    return _failure(f"gad-bot restarted before your report `{job.query_text[:200]}` was done; ask again in a minute.")
+    where = f" for <#{job.channel}>" if job.channel else ""
+    return _failure(f"gad-bot restarted before your report `{job.query_text[:200]}`{where} was done; "
+                    "ask again in a minute.", channel=job.channel)
 
 
 def _deliver(deliver: Callable[[ReportAnswer], None], answer: ReportAnswer) -> None:
@@ -405,10 +418,10 @@ def _deliver(deliver: Callable[[ReportAnswer], None], answer: ReportAnswer) -> N
         log.exception("delivering a report failed")
 
 
-def _failure(sentence: str, reference: str | None = None) -> ReportAnswer:
+def _failure(sentence: str, reference: str | None = None, *, channel: str | None = None) -> ReportAnswer:
     from ..render import blocks as kit
 
-    text, blocks = kit.error_blocks(sentence, reference)
+    text, blocks = kit.error_blocks(sentence, reference, channels=(channel,) if channel else ())
     return ReportAnswer(text, blocks, failed=True)
 
 
@@ -469,7 +482,7 @@ def run_report(job: ReportJob) -> ReportAnswer:
             report = _engine.report(job.query, job.today)  # type: ignore[union-attr]
         except UnknownRepoError as error:
             raise explain_unknown(error, job.query_text) from None
-        public = job.shared_by is not None or job.query.public
+        public = job.public or job.shared_by is not None or job.query.public
         text, blocks = kit.report_blocks(report, job.query_text, shared_by=job.shared_by, public=public,
                                          share_id=job.share_id)
         if job.csv:
@@ -495,7 +508,7 @@ def _run_compare(job: ReportJob) -> ReportAnswer:
     from ..render.compare import compare_blocks, compare_to_csv
 
     report = _engine.compare(job.compare, job.today)  # type: ignore[union-attr]
-    public = job.shared_by is not None or job.query.public
+    public = job.public or job.shared_by is not None or job.query.public
     text, blocks = compare_blocks(report, job.query_text, shared_by=job.shared_by, public=public,
                                   share_id=job.share_id)
     if job.csv:

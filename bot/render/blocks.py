@@ -34,6 +34,7 @@ CSV_HINT = "use `format:csv` for all"
 
 _NOTE_ROOM = 200  # kept free at the end of a section for a "… and N more" line
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 _SPACES = re.compile(r"\s+")
 
 
@@ -353,18 +354,25 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
 # -- other messages ---------------------------------------------------------------------------
 
 
+def channel_link(channel_id: str) -> str:
+    """`<#C...>` (Slack shows the channel's name) for a channel id, anything else quoted as code."""
+    return f"<#{channel_id}>" if _CHANNEL_ID.match(channel_id) else code(channel_id, 100)
+
+
 def error_blocks(message: str, reference: str | None = None, *,
-                 mentions: Sequence[str] = ()) -> tuple[str, list[dict]]:
+                 mentions: Sequence[str] = (), channels: Sequence[str] = ()) -> tuple[str, list[dict]]:
     """A one-sentence error (its backticks kept as formatting) and an optional reference id.
 
     `<@U...>` for the user ids in `mentions` (the operator's GAD_ADMINS, never typed text) stay
-    mentions, so the reader sees names; any other `<...>` is escaped.
+    mentions, so the reader sees names; `<#C...>` for the channel ids in `channels` (a channel
+    Slack's own form returned) stay channel links; any other `<...>` is escaped.
     """
     text, fallback = _prose(message, SECTION_LIMIT - len(":warning: ")), _fallback(message)
-    for user in mentions:
-        if _USER_ID.match(user):  # in the notification text too: Slack shows it as a name there as well
-            text = text.replace(f"&lt;@{user}&gt;", f"<@{user}>")
-            fallback = fallback.replace(f"&lt;@{user}&gt;", f"<@{user}>")
+    links = [f"@{user}" for user in mentions if _USER_ID.match(user)]
+    links += [f"#{channel}" for channel in channels if _CHANNEL_ID.match(channel)]
+    for link in links:  # in the notification text too: Slack shows it as a name there as well
+        text = text.replace(f"&lt;{link}&gt;", f"<{link}>")
+        fallback = fallback.replace(f"&lt;{link}&gt;", f"<{link}>")
     blocks = [section(f":warning: {text}")]
     if reference:
         blocks.append(context([f"Reference: {code(reference)}"]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .blocks import code, plain, section
+from .blocks import channel_link, code, escape_mrkdwn, plain, section
 
 MODAL_REPORT = "gad_modal_report"
 MODAL_COMPARE = "gad_modal_compare"
@@ -106,6 +106,14 @@ def digests_modal(lines: Sequence[str]) -> dict:
     text = "\n".join(lines) if lines else ("None of your channels has a weekly digest yet; *Subscribe a channel* "
                                            "on the Home tab starts one.")
     return _modal("gad_modal_digests", "Digests of my channels", [section(text)], submit=None)
+
+
+def queued_modal(waiting: str, channel: str | None) -> dict:
+    """What a submitted form shows while its answer waits its turn (`waiting`: "3 reports ahead of yours")."""
+    place = channel_link(channel) if channel else "your direct messages with gad-bot"
+    return _modal("gad_modal_queued", "Queued",
+                  [section(f":hourglass_flowing_sand: Queued: {escape_mrkdwn(waiting)}. I will post the answer in {place}.")],
+                  submit=None)
 
 
 def name_options(names: Sequence[str], typed: str) -> dict:
