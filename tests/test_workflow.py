@@ -98,3 +98,56 @@ def test_the_manifest_declares_the_step_as_it_runs(app, stub):
     assert set(step["output_parameters"]) == set(outputs)
     assert "function_executed" in manifest["settings"]["event_subscriptions"]["bot_events"]
     assert manifest["settings"]["org_deploy_enabled"] is True and manifest["settings"]["function_runtime"] == "remote"
+
+
+# -- under serve: the step's report takes its turn in the report workers (bot/faces/workers.py) --------------
+
+@pytest.fixture
+def pools():
+    started = []
+    yield started
+    for pool in started:
+        pool.shutdown()
+
+
+def served(tmp_path, stub, pools, **pool_args):
+    """The app as `serve` runs it: one report worker, and a serving Engine that has loaded nothing yet."""
+    from bot.faces.workers import ReportPool
+
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
+    indexer = Engine.open(settings)
+    web = build(tmp_path / "web", WEB)
+    indexer.track(str(web.path), "web")
+    indexer.index.close()
+    engine = Engine.open(settings)
+    pool = ReportPool(settings, workers=1, **pool_args)
+    pool.start()
+    pools.append(pool)
+    app, _ = build_app(settings, engine, reports=pool, socket_mode=False, today=lambda: TODAY)
+    return app, engine, web
+
+
+def test_under_serve_the_step_is_answered_by_a_report_worker(tmp_path, stub, pools):
+    from tests.gitbuild import oracle_gad
+
+    app, engine, web = served(tmp_path, stub, pools)
+    outputs = run_step(app, stub, {"repository": "web", "period": ""}, "functions.completeSuccess")["outputs"]
+    two_gad = 2 * oracle_gad(web.path)
+    assert two_gad == 16  # as worked out by hand above
+    assert outputs == {"two_gad_person_days": two_gad, "person_months": 0.84, "developers": 2, "commits": 9,
+                       "summary": "web: 2GAD 16 person-days (0.8 person-months), 2 developers, 9 commits, all history"}
+    assert engine._cache == {}  # the serving process computed nothing: it never loaded a repository
+    # a name the worker does not find fails the step with the sentence it failed with in-process
+    error = run_step(app, stub, {"repository": "wbe"}, "functions.completeError")["error"]
+    assert error == "No repository or project named `wbe` is tracked; did you mean `web`?"
+    assert len(stub.calls_to("functions.completeSuccess")) == 1
+
+
+def test_under_serve_a_step_past_the_report_time_limit_fails_with_one_sentence(tmp_path, stub, pools):
+    from tests.test_home import computes_for_ever
+
+    app, _, _ = served(tmp_path, stub, pools, runner=computes_for_ever, timeout=1)
+    error = run_step(app, stub, {"repository": "web"}, "functions.completeError")["error"]
+    assert error.startswith("Your question was still computing after 1 s, so gad-bot stopped it") and "\n" not in error
+    assert stub.calls_to("functions.completeSuccess") == []

@@ -188,7 +188,7 @@ class SlackFace:
         app.action(kit.UNTRACK_ACTION_ID)(ack=self.ack_button, lazy=[self.run_untrack])
         app.action(kit.UNTRACK_CANCEL_ACTION_ID)(self.cancel_untrack)
         LinksFace(self.settings, self.engine, self.today, self.ask_privately).register(app)
-        WorkflowStep(self.engine, self.today).register(app)
+        WorkflowStep(self.engine, self.today, reports=self.reports).register(app)
         ModalsFace(self.settings, self.engine, self.digests, self.today, require_admin=self._require_admin,
                    user_tz=self._user_tz, reports=self.reports).register(app)
         app.error(self.on_error)

@@ -75,6 +75,7 @@ class ReportJob:
     public: bool = False  # posted for everyone by its face (a Home modal's answer to a channel): no Share button
     channel: str | None = None  # a Home modal's answer goes to this channel, its failures to the person's DM:
     #                             a timeout's or cut-off's sentence names the channel
+    keep_report: bool = False  # the face builds its answer from `report` (the Workflow step's outputs)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class ReportAnswer:
     #                                               the file went; the private answer without its button)
     failed: bool = False  # text/blocks are an error message (a GadError's, or an internal error's)
     detail: str | None = None  # failed with operator detail: text/blocks are for members, this for admins
+    sentence: str | None = None  # failed: the sentence as plain text, for a face without blocks (a Workflow step)
+    reference: str | None = None  # failed: the reference for the logs that `blocks` show
 
 
 def default_workers() -> int:
@@ -422,7 +425,7 @@ def _failure(sentence: str, reference: str | None = None, *, channel: str | None
     from ..render import blocks as kit
 
     text, blocks = kit.error_blocks(sentence, reference, channels=(channel,) if channel else ())
-    return ReportAnswer(text, blocks, failed=True)
+    return ReportAnswer(text, blocks, failed=True, sentence=sentence, reference=reference)
 
 
 # -- inside a worker process ----------------------------------------------------------------------
@@ -489,7 +492,7 @@ def run_report(job: ReportJob) -> ReportAnswer:
             from ..render.csvout import report_to_csv
 
             return ReportAnswer(text, blocks, public=public, csv=report_to_csv(report), report=report)
-        if job.shared_by is not None or job.share_id is not None:  # the face keeps or re-renders it
+        if job.shared_by is not None or job.share_id is not None or job.keep_report:  # the face keeps or uses it
             return ReportAnswer(text, blocks, public=public, report=report)
         return ReportAnswer(text, blocks, public=public)
     except GadError as error:
