@@ -41,6 +41,25 @@ def engine(settings):
 
 
 @pytest.fixture
+def start_pool():
+    """Start a report pool (bot/faces/workers.py) with real worker processes: start_pool(settings, **args);
+    every pool started is shut down after the test."""
+    from bot.faces.workers import ReportPool
+
+    started = []
+
+    def start(settings, **pool_args):
+        pool = ReportPool(settings, **pool_args)
+        started.append(pool)
+        pool.start()
+        return pool
+
+    yield start
+    for pool in started:
+        pool.shutdown()
+
+
+@pytest.fixture
 def upstream(tmp_path):
     return RepoBuilder(tmp_path / "upstream")
 

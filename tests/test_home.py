@@ -160,32 +160,21 @@ def waits_for_the_gate(job):
     return ReportAnswer(f"answered {job.query_text} for {job.user}", [])
 
 
-@pytest.fixture
-def pools():
-    started = []
-    yield started
-    for pool in started:
-        pool.shutdown()
-
-
-def served(bot, pools, **pool_args):
+def served(bot, start_pool, **pool_args):
     """`bot` as `serve` runs it: report workers, and a serving Engine that has loaded nothing yet."""
     from bot.engine.engine import Engine
     from bot.faces.slack import build_app
-    from bot.faces.workers import ReportPool
 
-    pool = ReportPool(bot.settings, **pool_args)
-    pool.start()
-    pools.append(pool)
+    pool = start_pool(bot.settings, **pool_args)
     bot.engine = Engine.open(bot.settings)
     bot.app, bot.face = build_app(bot.settings, bot.engine, reports=pool, socket_mode=False, today=lambda: TODAY)
     return pool
 
 
-def test_a_modal_compare_is_answered_by_a_report_worker_not_by_serve(bot, stub, pools):
+def test_a_modal_compare_is_answered_by_a_report_worker_not_by_serve(bot, stub, start_pool):
     from tests.gitbuild import oracle_gad
 
-    served(bot, pools, workers=1)
+    served(bot, start_pool, workers=1)
     assert submit(bot, press(bot, "gad_home_compare"), {"names": ["web", "api"], "where": "C777"}) == {}
     message = posted(bot)
     assert message["channel"] == "C777"
@@ -196,8 +185,8 @@ def test_a_modal_compare_is_answered_by_a_report_worker_not_by_serve(bot, stub, 
     assert bot.engine._cache == {}  # the serving process computed nothing: it never loaded a repository
 
 
-def test_a_modal_report_past_its_time_tells_the_person_where_its_answer_was_to_go(bot, stub, pools):
-    served(bot, pools, workers=1, runner=computes_for_ever, timeout=1)
+def test_a_modal_report_past_its_time_tells_the_person_where_its_answer_was_to_go(bot, stub, start_pool):
+    served(bot, start_pool, workers=1, runner=computes_for_ever, timeout=1)
     assert submit(bot, press(bot, "gad_home_report"), {"names": ["web"], "where": "C777"}) == {}
     message = posted(bot)
     assert message["channel"] == "U123"  # failures go to the person's DM, not to the channel
@@ -208,10 +197,10 @@ def test_a_modal_report_past_its_time_tells_the_person_where_its_answer_was_to_g
 
 
 def test_the_per_person_limit_applies_to_the_forms_and_a_waiting_form_says_where_it_stands(
-        bot, stub, pools, tmp_path, monkeypatch):
+        bot, stub, start_pool, tmp_path, monkeypatch):
     gate = tmp_path / "gate"
     monkeypatch.setenv("GAD_TEST_GATE", str(gate))
-    served(bot, pools, workers=1, per_user=1, runner=waits_for_the_gate)
+    served(bot, start_pool, workers=1, per_user=1, runner=waits_for_the_gate)
     modal = press(bot, "gad_home_report")
     assert submit(bot, modal, {"names": ["web"], "where": "C777"}) == {}  # a worker takes it at once
     refused = submit(bot, modal, {"names": ["api"]})

@@ -102,18 +102,8 @@ def test_the_manifest_declares_the_step_as_it_runs(app, stub):
 
 # -- under serve: the step's report takes its turn in the report workers (bot/faces/workers.py) --------------
 
-@pytest.fixture
-def pools():
-    started = []
-    yield started
-    for pool in started:
-        pool.shutdown()
-
-
-def served(tmp_path, stub, pools, **pool_args):
+def served(tmp_path, stub, start_pool, **pool_args):
     """The app as `serve` runs it: one report worker, and a serving Engine that has loaded nothing yet."""
-    from bot.faces.workers import ReportPool
-
     settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
                                   "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
     indexer = Engine.open(settings)
@@ -121,17 +111,15 @@ def served(tmp_path, stub, pools, **pool_args):
     indexer.track(str(web.path), "web")
     indexer.index.close()
     engine = Engine.open(settings)
-    pool = ReportPool(settings, workers=1, **pool_args)
-    pool.start()
-    pools.append(pool)
+    pool = start_pool(settings, workers=1, **pool_args)
     app, _ = build_app(settings, engine, reports=pool, socket_mode=False, today=lambda: TODAY)
     return app, engine, web
 
 
-def test_under_serve_the_step_is_answered_by_a_report_worker(tmp_path, stub, pools):
+def test_under_serve_the_step_is_answered_by_a_report_worker(tmp_path, stub, start_pool):
     from tests.gitbuild import oracle_gad
 
-    app, engine, web = served(tmp_path, stub, pools)
+    app, engine, web = served(tmp_path, stub, start_pool)
     outputs = run_step(app, stub, {"repository": "web", "period": ""}, "functions.completeSuccess")["outputs"]
     two_gad = 2 * oracle_gad(web.path)
     assert two_gad == 16  # as worked out by hand above
@@ -144,10 +132,10 @@ def test_under_serve_the_step_is_answered_by_a_report_worker(tmp_path, stub, poo
     assert len(stub.calls_to("functions.completeSuccess")) == 1
 
 
-def test_under_serve_a_step_past_the_report_time_limit_fails_with_one_sentence(tmp_path, stub, pools):
+def test_under_serve_a_step_past_the_report_time_limit_fails_with_one_sentence(tmp_path, stub, start_pool):
     from tests.test_home import computes_for_ever
 
-    app, _, _ = served(tmp_path, stub, pools, runner=computes_for_ever, timeout=1)
+    app, _, _ = served(tmp_path, stub, start_pool, runner=computes_for_ever, timeout=1)
     error = run_step(app, stub, {"repository": "web"}, "functions.completeError")["error"]
     assert error.startswith("Your question was still computing after 1 s, so gad-bot stopped it") and "\n" not in error
     assert stub.calls_to("functions.completeSuccess") == []
