@@ -208,7 +208,7 @@ def test_the_per_person_limit_applies_to_the_forms_and_a_waiting_form_says_where
         "You already have 1 questions waiting or computing (at most 1 at a time); wait for some of them to be "
         "answered, then ask again.")}}  # the modal stays open with the pool's sentence
     queued = submit(bot, press(bot, "gad_home_compare", user="U456"), {"names": ["web", "api"]}, user="U456")
-    assert queued["response_action"] == "update"
+    assert queued["response_action"] == "update" and queued["view"]["close"]["text"] == "Close"  # not "Cancel"
     assert read(queued["view"]) == (":hourglass_flowing_sand: Queued: 1 report ahead of yours. I will post the "
                                     "answer in your direct messages with gad-bot.")
     gate.touch()

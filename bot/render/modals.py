@@ -52,8 +52,9 @@ def _date(block_id: str, label: str, hint: str) -> dict:
     return _input(block_id, label, {"type": "datepicker", "action_id": VALUE}, optional=True, hint=hint)
 
 
-def _modal(callback_id: str, title: str, blocks: list[dict], submit: str | None = "Answer") -> dict:
-    view = {"type": "modal", "callback_id": callback_id, "title": plain(title, 24), "close": plain("Cancel", 24),
+def _modal(callback_id: str, title: str, blocks: list[dict], submit: str | None = "Answer",
+           close: str = "Cancel") -> dict:
+    view = {"type": "modal", "callback_id": callback_id, "title": plain(title, 24), "close": plain(close, 24),
             "blocks": blocks}
     return {**view, "submit": plain(submit, 24)} if submit else view
 
@@ -113,7 +114,7 @@ def queued_modal(waiting: str, channel: str | None) -> dict:
     place = channel_link(channel) if channel else "your direct messages with gad-bot"
     return _modal("gad_modal_queued", "Queued",
                   [section(f":hourglass_flowing_sand: Queued: {escape_mrkdwn(waiting)}. I will post the answer in {place}.")],
-                  submit=None)
+                  submit=None, close="Close")  # closing it does not take the question back
 
 
 def name_options(names: Sequence[str], typed: str) -> dict:
