@@ -125,7 +125,13 @@ def test_sigterm_with_a_stalled_queue_tells_each_person_and_the_log(data, tmp_pa
                     os.kill(pid, signal.SIGCONT)
                 except ProcessLookupError:
                     pass
-        serve.proc.wait(timeout=30)  # the one SIGTERM is enough
+        try:
+            serve.proc.wait(timeout=30)  # the one SIGTERM is enough
+        except subprocess.TimeoutExpired:
+            serve.proc.send_signal(signal.SIGUSR1)  # its threads' stacks, into the log shown below
+            time.sleep(1)
+            serve.proc.kill()
+            raise AssertionError(f"serve did not exit within 30 s of SIGTERM; its log:\n{serve.stderr[-4000:]}")
         code = serve.stop()
         for person in PEOPLE:
             (answer,) = stub.wait_for_response(person, timeout=10)

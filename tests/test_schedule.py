@@ -257,3 +257,37 @@ def test_each_sync_logs_one_completion_line_naming_its_repository(engine, json_l
     assert "`gone`" in failed["message"] and failed["seconds"] >= 0, failed
     assert {outcome: scraped("gad_syncs_total", outcome=outcome) - before[outcome] for outcome in before} == \
         {"ok": 1, "failed": 1}
+
+
+
+def _deaf_to_sigterm(seconds: float) -> None:
+    """A sync worker's job that cannot act on SIGTERM (a handler that ignores it, as code stuck elsewhere would)."""
+    import signal as signals
+    import time as clock
+
+    signals.signal(signals.SIGTERM, signals.SIG_IGN)
+    clock.sleep(seconds)
+
+
+def test_a_sync_worker_that_cannot_stop_does_not_hold_serves_exit(engine, caplog):
+    """serve's shutdown gives its sync workers SIGTERM and SHUTDOWN_WAIT_SECONDS, then SIGKILL: a worker that
+    does not stop (here busy for 60 s and deaf to SIGTERM) cannot hold serve's exit, and is not left behind."""
+    import time as clock
+
+    from bot.faces import syncs
+    from bot.faces.syncs import SyncQueue
+
+    queue = SyncQueue(engine.settings, workers=1, on_done=lambda done: None)
+    queue.start()
+    busy = queue._executor.submit(_deaf_to_sigterm, 60)
+    deadline = clock.monotonic() + 60
+    while not busy.running() and clock.monotonic() < deadline:
+        clock.sleep(0.05)
+    clock.sleep(0.5)  # inside the job, its handler set
+    workers = list(queue._executor._processes.values())
+    started = clock.monotonic()
+    queue.shutdown()
+    took = clock.monotonic() - started
+    assert syncs.SHUTDOWN_WAIT_SECONDS <= took < 3 * syncs.SHUTDOWN_WAIT_SECONDS, took
+    assert workers and not any(w.is_alive() for w in workers)
+    assert f"sync workers did not stop within {syncs.SHUTDOWN_WAIT_SECONDS} s of SIGTERM; killing them" in caplog.text

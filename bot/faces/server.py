@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import faulthandler
 import signal
 import sys
 import threading
@@ -299,6 +300,8 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
     # "up" for a supervisor) must still end it cleanly, not with the default action.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # `kill -USR1 PID` writes every thread's stack to the log's stderr: what a stuck serve is waiting for, at 3 a.m.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     if socket_mode:  # connect first: a refused app token is a setting to fix, said before anything starts
         from slack_bolt.adapter.socket_mode import SocketModeHandler
         from slack_sdk.errors import SlackApiError

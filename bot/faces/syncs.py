@@ -37,6 +37,9 @@ from .commands import Command, CommandFailed, run_command
 
 log = logging.getLogger(__name__)
 
+# How long serve waits for its sync workers to stop on SIGTERM before it kills them (SIGKILL).
+SHUTDOWN_WAIT_SECONDS = 5.0
+
 # Leading-edge: a push syncs at once, and pushes during its sync coalesce into one more (`_again`). A
 # 1 s wait before every sync was a fifth of push -> report on an idle machine, and coalesced no more.
 DEBOUNCE_SECONDS = 0.0
@@ -144,11 +147,22 @@ class SyncQueue:
         if executor is not None:
             # Terminate, then one shutdown that waits: the pool's manager thread ends and drops its queues,
             # whose semaphores are unregistered; shutdown(wait=False) would leave them to os._exit, and the
-            # resource tracker's "leaked semaphore objects" line (issue 20).
-            for process in list((getattr(executor, "_processes", None) or {}).values()):
+            # resource tracker's "leaked semaphore objects" line (issue 20). That wait is bounded: a worker
+            # that cannot act on SIGTERM (stopped, or stuck in C) must not hold serve's exit past its grace.
+            processes = [p for p in (getattr(executor, "_processes", None) or {}).values()]
+            for process in processes:
                 if process.is_alive():
                     process.terminate()
-            executor.shutdown(wait=True, cancel_futures=True)
+            closing = threading.Thread(target=executor.shutdown, kwargs={"wait": True, "cancel_futures": True},
+                                       name="sync-pool-shutdown", daemon=True)
+            closing.start()
+            closing.join(SHUTDOWN_WAIT_SECONDS)
+            if closing.is_alive():
+                log.warning("sync workers did not stop within %s s of SIGTERM; killing them", SHUTDOWN_WAIT_SECONDS)
+                for process in processes:
+                    if process.is_alive():
+                        process.kill()
+                closing.join(SHUTDOWN_WAIT_SECONDS)
         # The progress queue's two locks are semaphores too: the relay thread, blocked in get(), is told to end
         # (closing the pipe under it would not wake it), and the queue is closed and let go, so its semaphores are
         # unregistered now rather than reported leaked by the resource tracker at exit (issue 21).
