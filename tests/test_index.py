@@ -227,3 +227,38 @@ def test_upgrade_guards_every_network_source_tracked_before(tmp_path, monkeypatc
     assert after.schema_version() == SCHEMA_VERSION
     assert {r.name: r.guarded for r in after.repos()} == {"gh": True, "key": True, "daemon": False, "local": False,
                                                          "here": False}
+
+
+
+def test_an_index_opened_while_another_process_holds_the_new_file_waits_for_it(tmp_path):
+    """serve starts its report and sync workers together on a new data directory, and each opens the index file,
+    switching it to WAL. While another connection holds the new file's write lock (the winner of that race, mid-
+    switch), SQLite answers the WAL switch 'database is locked' at once, without waiting on busy_timeout (seen
+    as a worker failing at start in test_workers under load). Opening waits for the lock instead."""
+    import sqlite3
+    import threading
+    import time
+
+    from bot.store.index import Index
+
+    path = tmp_path / "index.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # the file is new: no WAL yet
+    opened: list[object] = []
+
+    def open_it() -> None:
+        try:
+            opened.append(Index(path).repos())
+        except sqlite3.OperationalError as error:
+            opened.append(error)
+
+    started = time.monotonic()
+    opener = threading.Thread(target=open_it)
+    opener.start()
+    time.sleep(0.5)
+    holder.execute("ROLLBACK")
+    holder.close()
+    opener.join(60)
+    assert opened == [[]], opened
+    assert time.monotonic() - started >= 0.5
+

@@ -27,6 +27,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -522,6 +523,21 @@ def restore_index(backup: Path, target: Path) -> Restored:
     return Restored(target.stat().st_size, schema, kept)
 
 
+def _use_wal(conn: sqlite3.Connection, patience: float = 30.0) -> None:
+    """Switch the file to WAL (it stays so). On a new file, several processes opening it at once (serve's workers
+    at start) race for the switch, and SQLite answers the losers "database is locked" at once, without waiting
+    on busy_timeout: they try again until the winner is done."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class Index:
     """One connection per thread to the index file; writers take one transaction per repository update."""
 
@@ -547,7 +563,7 @@ class Index:
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
             conn.execute("PRAGMA busy_timeout = 30000")  # readers and writers wait rather than fail
-            conn.execute("PRAGMA journal_mode = WAL")  # readers never block on a sync's transaction
+            _use_wal(conn)  # readers never block on a sync's transaction
             conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable at checkpoints, never corrupt
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA cache_size = -65536")  # 64 MiB
