@@ -205,7 +205,7 @@ def test_the_per_person_limit_applies_to_the_forms_and_a_waiting_form_says_where
     assert submit(bot, modal, {"names": ["web"], "where": "C777"}) == {}  # a worker takes it at once
     refused = submit(bot, modal, {"names": ["api"]})
     assert refused == {"response_action": "errors", "errors": {"names": (
-        "You already have 1 questions waiting or computing (at most 1 at a time); wait for some of them to be "
+        "You already have 1 question waiting or computing (at most 1 at a time); wait for some of them to be "
         "answered, then ask again.")}}  # the modal stays open with the pool's sentence
     queued = submit(bot, press(bot, "gad_home_compare", user="U456"), {"names": ["web", "api"]}, user="U456")
     assert queued["response_action"] == "update" and queued["view"]["close"]["text"] == "Close"  # not "Cancel"

@@ -139,3 +139,17 @@ def test_under_serve_a_step_past_the_report_time_limit_fails_with_one_sentence(t
     error = run_step(app, stub, {"repository": "web"}, "functions.completeError")["error"]
     assert error.startswith("Your question was still computing after 1 s, so gad-bot stopped it") and "\n" not in error
     assert stub.calls_to("functions.completeSuccess") == []
+
+
+def test_under_serve_too_many_steps_at_once_fail_naming_the_workflow_steps(tmp_path, stub, start_pool):
+    """Every run of the step takes its turn as one party (WORKFLOW_PARTY): past GAD_REPORTS_PER_USER at once, a
+    run fails with a sentence about the workflow steps, not "You already have ..." addressed to nobody."""
+    from tests.test_home import computes_for_ever
+
+    app, _, _ = served(tmp_path, stub, start_pool, runner=computes_for_ever, timeout=30, per_user=1)
+    event = function_executed_event("effort_of_a_repository", {"repository": "web"}, bot_access_token=RUN_TOKEN)
+    body, headers = signed_event(SECRET, event_callback(event))  # the first run: computing (for ever)
+    assert app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()})).status == 200
+    error = run_step(app, stub, {"repository": "web"}, "functions.completeError")["error"]
+    assert error == ("gad-bot's workflow steps already have 1 question waiting or computing (at most 1 at a time); "
+                     "wait for some of them to be answered, then ask again.")

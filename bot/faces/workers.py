@@ -76,6 +76,7 @@ class ReportJob:
     channel: str | None = None  # a Home modal's answer goes to this channel, its failures to the person's DM:
     #                             a timeout's or cut-off's sentence names the channel
     keep_report: bool = False  # the face builds its answer from `report` (the Workflow step's outputs)
+    asker: str = "You"  # who a refusal for too many questions names: a person, or "gad-bot's workflow steps"
 
 
 @dataclass(frozen=True)
@@ -212,12 +213,12 @@ class ReportPool:
         with self._cond:
             return self._refusal(user)
 
-    def _refusal(self, user: str) -> str | None:
+    def _refusal(self, user: str, asker: str = "You") -> str | None:
         if self._closed or self._draining:
             return "gad-bot is shutting down; ask again in a minute."
         mine = self._running[user] + len(self._waiting.get(user, ()))
         if mine >= self.per_user:
-            return (f"You already have {mine} questions waiting or computing (at most {self.per_user} at a time); "
+            return (f"{asker} already have {mine} question{'s' * (mine != 1)} waiting or computing (at most {self.per_user} at a time); "
                     "wait for some of them to be answered, then ask again.")
         if self._count >= self.max_waiting:
             return f"gad-bot has {self._count:,} reports waiting; ask again in a minute."
@@ -226,7 +227,7 @@ class ReportPool:
     def submit(self, job: ReportJob, deliver: Callable[[ReportAnswer], None]) -> int:
         """Queue `job`; return how many jobs are ahead of it (running, or before it in the turns), or raise BusyError."""
         with self._cond:
-            refusal = self._refusal(job.user)
+            refusal = self._refusal(job.user, job.asker)
             if refusal:
                 raise BusyError(refusal)
             mine = len(self._waiting.get(job.user, ()))

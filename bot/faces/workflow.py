@@ -101,7 +101,8 @@ class WorkflowStep:
                 complete(outputs=self.outputs(inputs or {}))
                 return
             text, parsed = self.parsed(inputs or {})
-            job = ReportJob(parsed.query, text, WORKFLOW_PARTY, self.today(), keep_report=True)
+            job = ReportJob(parsed.query, text, WORKFLOW_PARTY, self.today(), keep_report=True,
+                            asker="gad-bot's workflow steps")
             self.reports.submit(job, lambda answer: self.finish(answer, parsed, complete, fail))
         except GadError as error:  # BusyError included: the sentence says why and when to run it again
             log.info("workflow step failed on its inputs (%s)", type(error).__name__)
