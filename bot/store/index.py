@@ -712,16 +712,6 @@ class Index:
     def repos(self) -> list[RepoRow]:
         return [self.repo_row(r) for r in self.rows("SELECT * FROM repos ORDER BY name")]
 
-    def repos_by_ids(self, repo_ids: Iterable[int]) -> list[RepoRow]:
-        """The repositories of `repo_ids` that exist, in that order (SQLite binds at most 32,766 values a query)."""
-        ids = list(dict.fromkeys(repo_ids))
-        found: dict[int, RepoRow] = {}
-        for start in range(0, len(ids), 30_000):
-            chunk = ids[start:start + 30_000]
-            rows = self.rows(f"SELECT * FROM repos WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))
-            found.update((r["id"], self.repo_row(r)) for r in rows)
-        return [found[i] for i in ids if i in found]
-
     def repo_names(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM repos ORDER BY name")]
 
@@ -959,12 +949,6 @@ class Index:
         return found
 
     # -- projects ------------------------------------------------------------
-    def project_repo_ids(self, name: str) -> list[int] | None:
-        row = self.conn.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            return None
-        return [r[0] for r in self.conn.execute("SELECT repo_id FROM project_repos WHERE project_id = ?", (row[0],))]
-
     def set_project(self, name: str, repo_ids: list[int]) -> None:
         with self.transaction() as db:
             db.execute("INSERT OR IGNORE INTO projects (name, created_at) VALUES (?, ?)", (name, _iso(utcnow())))
