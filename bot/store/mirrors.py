@@ -827,17 +827,19 @@ class MirrorStore:
     def leftovers(self, named: Callable[[], Iterable[Path] | None] | None = None) -> list[Path]:
         """What `sweep` would remove now."""
         with self._creation_lock(fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
-            return self._leftovers(named() if named is not None and alone else None)
+            return self._leftovers(named() if named is not None and alone else None, alone)
 
-    def _leftovers(self, named: Iterable[Path] | None, older_than: float = LEFTOVER_SECONDS) -> list[Path]:
-        """What interrupted work left under the mirrors: staging directories of clones, temporary packs and lock files
-        older than `older_than` seconds (a clone or fetch still running in some process is younger), `.keep` files of
-        git processes of this host that are gone, and, given the mirror paths the index names, orphan mirrors."""
+    def _leftovers(self, named: Iterable[Path] | None, alone: bool, older_than: float = LEFTOVER_SECONDS) -> list[Path]:
+        """What interrupted work left under the mirrors: temporary packs and lock files older than `older_than` seconds
+        (a fetch still running in some process writes them now), `.keep` files of git processes of this host that are
+        gone, and, `alone` (no mirror is being created: see `creating`), staging directories of clones and, given the
+        mirror paths the index names, orphan mirrors. A staging directory's own time says nothing while its clone
+        runs (its files are written below it) or waits its turn among an organization's clones."""
         if not self.root.is_dir():
             return []
         cutoff = time.time() - older_than
         found = [entry for entry in self.root.iterdir()
-                 if entry.name.startswith(".incoming-") and _older(entry, cutoff)]
+                 if alone and entry.name.startswith(".incoming-") and _older(entry, cutoff)]
         # git's tmp_pack_, tmp_idx_, tmp_obj_...; libgit2's pack_git2_ and tmp_object_git2_; _copy_whole's tmp_copy_
         for pattern in ("*/objects/**/tmp_*", "*/objects/pack/pack_git2_*", "*/objects/pack/*.lock",
                         "*/refs/**/*.lock", "*/*.lock"):
@@ -855,7 +857,7 @@ class MirrorStore:
         mirror is being created; None when they cannot be known) and only when no track is creating one now (then
         they wait for the next sweep)."""
         with self._creation_lock(fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
-            found = self._leftovers(named() if named is not None and alone else None)
+            found = self._leftovers(named() if named is not None and alone else None, alone)
             removed: list[Path] = []
             for path in found:
                 try:

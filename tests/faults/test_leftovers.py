@@ -224,3 +224,19 @@ def test_a_damaged_index_makes_no_mirror_an_orphan(served, monkeypatch):
     assert engine.mirror_leftovers() == [stale]
     assert engine.sweep_mirrors() == [stale]
     assert web.is_dir() and mirror_of(data, "api").is_dir()
+
+
+def test_a_clone_in_progress_keeps_its_staging_directory_however_old(served):
+    """A staging directory's own time says nothing while its clone runs (git writes below it) or waits its turn among
+    an organization's clones: while any mirror is being created, no `.incoming-*` is a leftover, however old; once
+    nothing is being created, an old one is (a kill -9 left it)."""
+    data, _ = served
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    staging = data / "mirrors" / ".incoming-big-1a2b3c4d.git"
+    (staging / "objects" / "pack").mkdir(parents=True)
+    aged(staging)
+    sweeper = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))  # another process: doctor --fix
+    with engine.store.creating():  # a track or an organization's clones, in progress
+        assert sweeper.mirror_leftovers() == [] and sweeper.sweep_mirrors() == []
+        assert staging.is_dir()
+    assert sweeper.sweep_mirrors() == [staging] and not staging.exists()
