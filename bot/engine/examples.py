@@ -25,12 +25,14 @@ faces say how a repository gets tracked.
 
 from __future__ import annotations
 
+import logging
 import re
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import QueryError
+from ..errors import GadError, QueryError
 from .query import EXAMPLES, NamesAnExample, is_ref_word
 from .refs import is_prerelease, version_key
 from .releases import is_release_tag
@@ -46,6 +48,20 @@ class Tracked:
     repos: tuple[str, ...]
     projects: tuple[str, ...] = ()
     tags: tuple[str, str] | None = None  # of repos[0], older first
+
+
+log = logging.getLogger(__name__)
+
+
+def tracked_or_generic(index: "Index") -> Tracked | None:
+    """`tracked`, or None (the generic examples) when the index cannot be read: help, answered in Slack's ack
+    and on the terminal, must still help when the index is damaged or locked."""
+    try:
+        return tracked(index)
+    except (sqlite3.Error, GadError, OSError) as error:
+        log.warning("help examples fall back to the generic ones: the index could not be read (%s)",
+                    type(error).__name__)
+        return None
 
 
 def tracked(index: "Index") -> Tracked | None:
@@ -100,11 +116,11 @@ def examples(found: Tracked | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def name_tracked(error: NamesAnExample, found: Tracked | None) -> QueryError:
+def name_tracked(error: QueryError, found: Tracked | None) -> QueryError:
     """`error` with tracked names in its example (the first question of `examples`, the two largest
-    repositories), as help shows them; unchanged with nothing tracked, or when its example needs a second
-    repository and one is tracked."""
-    if found is None:
+    repositories), as help shows them; unchanged when its example names no repository, with nothing tracked,
+    or when its example needs a second repository and one is tracked."""
+    if found is None or not isinstance(error, NamesAnExample):
         return error
     names = {"question": examples(found)[0], "repo": found.repos[0]}
     if len(found.repos) > 1:

@@ -60,13 +60,9 @@ def friendly(command):
 
 def _naming_tracked(error: GadError) -> GadError:
     """A refusal whose example names a repository, with a tracked one in it (as `gad-bot help` shows)."""
-    from ..engine.query import NamesAnExample
-
-    if not isinstance(error, NamesAnExample):
-        return error
     from ..engine.examples import name_tracked
 
-    return name_tracked(error, _tracked_for_examples())
+    return name_tracked(error, _tracked_for_examples()) if isinstance(error, QueryError) else error
 
 
 class _ProgressBar:
@@ -389,15 +385,15 @@ def _tracked_for_examples():
     (help never creates one, and still helps, with generic examples, when it cannot be read)."""
     import sqlite3
 
-    from ..engine.examples import tracked
+    from ..engine.examples import tracked_or_generic
     from ..store.index import Index
 
     try:
         settings = _settings()
         if not settings.index_path.exists():
             return None
-        return tracked(Index(settings.index_path))
-    except (GadError, sqlite3.Error) as error:
+        return tracked_or_generic(Index(settings.index_path))
+    except (GadError, sqlite3.Error) as error:  # the settings, or opening (migrating) the index
         log.info("help shows the generic examples: the index could not be read (%s)", type(error).__name__)
         return None
 

@@ -13,7 +13,6 @@ import hashlib
 import json
 import logging
 import re
-import sqlite3
 import threading
 import time
 import urllib.parse
@@ -201,14 +200,13 @@ class SlackFace:
                      extra={"request_id": request_id(command)})
         except QueryError as error:  # the sentence quotes what the user typed: it goes to them, not to the log
             log.info("/gad rejected in the ack (%s)", type(error).__name__, extra={"request_id": request_id(command)})
-            if isinstance(error, q.NamesAnExample):  # its example names a tracked repository, as help does
-                error = examples.name_tracked(error, self._tracked_for_examples())
+            error = examples.name_tracked(error, examples.tracked_or_generic(self.engine.index))  # as help names them
             text, blocks = kit.error_blocks(str(error))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(parsed, q.Help):
             # examples name what is tracked: a few rows of the index (WAL: a reader never waits for a sync)
-            text, blocks = kit.help_blocks(self._tracked_for_examples())
+            text, blocks = kit.help_blocks(examples.tracked_or_generic(self.engine.index))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(parsed, ADMIN_COMMANDS):
@@ -674,17 +672,7 @@ class SlackFace:
                 weekly = None
             rows.append(HomeRow(name=repo.name, weekly_two_gad=weekly, week=week, last_error=repo.last_error))
         client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user),
-                                                              found=self._tracked_for_examples()))
-
-    def _tracked_for_examples(self) -> examples.Tracked | None:
-        """What help and Home examples may name; the generic examples when the index cannot say
-        (help is answered in the ack: a damaged or locked index must not cost a member their help)."""
-        try:
-            return examples.tracked(self.engine.index)
-        except (sqlite3.Error, GadError, OSError) as error:
-            log.warning("help examples fall back to the generic ones: the index could not be read (%s)",
-                        type(error).__name__)
-            return None
+                                                              found=examples.tracked_or_generic(self.engine.index)))
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]
