@@ -162,6 +162,11 @@ class Responder:
                                           blocks=kwargs.get("blocks"))
 
 
+
+def _csv_name(report) -> str:
+    """The file name a report's (or a compare's) CSV is uploaded and kept under."""
+    return "gad-compare.csv" if isinstance(report, CompareReport) else "gad-report.csv"
+
 class SlackFace:
     """The /gad command, the Share button and the Home tab."""
 
@@ -269,12 +274,10 @@ class SlackFace:
             text, blocks = kit.error_blocks(answer.detail)  # members were given a sentence and a reference
         if share_id is not None and answer.report is not None and not answer.failed:
             # Share posts it without the CSV's place, and attaches the CSV again where it is shared
-            filename = "gad-compare.csv" if isinstance(answer.report, CompareReport) else "gad-report.csv"
-            self._keep(share_id, user, query_text, text, blocks, answer.report,
-                       csv=(filename, answer.csv) if answer.csv is not None else None)
+            self._keep(share_id, user, query_text, text, blocks, answer.report, csv=answer.csv)
         if answer.csv is not None and isinstance(answer.report, CompareReport) and not answer.failed:
             notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
-                                      content=answer.csv, filename="gad-compare.csv")
+                                      content=answer.csv)
             blocks = [*blocks, kit.section(notice)]
         elif answer.csv is not None and answer.report is not None and not answer.failed:
             # where the file went (or the CSV itself) is part of the answer: rendered once it is known
@@ -378,20 +381,20 @@ class SlackFace:
         text, blocks = kit.report_blocks(report, query_text, public=query.public, share_id=share_id)
         csv = report_to_csv(report) if query.format == "csv" else None
         if share_id is not None:  # Share posts it without the CSV's place, and attaches the CSV where it is shared
-            self._keep(share_id, user, query_text, text, blocks, report,
-                       csv=("gad-report.csv", csv) if csv is not None else None)
+            self._keep(share_id, user, query_text, text, blocks, report, csv=csv)
         if csv is not None:
             notice = self._attach_csv(client, channel, user, report, query_text, public=query.public, content=csv)
             text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice, share_id=share_id)
         responder.final(text, blocks, public=query.public)
 
     def _keep(self, share_id: str, user: str, query_text: str, text: str, blocks: list[dict], report,
-              csv: tuple[str, str] | None = None) -> None:
-        """Keep a private answer for its Share button (a Report or a CompareReport), with its CSV's
-        (file name, text) when it came with one."""
+              csv: str | None = None) -> None:
+        """Keep a private answer for its Share button (a Report or a CompareReport), with its CSV when it
+        came with one."""
         repos = [n for row in report.rows for n in row.repos] if isinstance(report, CompareReport) else report.repos
         sharing.keep_answer(self.engine.index, share_id, user=user, query_text=query_text, text=text, blocks=blocks,
-                            data_as_of=report.data_as_of, repos=repos, csv=csv)
+                            data_as_of=report.data_as_of, repos=repos,
+                            csv=(_csv_name(report), csv) if csv is not None else None)
 
     def _compare(self, parsed: q.Compare, query_text: str, responder: Responder, client: WebClient,
                  channel: str, user: str) -> None:
@@ -402,24 +405,21 @@ class SlackFace:
         text, blocks = compare_blocks(report, query_text, public=parsed.query.public, share_id=share_id)
         csv = compare_to_csv(report) if parsed.query.format == "csv" else None
         if share_id is not None:
-            self._keep(share_id, user, query_text, text, blocks, report,
-                       csv=("gad-compare.csv", csv) if csv is not None else None)
+            self._keep(share_id, user, query_text, text, blocks, report, csv=csv)
         if csv is not None:
             notice = self._attach_csv(client, channel, user, report, query_text, public=parsed.query.public,
-                                      content=csv, filename="gad-compare.csv")
+                                      content=csv)
             blocks = [*blocks, kit.section(notice)]
         responder.final(text, blocks, public=parsed.query.public)
 
     def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str,
-                    *, public: bool, content: str | None = None, filename: str = "gad-report.csv") -> str:
-        """Deliver the CSV where the answer goes (the channel for `public`, else the user's DM with the app).
+                    *, public: bool, content: str) -> str:
+        """Deliver the CSV of `report` where the answer goes (the channel for `public`, else the user's DM with the app).
 
         Returns the sentence the answer carries about it; when no file could be delivered, that is
         the CSV itself, so the figures always reach the person who asked.
         """
-        from ..render.csvout import report_to_csv
-
-        content = content if content is not None else report_to_csv(report)
+        filename = _csv_name(report)
         why = ""
         if public:
             why = _upload_csv(client, channel, content, filename, query_text)
