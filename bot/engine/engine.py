@@ -941,7 +941,7 @@ class Engine:
         if not window.shown:
             nearest = 0 if query.since is None else -1  # until: alone is before the oldest release, else after
             raise releases.none_in_period_error(repo.name, found[nearest].name, day_of[nearest], query.since, query.until)
-        tips = [t.row for t in found[window.first:window.shown[-1] + 1]] if window.shown else []
+        tips = [t.row for t in found[window.first:window.shown[-1] + 1]]
         members = self._masks.get_or_compute(_snapshot_key(columns, "releases", tuple(tips)),
                                              lambda: store.consecutive_ranges(offsets, parents, tips))
         shown = []
@@ -955,7 +955,7 @@ class Engine:
             union[members[at - window.first]] = True
         notes = [releases.same_commit_note([(found[at].name, found[at - 1].name) for at in window.shown
                                             if at and found[at].row == found[at - 1].row])]
-        if window.shown and window.shown[-1] == len(found) - 1:  # the newest release is a row
+        if window.shown[-1] == len(found) - 1:  # the newest release is a row
             newest = found[-1]
             after = ((columns.bits & IN_HEAD) != 0) & ~columns.in_rows(self._reach_from_row(columns, newest.row))
             count = int(after.sum())
