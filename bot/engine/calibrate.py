@@ -28,7 +28,8 @@ from ..errors import MirrorError, QueryError
 from ..metric import person_key
 from ..store.mirrors import Mailmap, Mirror
 from .query import Query
-from .timesheets import Timesheet
+from .periods import bucket_start, next_bucket
+from .timesheets import Timesheet, fold
 
 HOURS_PER_DAY = 8.0  # a logged person-day, as COCOMO's person-month counts them (METRIC.md, Units)
 WITHIN_PERCENT = 10.0  # the study's claim: 2GAD within 10 % of timesheet effort
@@ -99,11 +100,7 @@ class Identities:
     def match(self, person: str, is_email: bool) -> frozenset[str]:
         if is_email:
             return self.by_email.get(person_key(person), frozenset({person_key(person)}))
-        return self.by_name.get(_name_key(person), frozenset())
-
-
-def _name_key(name: str) -> str:
-    return " ".join(name.split()).casefold()
+        return self.by_name.get(fold(person), frozenset())
 
 
 def _mailmap(repo) -> Mailmap | None:
@@ -142,7 +139,7 @@ def identities(engine, repos, query: Query) -> Identities:
             continue
         by_email.setdefault(person_key(email), set()).add(person)
         by_email.setdefault(person, set()).add(person)
-        by_name.setdefault(_name_key(name), set()).add(person)
+        by_name.setdefault(fold(name), set()).add(person)
     return Identities({k: frozenset(v) for k, v in by_email.items()},
                       {k: frozenset(v) for k, v in by_name.items()})
 
@@ -182,7 +179,7 @@ def _months(first: date, last: date) -> list[tuple[date, date]]:
     spans = []
     start = first
     while start <= last:
-        following = date(start.year + start.month // 12, start.month % 12 + 1, 1)
+        following = next_bucket(bucket_start(start, "month"), "month")
         spans.append((start, min(last, following - timedelta(days=1))))
         start = following
     return spans

@@ -125,20 +125,21 @@ def parse_columns_option(text: str) -> dict[str, str]:
     return found
 
 
-def _fold(header: str) -> str:
-    return " ".join(header.replace("\ufeff", "").split()).casefold()
+def fold(text: str) -> str:
+    """A header or a name compared as a person reads it: case, runs of spaces and a byte-order mark ignored."""
+    return " ".join(text.replace("\ufeff", "").split()).casefold()
 
 
 def find_columns(header: list[str], given: dict[str, str] | None = None) -> Columns:
     """The columns to read, from `--columns` or by recognising the export; one sentence when they are not there."""
-    folded = [_fold(h) for h in header]
+    folded = [fold(h) for h in header]
     seen = ", ".join(repr(h.strip()) for h in header[:30]) or "none"
     if given:
-        missing = [f"{key}={value!r}" for key, value in given.items() if _fold(value) not in folded]
+        missing = [f"{key}={value!r}" for key, value in given.items() if fold(value) not in folded]
         if missing:
             raise TimesheetError(f"line 1 has no column {' or '.join(missing)} (its headers: {seen}); "
                                  "name headers exactly as the first line writes them.")
-        at = {key: folded.index(_fold(value)) for key, value in given.items()}
+        at = {key: folded.index(fold(value)) for key, value in given.items()}
         return Columns("--columns", (at["person"],), at["date"], at["hours"],
                        (header[at["person"]].strip(), header[at["date"]].strip(), header[at["hours"]].strip()))
     for export in EXPORTS:
