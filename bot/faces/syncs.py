@@ -91,6 +91,7 @@ class SyncQueue:
         # the command's listener while its future is not done (later ones are dropped: a progress update
         # must never replace the answer).
         self._events = None
+        self._relay_thread: threading.Thread | None = None
         self._listeners: dict[str, Callable[[object], None]] = {}
         self._waiting: dict[str, Future] = {}
 
@@ -108,7 +109,9 @@ class SyncQueue:
         context = multiprocessing.get_context("spawn")
         if self._events is None:
             self._events = context.SimpleQueue()
-            threading.Thread(target=self._relay, args=(self._events,), name="sync-events", daemon=True).start()
+            self._relay_thread = threading.Thread(target=self._relay, args=(self._events,), name="sync-events",
+                                                  daemon=True)
+            self._relay_thread.start()
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_init_sync_worker,
                                    initargs=(self.settings, os.getpid(), self._events))
 
@@ -169,9 +172,8 @@ class SyncQueue:
         events, self._events = self._events, None
         if events is not None:
             events.put(None)
-            for thread in threading.enumerate():
-                if thread.name == "sync-events":
-                    thread.join(timeout=5)
+            if self._relay_thread is not None:  # its own: another queue's relay (tests run several) is not told to end
+                self._relay_thread.join(timeout=5)
             events.close()
 
     # -- requests ---------------------------------------------------------------------------------
