@@ -460,15 +460,14 @@ class Engine:
         """A project's repositories (None: no such project), in one query: an organization's project has
         thousands. A RepoRow is built again only for a repository whose row changed since it was last read:
         building 2,000 (paths and times parsed) was a third of a warm project report (bench_project.py)."""
-        if self.index.execute("SELECT 1 FROM projects WHERE name = ?", (name,)).fetchone() is None:
+        found = self.index.project_repo_rows(name)
+        if found is None:
             return None
-        cursor = self.index.execute("SELECT r.* FROM projects p JOIN project_repos pr ON pr.project_id = p.id "
-                                    "JOIN repos r ON r.id = pr.repo_id WHERE p.name = ? ORDER BY r.id", (name,))
-        fields = [d[0] for d in cursor.description]
+        fields, raws = found
         at_id = fields.index("id")
         members = []
         with self._cache_lock:
-            for raw in cursor.fetchall():
+            for raw in raws:
                 seen = self._repo_rows.get(raw[at_id])
                 if seen is None or seen[0] != raw:
                     row = self.index.repo_row(dict(zip(fields, raw)))

@@ -955,6 +955,15 @@ class Index:
             project_id = db.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()[0]
             db.conn.executemany("INSERT OR IGNORE INTO project_repos VALUES (?, ?)", ((project_id, r) for r in repo_ids))
 
+    def project_repo_rows(self, name: str) -> tuple[list[str], list[tuple]] | None:
+        """A project's `repos` rows, by id, as column names and each row's values (None: no such project).
+        Values, not RepoRows: the engine builds one (repo_row) only for a row that changed since it last read it."""
+        if self.conn.execute("SELECT 1 FROM projects WHERE name = ?", (name,)).fetchone() is None:
+            return None
+        cursor = self.conn.execute("SELECT r.* FROM projects p JOIN project_repos pr ON pr.project_id = p.id "
+                                   "JOIN repos r ON r.id = pr.repo_id WHERE p.name = ? ORDER BY r.id", (name,))
+        return [d[0] for d in cursor.description], cursor.fetchall()
+
     def remove_project(self, name: str) -> bool:
         return self.conn.execute("DELETE FROM projects WHERE name = ?", (name,)).rowcount > 0
 
