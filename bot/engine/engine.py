@@ -636,7 +636,9 @@ class Engine:
                          until_day=to_epoch_day(query.until) if query.until else None,
                          mailmap=query.mailmap, bots=query.bots,
                          allowed_people=self._allowed_people(query.authors) if query.authors else None)
-        released = self._release_ranges(repos, query) if query.by == "release" else None
+        released = None  # by:release's ranges, over its one repository's columns (in the loop below)
+        if query.by == "release":
+            self._refuse_releases_of_several(repos, query)
         selections, masks = [], []  # masks: each repository's scope (branch, range, paths), for `active`
         coauthor_parts = []  # METRIC.md rule 7, per repository: counted with coauthors:on, else only told
         data_ends = None  # the newest commit in scope, whatever the filters: where the data ends
@@ -644,6 +646,8 @@ class Engine:
         for repo in repos:
             columns = self.columns_of(repo, repo.generation)  # just read by resolve: no query a repository
             all_columns.append(columns)
+            if query.by == "release":  # one repository (refused above otherwise)
+                released = self._release_ranges(repo, columns, query)
             # branch:HEAD is the IN_HEAD scope bit itself; another branch is a mask of its own.
             mask = (self._branch_mask(repo, columns, query.scope.branch)
                     if query.scope.kind == "branch" and query.scope.branch != "HEAD" else None)
@@ -667,7 +671,7 @@ class Engine:
         selections = ([col.select_merged(merged, flt)] if merged is not None
                       else [col.select(columns, flt, mask) for columns, mask in zip(all_columns, masks)])
         org_table = self.org_table() if (query.orgs or query.by == "org") else None
-        active = self._active(repos, masks, flt, query, org_table)
+        active = self._active(all_columns, masks, flt, query, org_table)
         check_authors(self.index, repos, query, active)  # `author:nobody@x` is a typo; suggestions from this scope
         co_selections = [part.selection for part in coauthor_parts if len(part.selection.persons)]
         if query.orgs:
@@ -699,7 +703,7 @@ class Engine:
         more_rows = 0
         notes: tuple[str, ...] = ()
         if released is not None:
-            rows = self._release_rows(repos[0], query, flt, released, org_table)
+            rows = self._release_rows(repos[0], all_columns[0], query, flt, released, org_table)
             more_rows = released.more
             notes = released.notes
         if query.by in ("person", "org", "repo"):
@@ -746,14 +750,15 @@ class Engine:
                                  self.settings.data_dir / "tmp")
         return report
 
-    def _active(self, repos: list[RepoRow], masks: list, flt: col.Filter, query: Query, org_table) -> Active:
+    def _active(self, all_columns: list[col.RepoColumns], masks: list, flt: col.Filter, query: Query,
+                org_table) -> Active:
         """Who is active in this question's scope (every filter but `author:`), with their first and last day
         (bot/engine/filters.py `Active`): asked only to word a refusal or a zero."""
         def active(globs: tuple[str, ...] | None, with_period: bool) -> dict[str, tuple[date, date]]:
             narrowed = dataclasses.replace(flt, allowed_people=self._allowed_people(globs) if globs else None,
                                            since_day=flt.since_day if with_period else None,
                                            until_day=flt.until_day if with_period else None)
-            selections = [col.select(self.columns_of(repo), narrowed, mask) for repo, mask in zip(repos, masks)]
+            selections = [col.select(columns, narrowed, mask) for columns, mask in zip(all_columns, masks)]
             if query.orgs:
                 wanted = org_table.matching(query.orgs)
                 selections = [col.keep(s, wanted[org_table.orgs_of(s.persons, s.days)]) for s in selections]
@@ -909,17 +914,19 @@ class Engine:
         return self._masks.get_or_compute(_snapshot_key(columns, "range", start, end), between)
 
     # -- releases: `by:release` --------------------------------------------------
-    def _release_ranges(self, repos: list[RepoRow], query: Query) -> "ReleaseRanges":
-        """The releases a by:release report shows and each one's commits (git's `previous..this`), by store row."""
-        from . import releases
-        from .query import MAX_RELEASE_ROWS
-
+    @staticmethod
+    def _refuse_releases_of_several(repos: list[RepoRow], query: Query) -> None:
+        """by:release counts one repository's releases: refuse a project or several repositories."""
         if len(repos) != 1:
             raise QueryError(f"`by:release` breaks one repository's history into its releases, and "
                              f"{literal(', '.join(query.repos))} holds {len(repos)}; ask for one of them, e.g. "
                              f"{literal(repos[0].name + ' by:release')}.")
-        repo = repos[0]
-        columns = self.columns_of(repo)
+
+    def _release_ranges(self, repo: RepoRow, columns: col.RepoColumns, query: Query) -> "ReleaseRanges":
+        """The releases a by:release report shows and each one's commits (git's `previous..this`), by store row."""
+        from . import releases
+        from .query import MAX_RELEASE_ROWS
+
         offsets, parents, lookup = self._graph(columns)
 
         def sorted_releases() -> list:  # 10,000 tags take ~0.15 s to sort by version: once per snapshot
@@ -964,10 +971,9 @@ class Engine:
                         f"{literal(f'range:{newest.name}..HEAD')} counts {'them' if count != 1 else 'it'}.")
         return ReleaseRanges(shown, union, window.more, tuple(n for n in notes if n))
 
-    def _release_rows(self, repo: RepoRow, query: Query, flt: col.Filter, released: "ReleaseRanges",
-                      org_table) -> list:
+    def _release_rows(self, repo: RepoRow, columns: col.RepoColumns, query: Query, flt: col.Filter,
+                      released: "ReleaseRanges", org_table) -> list:
         """One row per release: its range's figures with every other token applied, as `range:` counts them."""
-        columns = self.columns_of(repo)
         extras = columns.store.extras
         if "positions" not in extras:  # each store row's place in the columns: a release's few commits are
             position = np.full(len(released.union), -1, np.int64)  # marked without a gather of every row
