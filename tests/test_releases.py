@@ -210,7 +210,8 @@ def test_versions_sort_as_a_reader_expects():
 
 def test_consecutive_ranges_equal_one_full_search_per_pair():
     """graph.consecutive_ranges stops each search where the previous tip's history begins; on random graphs
-    (merges, tips out of order, a tip repeated, a tip older than the one before) it equals two full searches."""
+    (merges, tips out of order, a tip repeated, a tip older than the one before) it equals two full searches,
+    and the last tip's reach it hands back equals a full search from that tip."""
     rng = random.Random(19)
     for _ in range(300):
         n = rng.randint(1, 60)
@@ -220,10 +221,12 @@ def test_consecutive_ranges_equal_one_full_search_per_pair():
         flat = np.array([p for ps in parents for p in ps], np.int32)
         tips = [rng.randrange(n) for _ in range(rng.randint(1, 8))]
         before = None
-        for tip, got in zip(tips, consecutive_ranges(offsets, flat, tips)):
+        ranges, last_reach = consecutive_ranges(offsets, flat, tips)
+        for tip, got in zip(tips, ranges):
             reach = reachable(offsets, flat, np.array([tip]))
             assert np.array_equal(np.flatnonzero(reach & ~before if before is not None else reach), got)
             before = reach
+        assert np.array_equal(last_reach, before)
 
 
 # -- the faces: Slack's real path, the CLI as a process ----------------------------------------------------

@@ -948,8 +948,9 @@ class Engine:
             nearest = 0 if query.since is None else -1  # until: alone is before the oldest release, else after
             raise releases.none_in_period_error(repo.name, found[nearest].name, day_of[nearest], query.since, query.until)
         tips = [t.row for t in found[window.first:window.shown[-1] + 1]]
-        members = self._masks.get_or_compute(_snapshot_key(columns, "releases", tuple(tips)),
-                                             lambda: store.consecutive_ranges(offsets, parents, tips))
+        # each release's commits, and what the last tip reaches: the newest release's, when it is a row
+        members, last_reach = self._masks.get_or_compute(_snapshot_key(columns, "releases", tuple(tips)),
+                                                         lambda: store.consecutive_ranges(offsets, parents, tips))
         shown = []
         union = np.zeros(len(offsets) - 1, bool)
         for at in window.shown:
@@ -961,9 +962,9 @@ class Engine:
             union[members[at - window.first]] = True
         notes = [releases.same_commit_note([(found[at].name, found[at - 1].name) for at in window.shown
                                             if at and found[at].row == found[at - 1].row])]
-        if window.shown[-1] == len(found) - 1:  # the newest release is a row
+        if window.shown[-1] == len(found) - 1:  # the newest release is a row: its tip is the last of `tips`
             newest = found[-1]
-            after = ((columns.bits & IN_HEAD) != 0) & ~columns.in_rows(self._reach_from_row(columns, newest.row))
+            after = ((columns.bits & IN_HEAD) != 0) & ~columns.in_rows(last_reach)
             count = int(after.sum())
             if count:
                 notes.append(f"{count:,} commit{'s' * (count != 1)} on the default branch came after "

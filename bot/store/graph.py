@@ -53,9 +53,11 @@ def reachable(offsets: np.ndarray, parents: np.ndarray, starts: np.ndarray) -> n
     return mask
 
 
-def consecutive_ranges(offsets: np.ndarray, parents: np.ndarray, tips: list[int]) -> list[np.ndarray]:
+def consecutive_ranges(offsets: np.ndarray, parents: np.ndarray,
+                       tips: list[int]) -> tuple[list[np.ndarray], np.ndarray]:
     """For tips t0, t1, ... (rows): the rows of git's `t0`, `t0..t1`, `t1..t2`, ... (reachable from each tip
-    and not from the one before it), each as sorted row numbers.
+    and not from the one before it), each as sorted row numbers; and, as a boolean per row, what the last tip
+    reaches (by:release's "after the newest release" needs it: no second search).
 
     One search per tip over one graph built once; each tip's reach is kept for the next row. (A search
     that stops where the previous tip's history begins needs the graph rebuilt without those rows' edges
@@ -69,10 +71,11 @@ def consecutive_ranges(offsets: np.ndarray, parents: np.ndarray, tips: list[int]
                        shape=(rows, rows), copy=False)
     out: list[np.ndarray] = []
     before: np.ndarray | None = None
+    reach = np.zeros(rows, bool)  # no tips: nothing reached
     for tip in tips:
         reach = np.zeros(rows, bool)
         if 0 <= tip < rows:
             reach[breadth_first_order(graph, int(tip), directed=True, return_predecessors=False)] = True
         out.append(np.flatnonzero(reach & ~before if before is not None else reach))
         before = reach
-    return out
+    return out, reach

@@ -245,8 +245,10 @@ def reachable(offsets: np.ndarray, parent_rows: np.ndarray, starts: np.ndarray) 
     return graph.reachable(*_held_parents(offsets, parent_rows), starts)
 
 
-def consecutive_ranges(offsets: np.ndarray, parent_rows: np.ndarray, tips: list[int]) -> list[np.ndarray]:
-    """graph.consecutive_ranges (git's `t0`, `t0..t1`, `t1..t2`, ... as rows) over the parents the store holds."""
+def consecutive_ranges(offsets: np.ndarray, parent_rows: np.ndarray,
+                       tips: list[int]) -> tuple[list[np.ndarray], np.ndarray]:
+    """graph.consecutive_ranges (git's `t0`, `t0..t1`, `t1..t2`, ... as rows, and the last tip's reach) over the
+    parents the store holds."""
     return graph.consecutive_ranges(*_held_parents(offsets, parent_rows), tips)
 
 
