@@ -587,17 +587,8 @@ class SlackFace:
         this process), or here without them; its result, or its error raised here as one GadError."""
         if self.syncs is None:
             return run_command(self.engine, command, progress or (lambda event: None))
-        answered = threading.Lock()
-        finished = False
-
-        def relay(event: object) -> None:  # a progress update that arrives after the answer is dropped
-            with answered:
-                if not finished and progress is not None:
-                    progress(event)
-
-        done = self.syncs.run_command(command, relay).result()
-        with answered:
-            finished = True
+        # The queue drops a progress update that would arrive after the answer, and lets one under way finish first.
+        done = self.syncs.run_command(command, progress).result()
         if done is None:
             raise GadError("gad-bot stopped before this was done (a restart); type the command again in a minute.")
         if isinstance(done.result, CommandFailed):

@@ -89,11 +89,14 @@ class SyncQueue:
         self._closed = False
         # A typed command's progress: workers put (token, event) here; a thread of serve hands each event to
         # the command's listener while its future is not done (later ones are dropped: a progress update
-        # must never replace the answer).
+        # must never replace the answer). `_relaying` names the command whose listener runs now: its future is
+        # resolved only once that call returns (`_relay_ended` tells), so no update lands after the answer.
         self._events = None
         self._relay_thread: threading.Thread | None = None
         self._listeners: dict[str, Callable[[object], None]] = {}
         self._waiting: dict[str, Future] = {}
+        self._relaying: str | None = None
+        self._relay_ended = threading.Condition(self._lock)
 
     def start(self) -> None:
         """Create the pool and start its processes now (about a second each), not at the first push."""
@@ -126,11 +129,28 @@ class SyncQueue:
             token, event = item
             with self._lock:
                 listener = self._listeners.get(token)
-            if listener is not None:
-                try:
-                    listener(event)
-                except Exception:
-                    log.exception("while reporting a command's progress")
+                if listener is None:  # answered already (or serve stopped): too late to show
+                    continue
+                self._relaying = token
+            try:
+                listener(event)  # outside the lock: a Slack update must not hold up the queue
+            except Exception:
+                log.exception("while reporting a command's progress")
+            finally:
+                with self._lock:
+                    self._relaying = None
+                    self._relay_ended.notify_all()
+
+    def _stop_relaying(self, token: str | None = None) -> None:
+        """Forget the listener of command `token` (every command's: None), waiting for its call that runs now, if
+        any, to return; then its future may be resolved (the lock is held). Stopping (None) waits at most
+        SHUTDOWN_WAIT_SECONDS: a Slack update that hangs must not hold serve's exit."""
+        if token is None:
+            self._listeners.clear()
+            self._relay_ended.wait_for(lambda: self._relaying is None, SHUTDOWN_WAIT_SECONDS)
+        else:
+            self._listeners.pop(token, None)
+            self._relay_ended.wait_for(lambda: self._relaying != token)
 
     def shutdown(self) -> None:
         """Stop: waiting requests are dropped, running syncs are abandoned (a killed sync resumes next time)."""
@@ -143,7 +163,7 @@ class SyncQueue:
             self._background.clear()
             executor, self._executor = self._executor, None
             waiting, self._waiting = self._waiting, {}
-            self._listeners.clear()
+            self._stop_relaying()
         for future in waiting.values():
             if not future.done():
                 future.set_result(None)  # the person is told serve stopped (run_command's caller)
@@ -180,7 +200,8 @@ class SyncQueue:
     def run_command(self, command: Command, on_event: Callable[[object], None] | None = None) -> Future:
         """Run a command typed in Slack in a worker, ahead of the periodic sync's queue; `on_event` gets its
         progress (in a thread of this process) until the returned future has the worker's SyncDone (None when
-        serve stopped first)."""
+        serve stopped first): never after it, and a call under way when the result comes returns before the future
+        has it."""
         import uuid
 
         token = uuid.uuid4().hex
@@ -290,7 +311,7 @@ class SyncQueue:
                 self._pump()
         if job.kind == "command":
             with self._lock:
-                self._listeners.pop(job.name, None)
+                self._stop_relaying(job.name)
                 waiting = self._waiting.pop(job.name, None)
             if waiting is not None:
                 waiting.set_result(done)

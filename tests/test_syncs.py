@@ -1,0 +1,66 @@
+"""The sync queue's typed commands (bot/faces/syncs.py): their progress reaches the listener only before the answer."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from bot.faces import syncs
+from bot.faces.syncs import SyncDone, SyncJob, SyncQueue
+
+# How long the listener, blocked inside a progress callback, waits to see the command answered under it. The
+# queue under test never answers meanwhile, so a passing run costs this much; a queue that does answers within
+# microseconds of starting to finish the job (the `finishing` event below), far inside it.
+ANSWER_UNDER_PROGRESS_SECONDS = 1.0
+STEP_SECONDS = 60  # a bound on each step that must happen (a spawned worker on a loaded machine)
+
+
+def progress_then_wait(job: SyncJob) -> SyncDone:
+    """A sync worker's command (the runner, pickled by name into the worker): one progress event, through the
+    worker's own notifier, then return only once serve's listener is inside its callback (it writes to the FIFO
+    named by the command), so the answer reaches serve while that callback still runs."""
+    syncs._notifier(job.name)("halfway")
+    with open(job.command, "rb") as fifo:  # blocks until the listener opens it to write
+        fifo.read(1)
+    return SyncDone(job, result="the answer")
+
+
+class FinishObserved(SyncQueue):
+    """A queue that says when a job's result has come back from the worker, before the queue acts on it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.finishing = threading.Event()
+
+    def _finished(self, job, future, started):
+        self.finishing.set()
+        super()._finished(job, future, started)
+
+
+def test_a_progress_callback_running_when_the_command_ends_finishes_before_the_answer(settings, tmp_path):
+    """A progress update that lands after the answer would replace it in Slack: the queue lets a callback that is
+    running when the worker's result arrives finish first, and only then resolves the command's future."""
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    order: list[str] = []
+    listening = threading.Event()
+    answered = threading.Event()
+    queue = FinishObserved(settings, workers=1, runner=progress_then_wait)
+    queue.start()
+
+    def listener(event: object) -> None:
+        listening.set()
+        with open(fifo, "wb") as release:  # the worker may now return its result
+            release.write(b"x")
+        assert queue.finishing.wait(STEP_SECONDS), "the worker's result never came back"
+        answered.wait(ANSWER_UNDER_PROGRESS_SECONDS)
+        order.append(f"progress: {event}")
+
+    try:
+        future = queue.run_command(str(fifo), listener)
+        future.add_done_callback(lambda f: (order.append(f"answer: {f.result().result}"), answered.set()))
+        assert listening.wait(STEP_SECONDS), "the progress event never reached the listener"
+        assert future.result(STEP_SECONDS).result == "the answer"
+    finally:
+        queue.shutdown()
+    assert order == ["progress: halfway", "answer: the answer"]
