@@ -149,6 +149,21 @@ def test_an_author_glob_matching_only_bots_says_bots_on(engine, tmp_path):
     assert ask(engine, "botty author:*dependabot* bots:on").totals.person_days == 1
 
 
+def test_an_author_glob_matching_only_bots_is_refused_before_the_scope_is_worked_out(engine, tmp_path):
+    """That refusal needs no scope: it comes before a branch is searched or releases are ranged, and so before
+    their own refusals (botty has no branch `nosuch` and no tags)."""
+    b = RepoBuilder(tmp_path / "botty")
+    b.commit(name="dependabot[bot]", email="49699333+dependabot[bot]@users.noreply.github.com", date="2024-01-02")
+    b.commit(email="ann@example.com", date="2024-01-03")
+    engine.track(str(b.path), "botty")
+    assert b.git("tag").strip() == "" and "nosuch" not in b.git("branch", "--list")
+    for scope in ("branch:nosuch", "by:release"):
+        with pytest.raises(QueryError) as refused:
+            ask(engine, f"botty author:*dependabot* {scope}")
+        assert str(refused.value) == ("`author:*dependabot*` matches only bot authors, who are left out by default; "
+                                      "add `bots:on` to count them.")
+
+
 # -- `author:` suggestions come from the scope asked (issue 20, part 2) ------------------------------------
 
 

@@ -631,6 +631,7 @@ class Engine:
         if query.scope.kind == "all":
             self._require_other_refs(repos, "`refs:all`")
         check_filters(self.index, repos, query, self._touches(repos))  # `path:nosuch` is a typo, not a quiet period
+        unmatched_author = check_authors(self.index, repos, query)  # `author:nobody@x` is a typo too
         flt = col.Filter(scope_bit=scope_bit,
                          since_day=to_epoch_day(query.since) if query.since else None,
                          until_day=to_epoch_day(query.until) if query.until else None,
@@ -667,12 +668,13 @@ class Engine:
             if query.coauthors and not columns.coauthors.complete:
                 raise GadError(f"`{repo.name}` was indexed before gad-bot read `Co-authored-by:` trailers; "
                                f"{command('sync ' + repo.name)} reads them (once), then ask again.")
+        org_table = self.org_table() if (query.orgs or query.by == "org") else None
+        active = self._active(all_columns, masks, flt, query, org_table)
+        if unmatched_author is not None:  # refused once the scope is known (suggestions from it), before counting
+            raise unmatched_author.refusal(repos, query, active)
         merged = self._merged(all_columns, masks, flt, query)
         selections = ([col.select_merged(merged, flt)] if merged is not None
                       else [col.select(columns, flt, mask) for columns, mask in zip(all_columns, masks)])
-        org_table = self.org_table() if (query.orgs or query.by == "org") else None
-        active = self._active(all_columns, masks, flt, query, org_table)
-        check_authors(self.index, repos, query, active)  # `author:nobody@x` is a typo; suggestions from this scope
         co_selections = [part.selection for part in coauthor_parts if len(part.selection.persons)]
         if query.orgs:
             wanted = org_table.matching(query.orgs)

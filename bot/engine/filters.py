@@ -2,10 +2,11 @@
 
 Without this check both answer "2GAD 0 person-days", which reads as "no effort". Engine.report
 calls `check_filters` before counting: a `path:` prefix that no commit of the repositories ever
-changed is refused with one sentence naming the nearest paths. Once the scope is known it calls
-`check_authors`: an `author:` glob that matches none of the repositories' authors is refused too,
-offering the nearest person active in the scope asked (period, range, branch, `path:`, `org:`), not
-someone from elsewhere in history. A filter that matches history outside the chosen scope is a quiet
+changed is refused with one sentence naming the nearest paths. `check_authors` follows, before any
+scope is worked out: an `author:` glob that matches only bots is refused at once; one that matches
+none of the repositories' authors is refused too, once the scope is known and before anything is
+counted (`UnmatchedAuthor.refusal`), offering the nearest person active in the scope asked (period,
+range, branch, `path:`, `org:`), not someone from elsewhere in history. A filter that matches history outside the chosen scope is a quiet
 period, not a typo: the answer counts 0, and `author_zero_words` says where those people did commit
 ("a@x.org committed to `web`, but not since 2024-01-01: last on 2023-05-02").
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+from dataclasses import dataclass
 from glob import escape as glob_escape
 from collections.abc import Callable, Iterable
 from datetime import date
@@ -104,12 +106,27 @@ def _nearest_people(typed: str, emails: Iterable[str], n: int) -> list[str]:
     return nearest(typed, alike, n=n, cutoff=0.5)
 
 
-def check_authors(index: "Index", repos: list["RepoRow"], query: "Query", active: Active) -> None:
-    """Refuse (QueryError) an `author:` glob that matches nobody who ever committed to these repositories,
-    offering the nearest person active in the scope asked (or, failing that, the nearest who committed
-    outside it, and when)."""
+@dataclass(frozen=True)
+class UnmatchedAuthor:
+    """An `author:` glob that matches nobody who ever committed to the repositories asked about."""
+
+    glob: str
+    people: dict[str, bool]  # every author of those repositories: is a bot (`_people`)
+
+    def refusal(self, repos: list["RepoRow"], query: "Query", active: Active) -> QueryError:
+        """The refusal, offering the nearest person active in the scope asked (or, failing that, the nearest
+        who committed outside it, and when)."""
+        hint = _author_hint(self.glob.replace("*", "").replace("?", ""), self.people, repos, query, active)
+        return QueryError(f"`author:{self.glob}` matches nobody who committed to {_names(repos)}, so it would "
+                          f"count nothing; {hint}")
+
+
+def check_authors(index: "Index", repos: list["RepoRow"], query: "Query") -> UnmatchedAuthor | None:
+    """Refuse (QueryError) an `author:` glob that matches only bots: that answer needs no scope, so it is given
+    before any is worked out. The first glob that matches nobody is returned instead (None: every glob matches
+    someone), for `UnmatchedAuthor.refusal` once the scope is known: its suggestion is someone active there."""
     if not repos or not query.authors:
-        return
+        return None
     people = _people(index, repos, query.mailmap)
     for glob in query.authors:
         matched = [p for p in people if fnmatch.fnmatchcase(p, glob)]
@@ -118,9 +135,8 @@ def check_authors(index: "Index", repos: list["RepoRow"], query: "Query", active
         if matched:  # only bots, who are left out by default
             raise QueryError(f"`author:{glob}` matches only bot authors, who are left out by default; "
                              "add `bots:on` to count them.")
-        hint = _author_hint(glob.replace("*", "").replace("?", ""), people, repos, query, active)
-        raise QueryError(f"`author:{glob}` matches nobody who committed to {_names(repos)}, so it would count "
-                         f"nothing; {hint}")
+        return UnmatchedAuthor(glob, people)
+    return None
 
 
 def _author_hint(plain: str, people: dict[str, bool], repos: list["RepoRow"], query: "Query", active: Active) -> str:
