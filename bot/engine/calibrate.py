@@ -21,6 +21,7 @@ day's hours, 8 unless told otherwise) beside the 2GAD of the same people over th
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -248,7 +249,13 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
         person = next(iter(matches))
         days = logged.setdefault(person, {})
         days[entry.day] = days.get(entry.day, 0.0) + person_days
-    overall = _active_days(engine, query, first, last, today)
+    monthly = [_active_days(engine, query, start, end, today) for start, end in months]
+    # The span's active days are the months' added up, with no report of their own: a person-day is one person
+    # on one day, and _months cuts the span into calendar months that share no day and leave none out, so each
+    # person-day falls in exactly one month. (Counter.update adds, keeping a person whose count is 0.)
+    overall: Counter[str] = Counter()
+    for active in monthly:
+        overall.update(active)
     compared = sorted(p for p in logged if overall.get(p, 0) > 0)
     for person in sorted(set(logged) - set(compared)):
         why = "no commit in the span" if person in known.by_email else "is no committer's e-mail here"
@@ -259,8 +266,7 @@ def calibrate(engine, timesheet: Timesheet, query: Query, today: date,
                           key=lambda a: (-a.two_gad, a.person))
     chosen = set(compared)
     rows = []
-    for start, end in months:
-        active = _active_days(engine, query, start, end, today) if chosen else {}
+    for (start, end), active in zip(months, monthly):
         logged_days = sum(d for p in compared for day, d in logged[p].items() if start <= day <= end)
         two_gad = 2 * sum(n for p, n in active.items() if p in chosen)
         people = sum(1 for p in compared if active.get(p) or any(start <= day <= end for day in logged[p]))
