@@ -332,3 +332,93 @@ def test_every_row_is_what_range_previous_dot_dot_this_answers(tracked, tokens):
     for row in report.rows:
         alone = ask(tracked, f"shop range:{row.release.range} {plain}")
         assert row.totals == alone.totals, (tokens, row.key)
+
+
+# -- tags of several families: `v2.1` beside `release-14.2` ---------------------------------------------------
+
+def build_mixed(path) -> RepoBuilder:
+    """v2.0, v2.1, v2.2-rc1 and v2.2 on main; release-14.2 and release-14.3 on an `appliance` line forked at v2.0.
+    Sorted together by their numbers (2 < 14), release-14.2's row would be `v2.2..release-14.2`: no one's release."""
+    b = RepoBuilder(path)
+    base = b.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    b.tag("v2.0", base, annotated=True)
+    b.commit(name="Bob", email="bob@example.com", date="2024-01-10")
+    b.tag("v2.1", b.commit(name="Ann", email="ann@example.com", date="2024-01-10"))
+    b.tag("release-14.2", b.commit("appliance", name="Cy", email="cy@example.com", date="2024-01-05", parents=[base]))
+    b.commit("appliance", name="Cy", email="cy@example.com", date="2024-01-20")
+    b.tag("release-14.3", b.commit("appliance", name="Dee", email="dee@example.com", date="2024-01-20"))
+    b.tag("v2.2-rc1", b.commit(name="Bob", email="bob@example.com", date="2024-02-01"))
+    b.tag("v2.2", b.commit(name="Eve", email="eve@example.com", date="2024-02-03T23:30", offset=-300))
+    b.commit(name="Ann", email="ann@example.com", date="2024-03-01")  # after every release
+    return b
+
+
+def git_row(repo: RepoBuilder, revs: str) -> tuple[int, int, int]:
+    """(person-days, developers, commits) of `git log REVS`, counted with git alone: distinct (e-mail, author
+    day) pairs, distinct e-mails, `git rev-list --count`."""
+    pairs = {line.lower() for line in repo.git("log", "--format=%aE %ad", "--date=short", revs).splitlines()}
+    return len(pairs), len({p.split()[0] for p in pairs}), int(repo.git("rev-list", "--count", revs).strip())
+
+
+MIXED_NOTE = "Releases of the `v*` family (4 tags); 2 `release-*` tags left out: ask with `tags:release-*`."
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    return build_mixed(tmp_path / "mixed")
+
+
+def test_by_release_counts_the_family_most_used_and_says_which_it_left_out(mixed, tmp_path):
+    """Every version-like tag was sorted together, so `release-14.2` came after `v2.2` and its row crossed families.
+    By default the `v` family (4 tags, the rc included) is counted; a note names the `release-` family left out."""
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(mixed.path), "mixed")
+    report = ask(engine, "mixed by:release")
+    ranges = [("v2.0", "v2.0"), ("v2.1", "v2.0..v2.1"), ("v2.2", "v2.1..v2.2")]
+    assert [(r.key, r.release.range.lstrip(".")) for r in report.rows] == ranges
+    assert [row_figures(r) for r in report.rows] == [git_row(mixed, revs) for _, revs in ranges]
+    # by hand: v2.2 = Bob's rc of 02-01 and Eve's 02-03 (her own day; UTC 02-04), v2.1 = Bob 01-10 and Ann 01-10
+    assert [row_figures(r) for r in report.rows] == [(1, 1, 1), (2, 2, 2), (2, 2, 2)]
+    assert MIXED_NOTE in report.notes
+    assert "1 commit on the default branch came after `v2.2`" in " ".join(report.notes)
+    # `tags:GLOB` still picks the other family, with no note on families
+    other = ask(engine, "mixed by:release tags:release-*")
+    ranges = [("release-14.2", "release-14.2"), ("release-14.3", "release-14.2..release-14.3")]
+    assert [(r.key, r.release.range.lstrip(".")) for r in other.rows] == ranges
+    assert [row_figures(r) for r in other.rows] == [git_row(mixed, revs) for _, revs in ranges] == [(2, 2, 2),
+                                                                                                     (2, 2, 2)]
+    assert not any("family" in n for n in other.notes)
+    assert not any("family" in n for n in ask(engine, "mixed by:release tags:v*").notes)
+
+
+@pytest.mark.parametrize("names, kept, note", [
+    (["v1.0", "v1.1"], ["v1.0", "v1.1"], None),
+    (["V_3_6", "V_3_6_P1", "V_3_7_P1", "v1.0"], ["V_3_6", "V_3_6_P1", "V_3_7_P1"],
+     "Releases of the `V_*` family (3 tags); 1 `v*` tag left out: ask with `tags:v*`."),
+    (["1.0", "1.1", "1.2", "v1.3", "r1", "x1", "y1", "y2"], ["1.0", "1.1", "1.2"],
+     "Releases of the `[0-9]*` family (3 tags); 2 `y*`, 1 `r*`, 1 `v*` and 1 more tags left out: "
+     "ask with `tags:y*`, `tags:r*` or `tags:v*`."),
+    (["v1.0", "release-1.0"], ["release-1.0"],  # a tie goes to the family that sorts first
+     "Releases of the `release-*` family (1 tag); 1 `v*` tag left out: ask with `tags:v*`."),
+])
+def test_the_family_most_used_is_counted_and_the_rest_named(names, kept, note):
+    from bot.engine.releases import releases
+
+    found = releases({name: row for row, name in enumerate(names)})
+    assert ([t.name for t in found.tags], found.left_out) == (kept, note)
+    assert releases({name: row for row, name in enumerate(names)}, "*").left_out is None  # a glob: no family
+
+
+def test_cli_and_slack_say_which_family_by_release_counted(mixed, tmp_path, stub):
+    data = tmp_path / "data"
+    assert run("track", str(mixed.path), "--name", "mixed", data=data).returncode == 0
+    shown = run("report", "mixed", "by:release", data=data).stdout
+    assert MIXED_NOTE in " ".join(shown.split())
+    assert "release-14.2" not in shown.replace("tags:release-*", "")
+    settings = Settings.from_env({"GAD_DATA_DIR": str(data), "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
+    app, _ = build_app(settings, Engine.open(settings), socket_mode=False, today=lambda: TODAY)
+    _, name = dispatch(app, stub, "mixed by:release")
+    said = read(answer(stub, name))
+    assert MIXED_NOTE in said
+    assert "`v2.2` · tagged 2024-02-03, 24 days after `v2.1` — 2GAD 4 · 2 developers · 2 commits" in said

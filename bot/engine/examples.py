@@ -26,16 +26,14 @@ faces say how a repository gets tracked.
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import GadError, QueryError
 from .query import EXAMPLES, NamesAnExample, is_ref_word
-from .refs import is_prerelease, version_key
-from .releases import is_release_tag
+from .refs import family, is_prerelease, version_key
+from .releases import families, is_release_tag
 
 if TYPE_CHECKING:
     from ..store.index import Index
@@ -75,23 +73,21 @@ def tracked(index: "Index") -> Tracked | None:
 
 def _releases(tips: dict[str, bytes]) -> tuple[str, str] | None:
     """The two newest releases by version (v1.9 < v1.10), on different commits: a range that lists a
-    release's work. Only the family of release tags most used (the text before their first number): tags of
-    another family (release-14.2 beside v2.0) do not sort into one history; pre-releases are left out."""
+    release's work. Only the family by:release counts by default (releases.families: the most used), since
+    tags of another family (release-14.2 beside v2.0) do not sort into one history; pre-releases are left out."""
     by_name = {name.removeprefix("refs/tags/"): target for name, target in tips.items()
                if name.startswith("refs/tags/")}
-    found = [n for n in by_name if is_release_tag(n, None) and not is_prerelease(n) and is_ref_word(n)]
-    families = Counter(_family(n) for n in found)
-    if not families:
+    found = [n for n in by_name if is_release_tag(n, None)]
+    if not found:
         return None
-    family = min(families, key=lambda f: (-families[f], f))
-    versions = sorted((n for n in found if _family(n) == family), key=version_key)
+    counted = families(found)[0][0]
+    versions = sorted((n for n in found if family(n) == counted and not is_prerelease(n) and is_ref_word(n)),
+                      key=version_key)
+    if not versions:
+        return None
     newest = versions[-1]
     older = [n for n in versions[:-1] if by_name[n] != by_name[newest]]
     return (older[-1], newest) if older else None
-
-
-def _family(tag: str) -> str:
-    return re.match(r"\D*", tag).group()
 
 
 def examples(found: Tracked | None) -> tuple[str, ...]:

@@ -132,7 +132,8 @@ class Query:
     def release_words(self) -> str:
         """by:release's scope: 'each release (tags that look like versions, pre-releases folded into the release
         that follows): what git's previous..this lists'."""
-        tags = f"tags matching {_literal(self.tags)}" if self.tags else "tags that look like versions"
+        tags = (f"tags matching {_literal(self.tags)}" if self.tags
+                else "tags that look like versions, of their most-used family")
         folded = "pre-releases shown" if self.prereleases else "pre-releases folded into the release that follows"
         return f"each release ({tags}, sorted by version, {folded}): what git's `previous..this` lists"
 
@@ -268,8 +269,8 @@ TOKENS: tuple[Token, ...] = (
           "merges are not counted", "path:src/net"),
     Token("by:week|month|quarter|year|person|repo|org|release", "a breakdown table; by:release: one row per "
           "release of one repository, what git's previous..this lists", "by:month"),
-    Token("tags:GLOB", "with by:release: the tags that are releases (default: tags that look like versions)",
-          "tags:v*"),
+    Token("tags:GLOB", "with by:release: the tags that are releases (default: tags that look like versions, of "
+          "their most-used family: `v*` or `release-*`, not both)", "tags:v*"),
     Token("prereleases:on", "with by:release: release candidates and betas as rows of their own (by default "
           "they fold into the release that follows)", "prereleases:on"),
     Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),

@@ -52,11 +52,17 @@ def is_prerelease(name: str) -> bool:
 _SEPARATORS = ".-_~+"  # between the numbers of a version: `1.2`, `V_9_5`, `1-2`
 
 
+def family(name: str) -> str:
+    """A tag's family: its text before the first number (`v` of v2.1, `release-` of release-14.2, `V_` of
+    V_3_6_P1, nothing of 1.2). One family numbers one history; two families (v2.1 beside release-14.2) do not."""
+    return re.match(r"\D*", name).group()
+
+
 def version_key(name: str) -> tuple:
     """Sorts tag names as versions: v1.9 < v1.10 < v2.0-rc1 < v2.0 < V_2_0_P1 < v2.0.1 (a pre-release before
     its release, any other suffix after it). Text before the first number (`v`, `release-`) only breaks ties,
     so that `1.0`, `v1.1` and `release-1.2` still sort by their numbers."""
-    prefix = re.match(r"\D*", name).group()
+    prefix = family(name)
     key: list = []
     for part in re.split(r"(\d+)", name[len(prefix):]):
         if part.isdigit():

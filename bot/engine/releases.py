@@ -1,8 +1,10 @@
 """`by:release`: a repository's tags as consecutive releases, each the commits git's `previous..this` lists.
 
 Pure: the repository's tags (short name -> store row) in, the releases to count out, in version order.
-Which tags are releases: by default the tags that look like versions (DEFAULT_TAGS); `tags:GLOB` picks
-others (fnmatch on the tag name, case-sensitive as git's ref names are). Pre-releases (`-rc1`, `-beta`,
+Which tags are releases: by default the tags that look like versions (DEFAULT_TAGS) of the family most used
+(`v` of v2.1 beside `release-` of release-14.2: refs.family), since two families sorted together make rows
+such as `v2.1..release-14.2` that no one released; `tags:GLOB` picks others (fnmatch on the tag name,
+case-sensitive as git's ref names are). Pre-releases (`-rc1`, `-beta`,
 `1.0a1`: refs.PRERELEASE_WORDS) fold into the release that follows them, since that release's range
 holds their commits, unless `prereleases:on`; the newest pre-releases with no release after them yet are
 one row, under the newest of them. docs/metric.md defines every row.
@@ -13,10 +15,12 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from .refs import is_prerelease, version_key
+from .refs import family, is_prerelease, version_key
 
 if TYPE_CHECKING:
     from ..errors import QueryError
@@ -47,17 +51,63 @@ def is_release_tag(name: str, glob: str | None) -> bool:
     return DEFAULT_TAGS.fullmatch(name) is not None
 
 
-def releases(tags: dict[str, int], glob: str | None = None, prereleases: bool = False) -> list[Tagged]:
-    """The releases among `tags` (short name -> row), oldest version first, pre-releases folded unless asked."""
+def families(names: Iterable[str]) -> list[tuple[str, int]]:
+    """The families of `names` (refs.family) with how many of them each has, most used first, then by name."""
+    return sorted(Counter(family(name) for name in names).items(), key=lambda counted: (-counted[1], counted[0]))
+
+
+def family_glob(name: str) -> str:
+    """The `tags:` glob that picks a family's tags: `v*`, `release-*`; `[0-9]*` for bare numbers (`1.2`)."""
+    return f"{name}*" if name else "[0-9]*"
+
+
+def left_out_note(ranked: list[tuple[str, int]], most: int = 3) -> str | None:
+    """'Releases of the `v*` family (41 tags); 12 `release-*` tags left out: ask with `tags:release-*`.'; None
+    with one family (`ranked`: `families`, the first the one counted)."""
+    from ..errors import literal
+
+    if len(ranked) < 2:
+        return None
+    (kept, count), others = ranked[0], ranked[1:]
+    told = [f"{n:,} {literal(family_glob(name))}" for name, n in others[:most]]
+    if len(others) > most:  # the least used families: counted, not named
+        told.append(f"{sum(n for _, n in others[most:]):,} more")
+    asks = [literal("tags:" + family_glob(name)) for name, _ in others[:most]]
+    return (f"Releases of the {literal(family_glob(kept))} family ({count:,} tag{'s' * (count != 1)}); "
+            f"{_listed(told, 'and')} tag{'s' * (sum(n for _, n in others) != 1)} left out: "
+            f"ask with {_listed(asks, 'or')}.")
+
+
+def _listed(items: list[str], last: str) -> str:
+    """'a', 'a and b', 'a, b and c' (`last`: the word before the last item)."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+class Releases(NamedTuple):
+    """The releases to count, oldest version first, and the note on the families left out (None: none were)."""
+
+    tags: list[Tagged]
+    left_out: str | None
+
+
+def releases(tags: dict[str, int], glob: str | None = None, prereleases: bool = False) -> Releases:
+    """The releases among `tags` (short name -> row), oldest version first, pre-releases folded unless asked;
+    without `glob`, of the family most used only."""
+    named = [name for name, row in tags.items() if row >= 0 and is_release_tag(name, glob)]
+    note = None
+    if glob is None and named:
+        ranked = families(named)
+        named = [name for name in named if family(name) == ranked[0][0]]
+        note = left_out_note(ranked)
     # (key, name): `v01` and `v1` have one key, and names are unique
-    keyed = [t for _, _, t in sorted((version_key(name), name, Tagged(name, row, is_prerelease(name)))
-                                     for name, row in tags.items() if row >= 0 and is_release_tag(name, glob))]
+    keyed = [t for _, _, t in sorted((version_key(name), name, Tagged(name, tags[name], is_prerelease(name)))
+                                     for name in named)]
     if prereleases:
-        return keyed
+        return Releases(keyed, note)
     kept = [t for t in keyed if not t.prerelease]
     # the newest pre-releases, after every release, have no release to fold into yet: the newest is a row
     waiting = list(itertools.takewhile(lambda t: t.prerelease, reversed(keyed)))
-    return kept + waiting[:1]
+    return Releases(kept + waiting[:1], note)
 
 
 @dataclass(frozen=True)
@@ -122,5 +172,4 @@ def none_in_period_error(repo: str, nearest: str, nearest_day, since, until) -> 
 
 def _glob_for(tag: str) -> str:
     """A glob that would take `tag` and its siblings: its text up to the first digit, then `*`."""
-    head = re.match(r"\D*", tag).group()
-    return (head or tag[:1]) + "*"
+    return (family(tag) or tag[:1]) + "*"
