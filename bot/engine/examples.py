@@ -36,7 +36,7 @@ from .refs import family, is_prerelease, version_key
 from .releases import families, is_release_tag
 
 if TYPE_CHECKING:
-    from ..store.index import Index
+    from ..store.index import Index, RepoRow
 
 
 @dataclass(frozen=True)
@@ -51,20 +51,21 @@ class Tracked:
 log = logging.getLogger(__name__)
 
 
-def tracked_or_generic(index: "Index") -> Tracked | None:
+def tracked_or_generic(index: "Index", repos: "list[RepoRow] | None" = None) -> Tracked | None:
     """`tracked`, or None (the generic examples) when the index cannot be read: help, answered in Slack's ack
     and on the terminal, must still help when the index is damaged or locked."""
     try:
-        return tracked(index)
+        return tracked(index, repos)
     except (sqlite3.Error, GadError, OSError) as error:
         log.warning("help examples fall back to the generic ones: the index could not be read (%s)",
                     type(error).__name__)
         return None
 
 
-def tracked(index: "Index") -> Tracked | None:
-    """What is tracked, for the examples (a few rows read); None with nothing tracked."""
-    repos = sorted(index.repos(), key=lambda r: (-r.commits, r.name))
+def tracked(index: "Index", repos: "list[RepoRow] | None" = None) -> Tracked | None:
+    """What is tracked, for the examples (a few rows read); None with nothing tracked. `repos`: every tracked
+    repository, when the caller has just read them (the Home tab lists them too), else read here."""
+    repos = sorted(index.repos() if repos is None else repos, key=lambda r: (-r.commits, r.name))
     if not repos:
         return None
     projects = tuple(name for name, members in index.projects().items() if members)

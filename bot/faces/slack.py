@@ -655,15 +655,17 @@ class SlackFace:
         monday = periods.bucket_start(today, "week") - timedelta(days=7)  # the last full week
         week = periods.bucket_label(monday, "week")
         rows = []
-        for repo in self.engine.repos():
+        tracked = self.engine.repos()  # read once: the rows and the examples both name them
+        for repo in tracked:
             try:
                 weekly = self.engine.report(q.Query(repos=(repo.name,), since=monday, until=monday + timedelta(days=6)),
                                             today).totals.two_gad
             except GadError:  # e.g. not indexed yet
                 weekly = None
             rows.append(HomeRow(name=repo.name, weekly_two_gad=weekly, week=week, last_error=repo.last_error))
+        found = examples.tracked_or_generic(self.engine.index, tracked)
         client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user),
-                                                              found=examples.tracked_or_generic(self.engine.index)))
+                                                              found=found))
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]
