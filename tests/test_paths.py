@@ -139,24 +139,26 @@ def test_a_filter_that_matched_before_the_period_is_a_quiet_period(engine, tree)
     assert ask(engine, "kernel path:docs author:c@example.com").totals.person_days == 1
 
 
-def test_an_author_glob_matching_only_bots_says_bots_on(engine, tmp_path):
+@pytest.fixture
+def botty(engine, tmp_path):
+    """`botty`: one commit by dependabot, one by ann; no tags, one branch (main)."""
     b = RepoBuilder(tmp_path / "botty")
     b.commit(name="dependabot[bot]", email="49699333+dependabot[bot]@users.noreply.github.com", date="2024-01-02")
     b.commit(email="ann@example.com", date="2024-01-03")
     engine.track(str(b.path), "botty")
+    return b
+
+
+def test_an_author_glob_matching_only_bots_says_bots_on(engine, botty):
     with pytest.raises(QueryError, match=r"matches only bot authors, who are left out by default; add `bots:on`"):
         ask(engine, "botty author:*dependabot*")
     assert ask(engine, "botty author:*dependabot* bots:on").totals.person_days == 1
 
 
-def test_an_author_glob_matching_only_bots_is_refused_before_the_scope_is_worked_out(engine, tmp_path):
+def test_an_author_glob_matching_only_bots_is_refused_before_the_scope_is_worked_out(engine, botty):
     """That refusal needs no scope: it comes before a branch is searched or releases are ranged, and so before
     their own refusals (botty has no branch `nosuch` and no tags)."""
-    b = RepoBuilder(tmp_path / "botty")
-    b.commit(name="dependabot[bot]", email="49699333+dependabot[bot]@users.noreply.github.com", date="2024-01-02")
-    b.commit(email="ann@example.com", date="2024-01-03")
-    engine.track(str(b.path), "botty")
-    assert b.git("tag").strip() == "" and "nosuch" not in b.git("branch", "--list")
+    assert botty.git("tag").strip() == "" and "nosuch" not in botty.git("branch", "--list")
     for scope in ("branch:nosuch", "by:release"):
         with pytest.raises(QueryError) as refused:
             ask(engine, f"botty author:*dependabot* {scope}")
