@@ -270,7 +270,7 @@ TOKENS: tuple[Token, ...] = (
     Token("by:week|month|quarter|year|person|repo|org|release", "a breakdown table; by:release: one row per "
           "release of one repository, what git's previous..this lists", "by:month"),
     Token("tags:GLOB", "with by:release: the tags that are releases (default: tags that look like versions, of "
-          "their most-used family: `v*` or `release-*`, not both)", "tags:v*"),
+          "their most-used family: v* or release-*, not both)", "tags:v*"),
     Token("prereleases:on", "with by:release: release candidates and betas as rows of their own (by default "
           "they fold into the release that follows)", "prereleases:on"),
     Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),
