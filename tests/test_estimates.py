@@ -346,7 +346,7 @@ def test_an_index_from_before_trailers_reads_them_at_the_next_sync(paired, paire
     paired_engine._cache.clear()  # what a restarted gad-bot would read
     from bot.errors import GadError
 
-    with pytest.raises(GadError, match="indexed before gad-bot read `Co-authored-by:` trailers"):
+    with pytest.raises(GadError, match="still reading its commits. `Co-authored-by:` trailers"):
         ask(paired_engine, "paired coauthors:on")
     paired_engine.sync(["paired"])
     assert ask(paired_engine, "paired coauthors:on").totals.person_days == 7

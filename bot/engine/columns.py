@@ -242,7 +242,7 @@ def coauthor_select(columns: RepoColumns, flt: Filter, extra_mask: np.ndarray | 
     Co-authors that are bots or automated are left out (kept with bots:on); `author:` applies to them as
     to authors. `columns` are the mailmap-ordered ones `select` was given (and `extra_mask` is in their order)."""
     co = columns.coauthors
-    if co is None or not len(co.rows):
+    if co is None or not co.complete or not len(co.rows):  # a count of some chunks' trailers would mislead
         return _no_coauthors(columns)
     counted = (columns.bits & flt.scope_bit) != 0 if extra_mask is None else extra_mask.copy()
     if not flt.bots:

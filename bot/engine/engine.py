@@ -666,8 +666,9 @@ class Engine:
             masks.append(mask)
             coauthor_parts.append(col.coauthor_select(columns, flt, mask))
             if query.coauthors and not columns.coauthors.complete:
-                raise GadError(f"`{repo.name}` was indexed before gad-bot read `Co-authored-by:` trailers; "
-                               f"{command('sync ' + repo.name)} reads them (once), then ask again.")
+                raise GadError(f"`{repo.name}` is still reading its commits' `Co-authored-by:` trailers (they come with "
+                               f"the changed paths, after the commits); try `coauthors:on` again in a few minutes, "
+                               f"or run {command('sync ' + repo.name)} if this stays.")
         org_table = self.org_table() if (query.orgs or query.by == "org") else None
         active = self._active(all_columns, masks, flt, query, org_table)
         if unmatched_author is not None:  # refused once the scope is known (suggestions from it), before counting

@@ -16,6 +16,7 @@ from __future__ import annotations
 import binascii
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -40,8 +41,9 @@ OID_BYTES = 20
 _READ = 1 << 20
 
 # The `Co-authored-by:` trailers of a commit as git parses them (its trailer block, continuation lines
-# unfolded), the values only, separated by \x01. Measured on 100,000 synthetic commits: ~7 % more CPU in
-# git log than without (docs/benchmarks.md has the whole-track figures before and after).
+# unfolded), the values only, separated by \x01. Parsing every message's trailer block costs git ~1 s of
+# CPU per million commits in `git log` (+12 %): a first walk leaves them to the paths phase's
+# `git diff-tree`, which parses each commit anyway (docs/benchmarks.md has the figures before and after).
 COAUTHOR_TRAILERS = "%(trailers:key=Co-authored-by,valueonly,unfold,separator=%x01)"
 COAUTHOR_SEPARATOR = b"\x01"
 # A stranger's commit may name any number of co-authors; past this many per commit the rest are ignored,
@@ -165,6 +167,7 @@ class CommitChunk:
     # identity `coauthor_index[i]` on commit `coauthor_rows[i]` (ascending, a commit's entries together).
     coauthor_rows: list[int] = field(default_factory=list)
     coauthor_index: list[int] = field(default_factory=list)
+    coauthors_read: bool = True  # False: the walk did not read trailers (the paths phase does)
 
     def __len__(self) -> int:
         return len(self.identity_index)
@@ -203,16 +206,18 @@ def _fail(what: str, code: int, stderr: bytes) -> MirrorError:
 
 
 def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] = (), *,
-                 chunk_size: int = 50_000, no_walk: bool = False,
+                 chunk_size: int = 50_000, no_walk: bool = False, coauthors: bool = True,
                  scratch_dir: Path | None = None) -> Iterator[CommitChunk]:
     """Every commit reachable from `include` but not from `exclude` (hex ids), once, in chunks, in
     git's walk order (bot/store/indexer.py keeps the walk's frontier from the chunks' parents). With
-    `no_walk`, exactly the commits `include` lists, in that order."""
+    `no_walk`, exactly the commits `include` lists, in that order. With coauthors=False the chunks
+    carry no trailers (`coauthors_read` False): `read_changed_paths` reads them later."""
     include = list(dict.fromkeys(include))
     if not include:
         return
+    trailers = COAUTHOR_TRAILERS if coauthors else ""  # the record keeps its last (empty) line either way
     args = [git_binary(), "log", "--stdin", "--no-use-mailmap", "--no-show-signature", "--no-decorate",
-            "--no-color", "-z", "--date=raw", f"--format=%H %P%n%an%n%ae%n%ad%n{COAUTHOR_TRAILERS}",
+            "--no-color", "-z", "--date=raw", f"--format=%H %P%n%an%n%ae%n%ad%n{trailers}",
             *(["--no-walk=unsorted"] if no_walk else [])]
     output = _GrowingFile(scratch_dir)
     try:
@@ -224,7 +229,9 @@ def read_commits(git_dir: Path, include: Iterable[str], exclude: Iterable[str] =
     zones: dict[bytes, int | None] = {}
     cut_off: MirrorError | None = None
     try:
-        yield from _parse_log(output, zones, chunk_size)
+        for chunk in _parse_log(output, zones, chunk_size):
+            chunk.coauthors_read = coauthors
+            yield chunk
     except MirrorError as error:
         cut_off = error
     finally:
@@ -377,15 +384,20 @@ def _coauthors(trailers: bytes, row: int, identity_ids: dict[bytes, int], rows: 
             index.append(number)
 
 
-def _chunk(heads: list[bytes], identity_index: list[int], identity_ids: dict[bytes, int], dates: list[bytes],
-           zones: dict[bytes, int | None], coauthor_rows: list[int], coauthor_index: list[int]) -> CommitChunk:
+def _identities(identity_ids: dict[bytes, int]) -> list[tuple[str, str]]:
+    """(name, e-mail) by number from raw `NAME\nE-MAIL` keys numbered as first seen."""
     identities = [("", "")] * len(identity_ids)
     for raw, number in identity_ids.items():
         name, _, email = raw.partition(b"\n")
         identities[number] = (_decode(name), _decode(email))
+    return identities
+
+
+def _chunk(heads: list[bytes], identity_index: list[int], identity_ids: dict[bytes, int], dates: list[bytes],
+           zones: dict[bytes, int | None], coauthor_rows: list[int], coauthor_index: list[int]) -> CommitChunk:
     oids, counts, parents = _split_heads(heads)
-    return CommitChunk(oids, counts, parents, identity_index, identities, _days(dates, zones), coauthor_rows,
-                       coauthor_index)
+    return CommitChunk(oids, counts, parents, identity_index, _identities(identity_ids), _days(dates, zones),
+                       coauthor_rows, coauthor_index)
 
 
 def _split_heads(heads: list[bytes]) -> tuple[bytes, bytes, bytes]:
@@ -432,18 +444,33 @@ def _days(dates: list[bytes], zones: dict[bytes, int | None]) -> np.ndarray:
 
 @dataclass
 class ChangedPaths:
-    """The paths each commit of a list changed against its first parent (all of them for a root commit)."""
+    """Per commit of a list, in the order asked: the paths it changed against its first parent (all of
+    them for a root commit, none for a merge), and its `Co-authored-by:` identities, sparse as in
+    CommitChunk (entry i names `identities[coauthor_index[i]]` on commit `coauthor_rows[i]`)."""
 
-    paths: list[list[bytes]]  # per commit, in the order asked; raw bytes as git stores them
+    paths: list[list[bytes]]  # raw bytes as git stores them
+    identities: list[tuple[str, str]] = field(default_factory=list)
+    coauthor_rows: list[int] = field(default_factory=list)
+    coauthor_index: list[int] = field(default_factory=list)
+
+
+# Ends the id in each commit's header line of `git diff-tree --format`; the trailers follow it.
+_HEADER_END = b"\x02"
 
 
 def read_changed_paths(git_dir: Path, hex_oids: list[str], scratch_dir: Path | None = None) -> ChangedPaths:
-    """`git diff-tree -r --name-only --root` of each commit (non-merges only: a merge's own changes
-    are not what `git log -- PATH` counts). Both sides of a rename count, as in `git log -- PATH`."""
+    """`git diff-tree -r --name-only --root` of each commit, and its co-author trailers. A merge lists no
+    paths (git diffs no merge without -m: a merge's own changes are not what `git log -- PATH` counts)
+    but its trailers count. Both sides of a rename count, as in `git log -- PATH`.
+
+    Each commit's header is a per-run random nonce, its id and its trailers: a file name in a stranger's
+    repository cannot pass for the header of the next commit (a child's file may spell its parent's id)."""
     if not hex_oids:
         return ChangedPaths([])
+    nonce = secrets.token_hex(8).encode()
     args = [git_binary(), "diff-tree", "--stdin", "-r", "--name-only", "--root", "--always", "-z",
-            "--no-renames", "--no-ext-diff", "--no-textconv"]
+            "--no-renames", "--no-ext-diff", "--no-textconv",
+            f"--format={nonce.decode()}%H%x02{COAUTHOR_TRAILERS}"]
     with tempfile.TemporaryFile(prefix="gad-git-", dir=scratch_dir) as output:  # a file, not a pipe: see _GrowingFile
         git = _GitChild(git_dir, args, output, hex_oids)
         try:
@@ -454,32 +481,50 @@ def read_changed_paths(git_dir: Path, hex_oids: list[str], scratch_dir: Path | N
         out = output.read() if code == 0 else b""
     if code != 0:
         raise git.failure("Listing changed paths with git diff-tree", code)
-    return ChangedPaths(_split_changed(out, hex_oids))
+    paths, trailers = _split_changed(out, hex_oids, nonce)
+    identity_ids: dict[bytes, int] = {}
+    rows: list[int] = []
+    index: list[int] = []
+    for row, found in enumerate(trailers):
+        if found:
+            _coauthors(found, row, identity_ids, rows, index)
+    return ChangedPaths(paths, _identities(identity_ids), rows, index)
 
 
-def _split_changed(out: bytes, hex_oids: list[str]) -> list[list[bytes]]:
-    """Split `diff-tree --always -z` output into per-commit path lists.
+def _split_changed(out: bytes, hex_oids: list[str], nonce: bytes) -> tuple[list[list[bytes]], list[bytes]]:
+    """Split `diff-tree --always -z --format=NONCE%H\x02TRAILERS` output into per-commit path lists and
+    trailer values.
 
-    Every commit asked for is printed, in order, as its 40-hex id followed by its paths, all
-    NUL-separated; a token is a commit's header exactly when it equals the next id asked for (a path
-    spelling the full id of the commit that follows would need a SHA-1 preimage).
+    Every commit asked for is printed, in order, as its header, then, when it changed paths, "\n" and
+    its paths, all NUL-separated. A token before that "\n" belongs to the header (a NUL inside a
+    hand-made message cuts it short): it is no path.
     """
     tokens = out.split(b"\0")
     if tokens and tokens[-1] == b"":
         tokens.pop()
-    result: list[list[bytes]] = []
+    paths: list[list[bytes]] = []
+    trailers: list[bytes] = []
     expected = [h.encode() for h in hex_oids]
+    start, end = len(nonce), len(nonce) + 40
     position = 0
     current: list[bytes] | None = None
+    listing = False  # whether the current commit's paths have begun
     for token in tokens:
-        if position < len(expected) and token == expected[position]:
-            current = []
-            result.append(current)
+        if token.startswith(nonce):
+            if position >= len(expected) or token[start:end] != expected[position] \
+                    or token[end:end + 1] != _HEADER_END:
+                raise MirrorError("git diff-tree answered in an unexpected form; try the sync again.")
+            current, listing = [], False
+            paths.append(current)
+            trailers.append(token[end + 1:])
             position += 1
-        elif current is not None:
-            current.append(token)
-        else:
+        elif current is None:
             raise MirrorError("git diff-tree answered in an unexpected form; try the sync again.")
+        elif listing:
+            current.append(token)
+        elif token.startswith(b"\n"):
+            current.append(token[1:])
+            listing = True
     if position != len(expected):
         raise MirrorError("git diff-tree left out commits it was asked about; try the sync again.")
-    return result
+    return paths, trailers

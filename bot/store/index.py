@@ -805,10 +805,12 @@ class Index:
         self.conn.execute("UPDATE commit_chunks SET path_offsets = ?, path_ids = ? WHERE repo_id = ? AND seq = ?",
                         (offsets, path_ids, repo_id, seq))
 
-    def chunks_lacking_coauthors(self, repo_id: int) -> list[int]:
-        """Seqs of the chunks stored before co-author trailers were read."""
+    def chunks_lacking_coauthors(self, repo_id: int, *, paths_done: bool = False) -> list[int]:
+        """Seqs of the chunks whose co-author trailers are not read yet (paths_done: only those whose changed
+        paths are, which the paths phase will not read again)."""
+        also = " AND path_offsets IS NOT NULL" if paths_done else ""
         return [r[0] for r in self.conn.execute(
-            "SELECT seq FROM commit_chunks WHERE repo_id = ? AND coauthor_rows IS NULL ORDER BY seq", (repo_id,))]
+            f"SELECT seq FROM commit_chunks WHERE repo_id = ? AND coauthor_rows IS NULL{also} ORDER BY seq", (repo_id,))]
 
     def store_chunk_coauthors(self, repo_id: int, seq: int, rows: bytes, author_ids: bytes) -> None:
         self.conn.execute("UPDATE commit_chunks SET coauthor_rows = ?, coauthor_ids = ? WHERE repo_id = ? AND seq = ?",
@@ -832,6 +834,10 @@ class Index:
         self.conn.execute("DELETE FROM walks WHERE repo_id = ?", (repo_id,))
 
     # -- derived arrays --------------------------------------------------------
+    def set_derived_generation(self, repo_id: int, generation: int) -> None:
+        """The derived arrays stand as they are for a new generation (only what readers load beside them changed)."""
+        self.conn.execute("UPDATE derived SET generation = ? WHERE repo_id = ?", (generation, repo_id))
+
     def store_derived(self, repo_id: int, derived: DerivedRow) -> None:
         self.conn.execute(
             "INSERT INTO derived VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(repo_id) DO UPDATE SET "
@@ -852,6 +858,11 @@ class Index:
         """Placeholder identity rows for authors new to the repository; the identity refresh fills them in."""
         self.conn.executemany("INSERT OR IGNORE INTO repo_authors VALUES (?, ?, 0, 0, 0, 0, 0, 0)",
                                  ((repo_id, int(a)) for a in author_ids))
+
+    def has_placeholder_authors(self, repo_id: int) -> bool:
+        """Whether some identity of the repository still waits for the identity refresh (person 0: none yet)."""
+        return self.conn.execute("SELECT 1 FROM repo_authors WHERE repo_id = ? AND person_mm = 0 LIMIT 1",
+                                 (repo_id,)).fetchone() is not None
 
     def author_ids_for(self, identities: list[tuple[str, str]], cache: dict[tuple[str, str], int]) -> list[int]:
         """Ids of raw (name, e-mail) identities, adding the new ones (caller holds the transaction)."""

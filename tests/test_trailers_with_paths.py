@@ -1,0 +1,123 @@
+"""A first index reads `Co-authored-by:` trailers in the paths phase's `git diff-tree` (not in the walk's
+`git log`, where parsing every message cost 12 % of the time to the first answer): until then
+`coauthors:on` says so and no partial count is told; after it, every figure equals git's.
+
+Expected figures come from git itself (tests/test_estimates.py's oracle runs METRIC.md's pipeline)
+or by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.config import Settings
+from bot.engine.engine import Engine
+from bot.errors import GadError
+from bot.store import history
+from tests.gitbuild import RepoBuilder
+from tests.test_estimates import ask, oracle_with_coauthors
+from tests.test_estimation import figures, git_records
+
+
+@pytest.fixture
+def merged(tmp_path):
+    """A pull request merged with --no-ff whose merge commit names a co-author, a squash merge naming two,
+    and a child commit adding a file named after its parent's id (a stranger can name files anything).
+
+    By hand: authors ann 03-01, 03-03 (the merge), 03-04; cat 03-02, 03-05 = ann 3 days + cat 2 = 5
+    person-days. Co-authors: dan on the merge (03-03), bob and eve on the squash (03-04): + 3 = 8.
+    """
+    b = RepoBuilder(tmp_path / "merged")
+    base = b.commit(name="Ann", email="ann@example.com", date="2025-03-01T10:00", files={"src/a.c": "a"})
+    side = b.commit("feature", parents=[base], name="Cat", email="cat@example.com", date="2025-03-02T10:00",
+                    files={"src/b.c": "b"})
+    b.merge("main", side, name="Ann", email="ann@example.com", date="2025-03-03T10:00", files={},
+            message="Merge pull request #7\n\nCo-authored-by: Dan <dan@example.net>\n")
+    parent = b.tip("main")
+    b.commit(name="Ann", email="ann@example.com", date="2025-03-04T10:00",
+             files={str(parent): "named after my parent", "docs/guide.md": "g"},
+             message="Squash merge of #9\n\nCo-authored-by: Bob <bob@example.com>\nCo-authored-by: Eve <eve@example.com>\n")
+    squash = b.tip("main")
+    b.commit(name="Cat", email="cat@example.com", date="2025-03-05T10:00",
+             files={str(squash): "named after my parent, a plain commit", "web/app.js": "x"})
+    return b
+
+
+def test_a_first_index_reads_trailers_with_the_paths(merged, tmp_path):
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(merged.path), "merged", paths=False)  # commits in, plain reports answer; no paths yet
+
+    plain = ask(engine, "merged")
+    assert plain.totals.person_days == 5 == oracle_with_coauthors(merged.path, coauthors=False)[0]
+    assert plain.coauthor_commits == 0  # not a partial count: nothing is told until every trailer is read
+    with pytest.raises(GadError, match="still reading its commits' `Co-authored-by:` trailers"):
+        ask(engine, "merged coauthors:on")
+
+    engine.index_paths("merged")
+    on = ask(engine, "merged coauthors:on")
+    assert (on.totals.person_days, on.coauthor_commits) == (8, 2)
+    assert (on.totals.person_days, on.coauthor_commits) == oracle_with_coauthors(merged.path, coauthors=True)
+    off = ask(engine, "merged")
+    assert (off.totals.person_days, off.coauthor_commits, off.coauthor_active_days) == (5, 2, 3)
+
+
+def test_a_file_named_after_its_parent_is_a_path_not_a_header(merged, tmp_path):
+    """diff-tree lists each commit as a header then its paths: a file spelling the next commit's id (here the
+    child's file names its parent, which diff-tree lists next) must not pass for that commit's header."""
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(merged.path), "merged")
+    for path in ("src", "docs", "web", "src/b.c"):
+        expected = figures(git_records(merged, "--branches", "--tags", paths=(path,), no_merges=True))
+        got = ask(engine, f"merged path:{path}").totals
+        assert (got.person_days, got.developers, got.commits) == expected, path
+    assert ask(engine, "merged path:src").totals.commits == 2  # by hand: a.c, b.c; not the merge, not the squash
+    web = ask(engine, "merged path:web since:2025-03-05").totals
+    assert (web.person_days, web.commits) == (1, 1)  # by hand: Cat's 03-05 commit alone, not the squash's day
+
+
+def test_changed_paths_and_trailers_of_each_commit_as_git_lists_them(merged):
+    """read_changed_paths alone, against `git diff-tree` and `git log` run here."""
+    oids = merged.git("log", "--format=%H", "--branches").split()
+    changed = history.read_changed_paths(merged.path / ".git" if (merged.path / ".git").exists() else merged.path, oids)
+    for oid, paths in zip(oids, changed.paths):
+        parents = merged.git("log", "-1", "--format=%P", oid).split()
+        expected = [] if len(parents) > 1 else merged.git("diff-tree", "-r", "--name-only", "--root", "--no-renames",
+                                                          "--format=", oid).split("\n")
+        assert sorted(p.decode() for p in paths) == sorted(p for p in expected if p), oid
+    named = {(oids[row], changed.identities[i][1]) for row, i in zip(changed.coauthor_rows, changed.coauthor_index)}
+    trailers = {(oid, value.rpartition("<")[2].rstrip(">"))
+                for oid in oids for value in merged.git(
+                    "log", "-1", "--format=%(trailers:key=Co-authored-by,valueonly,separator=%x01)", oid
+                ).strip().split("\x01") if value}
+    assert named == trailers and len(named) == 3
+
+
+def test_a_paths_phase_cut_short_reads_the_rest_of_the_trailers_later(merged, tmp_path, monkeypatch):
+    """Chunks of two commits; the paths phase fails on its third chunk after storing two chunks' trailers (one
+    of them naming co-authors). The next run reads the rest; the people of the co-authors stored by the first
+    run are still resolved, and every figure equals git's."""
+    from bot.errors import MirrorError
+    from bot.store import indexer
+
+    monkeypatch.setattr(indexer, "CHUNK", 2)
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(merged.path), "merged", paths=False)
+    real, calls = indexer._changed_paths, []
+
+    def failing_third(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise MirrorError("git diff-tree failed: a disk hiccup.")
+        return real(*args)
+
+    monkeypatch.setattr(indexer, "_changed_paths", failing_third)
+    with pytest.raises(MirrorError):
+        engine.index_paths("merged")
+    repo = engine.index.repo("merged")
+    assert 0 < len(engine.index.chunks_lacking_coauthors(repo.id)) < engine.index.chunk_count(repo.id)
+    with pytest.raises(GadError, match="still reading"):
+        ask(engine, "merged coauthors:on")
+
+    monkeypatch.setattr(indexer, "_changed_paths", real)
+    engine.index_paths("merged")
+    on = ask(engine, "merged coauthors:on")
+    assert (on.totals.person_days, on.coauthor_commits) == (8, 2) == oracle_with_coauthors(merged.path, coauthors=True)
