@@ -198,6 +198,25 @@ def test_an_author_only_outside_the_period_is_told_when_they_last_committed(engi
         f"bob@example.org committed to `web`, but not until 2023-12-31: first on {first}."
 
 
+def test_an_author_only_outside_the_period_under_a_path_is_told_the_path(engine, scoped):
+    """The sentence said "committed to `web`, but not since 2024-01-01: last on 2023-05-01" for `path:src`,
+    though alice's last commit to `web` is of 2023-05-02 (in docs/): the day is her last under `src`, and
+    the sentence now says so."""
+    last_under_src = git_days(scoped, "alice@example.org", "src")[-1]
+    assert (last_under_src, git_days(scoped, "alice@example.org")[-1]) == ("2023-05-01", "2023-05-02")
+    report = ask(engine, "web since:2024-01-01 path:src author:alice@example.org")
+    assert report.totals.person_days == 0
+    assert report.hint == (f"alice@example.org committed to `web`, but not under `src` since 2024-01-01: "
+                           f"last on {last_under_src}.")
+    outside_docs = git_days(scoped, "alice@example.org", ".", ":!docs")[-1]
+    assert ask(engine, "web since:2024-01-01 path:!docs author:alice@example.org").hint == (
+        f"alice@example.org committed to `web`, but not outside `docs` since 2024-01-01: last on {outside_docs}.")
+    first_under_src = git_days(scoped, "bob@example.org", "src")[0]
+    assert ask(engine, "web until:2023-12-31 path:src path:!src/a.c author:bob@example.org").hint == (
+        f"bob@example.org committed to `web`, but not under `src` and outside `src/a.c` until 2023-12-31: "
+        f"first on {first_under_src}.")
+
+
 def test_an_author_only_outside_a_path_is_told_where_they_did_commit(engine, scoped):
     assert git_days(scoped, "bob@example.org", "docs") == []
     report = ask(engine, "web path:docs author:bob@example.org")

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from datetime import date
 from typing import TYPE_CHECKING
 
-from ..errors import QueryError, command, did_you_mean, nearest
+from ..errors import QueryError, command, did_you_mean, literal, nearest
 
 if TYPE_CHECKING:
     from ..store.index import Index, RepoRow
@@ -165,20 +165,29 @@ def _author_hint(plain: str, people: dict[str, bool], repos: list["RepoRow"], qu
             f"{'those active in this scope' if query.scope_tokens() else 'them'}.")
 
 
+def _path_words(query: "Query") -> str:
+    """The `path:` scope in words: 'under `src/api`', 'outside `docs`', 'under `src` and outside `src/gen`'."""
+    parts = [f"under {' or '.join(literal(p) for p in query.paths)}"] if query.paths else []
+    parts += [f"outside {' and '.join(literal(p) for p in query.exclude_paths)}"] if query.exclude_paths else []
+    return " and ".join(parts)
+
+
 def outside_words(email: str, query: "Query", repos: str, elsewhere: dict[str, tuple[date, date]]) -> str:
     """Where someone committed who counts nothing in this scope, to follow their e-mail: 'committed to `web`,
-    but not since 2024-01-01: last on 2023-05-02' (the period left them out), or 'committed to `web`, but never
-    with `path:docs`' (another filter did). `elsewhere` is `active((email,), False)`: their days without the
-    period."""
+    but not since 2024-01-01: last on 2023-05-02' (the period left them out; 'but not under `src/api` since' with
+    `path:`), or 'committed to `web`, but never with `path:docs`' (another filter did). `elsewhere` is
+    `active((email,), False)`: their days without the period."""
     if email in elsewhere:  # active in this slice of history, only not in the period
         first, last = elsewhere[email]
+        # their days are counted under the `path:` asked: said, or "not since" reads as not in the repository
+        where = f"not {_path_words(query)} " if query.paths or query.exclude_paths else "not "
         if query.since and last < query.since:
-            return f"committed to {repos}, but not since {query.since.isoformat()}: last on {last.isoformat()}"
+            return f"committed to {repos}, but {where}since {query.since.isoformat()}: last on {last.isoformat()}"
         if query.until and first > query.until:
-            return f"committed to {repos}, but not until {query.until.isoformat()}: first on {first.isoformat()}"
+            return f"committed to {repos}, but {where}until {query.until.isoformat()}: first on {first.isoformat()}"
         period = f"from {query.since.isoformat()} to {query.until.isoformat()}" if query.since and query.until \
             else "in this period"
-        return (f"committed to {repos}, but not {period}: only before and after it, from {first.isoformat()} "
+        return (f"committed to {repos}, but {where}{period}: only before and after it, from {first.isoformat()} "
                 f"to {last.isoformat()}")
     narrowing = [t for t in query.scope_tokens() if not t.startswith(("since:", "until:"))]
     shown = ", ".join(f"`{t}`" for t in narrowing)
