@@ -168,8 +168,8 @@ def test_cli_by_org_csv_has_share(cli_data):
     data, env = cli_data
     lines = run("report", "web", "by:org", "--csv", data=data, env=env).stdout.splitlines()
     assert lines[0] == ("org,active_days,two_gad,developers,commits,share_percent,repositories_asked,repositories,"
-                        "since,until,scope,range,paths,exclude_paths,authors,orgs,mailmap,bots,coauthors")
-    context = ",web,web,,,default,,,,,,on,off,off"
+                        "since,until,scope,range,paths,exclude_paths,authors,orgs,mailmap,bots,coauthors,hint")
+    context = ",web,web,,,default,,,,,,on,off,off,"
     assert lines[1] == "intel.com,4,8,1,5,40.00" + context
     assert "Collabora,2,4,1,2,20.00" + context in lines and lines[-1] == "TOTAL,10,20,6,11,100.00" + context
 

@@ -250,10 +250,11 @@ def test_csv_round_trip_with_breakdown():
     rows = (Row("alice@example.com", Totals(30, 1, 70)), Row('bob "b", jr@example.com', Totals(12, 1, 15)))
     text = report_to_csv(make_report(by="person", rows=rows, totals=Totals(42, 2, 85)))
     parsed = list(csv.reader(io.StringIO(text)))
-    context = ["web api", "web api", "2024-01-01", "", "default", "", "", "", "", "", "on", "off", "off"]
+    context = ["web api", "web api", "2024-01-01", "", "default", "", "", "", "", "", "on", "off", "off", ""]
     assert parsed == [
         ["person", "active_days", "two_gad", "developers", "commits", "repositories_asked", "repositories", "since",
-         "until", "scope", "range", "paths", "exclude_paths", "authors", "orgs", "mailmap", "bots", "coauthors"],
+         "until", "scope", "range", "paths", "exclude_paths", "authors", "orgs", "mailmap", "bots", "coauthors",
+         "hint"],
         ["alice@example.com", "30", "60", "1", "70", *context],
         ['bob "b", jr@example.com', "12", "24", "1", "15", *context],
         ["TOTAL", "42", "84", "2", "85", *context],
@@ -269,7 +270,7 @@ def test_csv_without_breakdown_is_one_row_with_its_context():
         "active_days": "206", "two_gad": "412", "developers": "12", "commits": "3456",
         "repositories_asked": "media", "repositories": "web api", "since": "2024-01-01", "until": "",
         "scope": "branch:main", "range": "", "paths": "src", "exclude_paths": "docs", "authors": "*@intel.com",
-        "orgs": "intel*", "mailmap": "off", "bots": "on", "coauthors": "on"}]
+        "orgs": "intel*", "mailmap": "off", "bots": "on", "coauthors": "on", "hint": ""}]
 
 
 def test_every_face_states_every_filter():

@@ -288,9 +288,9 @@ def test_app_home_shows_each_repositorys_last_full_week(bot):
 
 # -- format:csv -------------------------------------------------------------------------------------
 
-_CONTEXT = ",web,web,2024-01-01,2024-02-29,default,,,,,,on,off,off"  # the question, on every row
+_CONTEXT = ",web,web,2024-01-01,2024-02-29,default,,,,,,on,off,off,"  # the question, on every row
 CSV_JAN_FEB = ["month,active_days,two_gad,developers,commits,repositories_asked,repositories,since,until,scope,range,"
-               "paths,exclude_paths,authors,orgs,mailmap,bots,coauthors",
+               "paths,exclude_paths,authors,orgs,mailmap,bots,coauthors,hint",
                "2024-01,2,4,2,2" + _CONTEXT, "2024-02,1,2,1,1" + _CONTEXT, "TOTAL,3,6,2,3" + _CONTEXT]
 
 

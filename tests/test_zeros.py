@@ -53,3 +53,29 @@ def test_every_face_shows_the_hint(tracked):
     assert report_to_dict(report)["hint"] == report.hint
     _, blocks = report_blocks(report, "web range:v2.0..v1.0")
     assert "range:v1.0..v2.0" in json.dumps(blocks)
+
+
+def test_the_csv_carries_the_hint_in_a_column_every_row_of_a_zero_has(tracked, web, tmp_path):
+    """A zero in `--csv` / `format:csv` came with no word on why, where text, Slack and JSON explain it: the hint is
+    the last column, `hint`, on every row (a comment line would be a row to csv readers and spreadsheets)."""
+    import csv
+    import io
+
+    from bot.render import report_to_csv
+    from tests.test_cli import run
+
+    newest = max(web.git("log", "--all", "--format=%ad", "--date=short").split())
+    assert newest == "2023-03-01"
+    for question in ("web since:2030", "web since:2030 by:month"):
+        report = ask(tracked, question)
+        rows = list(csv.DictReader(io.StringIO(report_to_csv(report))))
+        assert rows and all(r["two_gad"] == "0" for r in rows)
+        assert {r["hint"] for r in rows} == {report.hint}
+        assert f"the newest commit in scope is from {newest}" in report.hint
+    rows = list(csv.DictReader(io.StringIO(report_to_csv(ask(tracked, "web since:2022")))))
+    assert rows[0]["two_gad"] != "0" and rows[0]["hint"] == ""  # no zero, nothing to explain
+    data = tmp_path / "cli"
+    assert run("track", str(web.path), "--name", "web", data=data).returncode == 0
+    result = run("report", "web", "range:v2.0..v1.0", "--csv", data=data)
+    (row,) = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert row["two_gad"] == "0" and row["hint"].endswith("Did you mean `range:v1.0..v2.0`?")

@@ -3,7 +3,9 @@
 Without `by:` the CSV is one row: the figures and their context. With `by:` the first column is
 named after the breakdown (`month`, `person`, `repo`, ...), one row per breakdown row in report
 order, then a `TOTAL` row. Every row ends in the context columns (the repositories and every
-filter), so a file passed on alone still says what it counts.
+filter), so a file passed on alone still says what it counts, and in `hint`: empty, or the sentence
+the other faces put beside a zero that is likely a slip (bot/engine/zeros.py; the JSON's `hint`). A
+column, not a comment line: csv readers and spreadsheets take every line for a row.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ..metric import Report, Totals
 
 FIGURES = ("active_days", "two_gad", "developers", "commits")  # active_days is GAD (METRIC.md)
 CONTEXT = ("repositories_asked", "repositories", "since", "until", "scope", "range", "paths", "exclude_paths",
-           "authors", "orgs", "mailmap", "bots", "coauthors")
+           "authors", "orgs", "mailmap", "bots", "coauthors", "hint")  # hint: why a zero is likely a slip
 RELEASE = ("release_range", "tagged", "previous", "previous_tagged", "interval_days", "prerelease", "tags")  # by:release
 TOTAL_KEY = "TOTAL"
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -31,12 +33,12 @@ def _figures(t: Totals) -> list:
 
 
 def _context(report: Report) -> list[str]:
-    """The context cells: lists joined by spaces, dates in ISO, on/off for the switches."""
+    """The context cells: lists joined by spaces, dates in ISO, on/off for the switches; then the zero's hint."""
     day = lambda d: d.isoformat() if d else ""  # noqa: E731
     cells = [" ".join(report.asked or report.repos), " ".join(report.repos), day(report.since), day(report.until),
              report.scope, report.range or "", " ".join(report.paths), " ".join(report.exclude_paths),
              " ".join(report.authors), " ".join(report.orgs), "on" if report.mailmap else "off",
-             "on" if report.bots else "off", "on" if report.coauthors else "off"]
+             "on" if report.bots else "off", "on" if report.coauthors else "off", report.hint or ""]
     return [cell(c) for c in cells]
 
 
