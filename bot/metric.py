@@ -268,6 +268,7 @@ class CompareRow:
     busiest_person_days: int
     cocomo: Cocomo | None = None
     range: str | None = None  # the item's `range:A..B` ("v1.0..v2.0"), shared or its own; None for its scope
+    hint: str | None = None  # for a zero that is likely a mistake: the item's report's one sentence (Report.hint)
 
     @classmethod
     def from_report(cls, item: str, report: "Report") -> "CompareRow":
@@ -276,7 +277,7 @@ class CompareRow:
         busiest = max(months, key=lambda r: r.totals.person_days, default=None)  # first of equals: the earliest
         return cls(item, report.repos, report.totals, report.first_day, report.last_day, len(months),
                    busiest.key if busiest else None, busiest.totals.person_days if busiest else 0, report.cocomo,
-                   report.range)
+                   report.range, report.hint)
 
     @property
     def two_gad(self) -> int:

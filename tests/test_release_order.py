@@ -9,6 +9,8 @@ history below has both shapes; expected rows come from `git log PREVIOUS..THIS` 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 
@@ -129,6 +131,12 @@ def test_compare_says_why_an_item_is_zero_as_report_does(tmp_path):
     assert said in " ".join(text.split())
     assert not any("Did you mean" in n for n in json.loads(run(
         "compare", "openssh", "range:V_3_6_P1..V_3_7_P1", "range:V_3_7_P1..V_3_8_P1", "--json", data=data).stdout)["footnotes"])
+    # the CSV had the row of zeros and not the sentence: each row's `hint` holds its own (the JSON's rows too)
+    result = run("compare", "openssh", "range:V_3_7_P1..V_3_6_P1", "range:V_3_6_P1..V_3_7_P1", "--csv", data=data)
+    hints = {row["item"]: (row["active_days"], row["hint"]) for row in csv.DictReader(io.StringIO(result.stdout))}
+    assert hints == {"openssh@V_3_7_P1..V_3_6_P1": ("0", said.removeprefix("openssh@V_3_7_P1..V_3_6_P1: ")),
+                     "openssh@V_3_6_P1..V_3_7_P1": (str(figures_by_item["openssh@V_3_6_P1..V_3_7_P1"]), "")}
+    assert [row["hint"] for row in doc["compare"]] == [hints["openssh@V_3_7_P1..V_3_6_P1"][1], None]
 
 
 def test_compare_in_a_terminal_never_cuts_a_figure_near_the_tables_width(tmp_path):

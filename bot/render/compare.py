@@ -8,12 +8,13 @@ import math
 
 from ..metric import CompareReport, CompareRow
 from . import words
+from .csvout import cell
 
 # Every column of the CSV, in order (the JSON uses the same names).
 COLUMNS = ("item", "repositories", "active_days", "two_gad", "two_gad_person_months", "developers", "commits",
            "first_day", "last_day", "span_months", "active_months", "mean_two_gad_per_active_month",
            "busiest_month", "busiest_month_two_gad", "sloc", "cocomo_person_months", "ratio_two_gad_to_cocomo",
-           "line_counter", "cocomo_mode", "range")
+           "line_counter", "cocomo_mode", "range", "hint")
 
 
 def _round(value: float | None, digits: int = 2):
@@ -34,7 +35,7 @@ def row_to_dict(row: CompareRow) -> dict:
         "busiest_month": row.busiest_month, "busiest_month_two_gad": row.busiest_two_gad if row.busiest_month else None,
         "sloc": c.sloc if c else None, "cocomo_person_months": _round(c.person_months) if c else None,
         "ratio_two_gad_to_cocomo": _round(c.ratio, 3) if c else None, "line_counter": c.counter if c else None,
-        "cocomo_mode": c.mode if c else None,
+        "cocomo_mode": c.mode if c else None, "hint": row.hint,
     }
 
 
@@ -59,7 +60,7 @@ def compare_to_csv(report: CompareReport) -> str:
         data = row_to_dict(row)
         data["repositories"] = " ".join(row.repos)
         cells = ["" if data[c] is None else data[c] for c in COLUMNS]
-        cells[0] = ("'" + cells[0]) if str(cells[0]).startswith(("=", "+", "-", "@")) else cells[0]
+        cells[0], cells[-1] = cell(cells[0]), cell(cells[-1])  # the item and the hint are what people typed
         writer.writerow(cells)
     return out.getvalue()
 
