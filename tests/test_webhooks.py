@@ -207,6 +207,72 @@ def test_a_replayed_delivery_is_refused(site, forge):
     assert (headers.get("X-GitHub-Delivery") or headers.get("X-Gitlab-Event-UUID") or headers["X-Gitea-Delivery"]) in ids
 
 
+def delivery_id_of(headers: dict[str, str]) -> str:
+    return headers.get("X-GitHub-Delivery") or headers.get("X-Gitlab-Event-UUID") or headers["X-Gitea-Delivery"]
+
+
+@pytest.mark.parametrize("forge", list(PATHS))
+def test_a_body_replayed_under_a_new_delivery_id_is_a_duplicate(site, forge):
+    """The forges sign the body only: the same signed body under a fresh delivery id is answered 200 "duplicate"
+    within the hour, with one log line, and schedules no second sync."""
+    before, after = site.push(forge, "fay", "2026-12-04")
+    payload = PUSH[forge](site.repo(forge), before, after)
+    body, headers = delivery(forge, payload, SECRET)
+    scheduled = len(site.log_lines(f"sync of {forge} scheduled"))
+    assert post(site.hook(forge), body, headers) == (202, "sync scheduled\n")
+    replayed, replay_headers = delivery(forge, payload, SECRET)  # the same bytes, a new id
+    assert replayed == body and delivery_id_of(replay_headers) != delivery_id_of(headers)
+    assert post(site.hook(forge), replayed, replay_headers) == (200, "duplicate: the same body was accepted within "
+                                                                     "the hour\n")
+    deadline = time.monotonic() + 10  # the line is written before the answer; the file may lag a moment
+    while not site.log_lines(delivery_id_of(replay_headers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (line,) = site.log_lines(delivery_id_of(replay_headers))
+    assert "duplicate of a body accepted within the hour" in line, line
+    assert len(site.log_lines(f"sync of {forge} scheduled")) == scheduled + 1
+
+
+def test_a_replayed_body_is_a_duplicate_after_serve_restarts_too(tmp_path):
+    """The digests are in the index, as the delivery ids are: a serve started again still knows the body."""
+    upstream = RepoBuilder(tmp_path / "srv" / "org" / "lib.git", bare=True)
+    upstream.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    before = str(upstream.tip("main"))
+    after = str(upstream.commit(name="Cy", email="cy@example.com", date="2026-12-01"))
+    data = tmp_path / "data"
+    with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
+        assert run_cli("track", git.url("org/lib.git"), "--name", "lib", data=data).returncode == 0
+        payload = PUSH["gitea"](ForgeRepo(f"http://127.0.0.1:{git.port}", "org/lib"), before, after)
+        for run, expected in (("first", (202, "sync scheduled\n")),
+                              ("second", (200, "duplicate: the same body was accepted within the hour\n"))):
+            with Serve(data, stub, logs=tmp_path / run, GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET}") as serve:
+                body, headers = delivery("gitea", payload, SECRET)  # a new delivery id each time
+                assert post(f"{serve.url}/hooks/gitea", body, headers) == expected, run
+                assert serve.stop(signal.SIGTERM) == 0
+            assert "Traceback" not in serve.stderr
+
+
+def test_a_body_is_a_duplicate_for_its_own_host_within_the_hour_only(tmp_path):
+    """The window and the host, on the index the digests are kept in: the same digest 59 minutes later from the
+    same host is a duplicate; from another host, or 61 minutes later, it is new."""
+    from datetime import timedelta
+
+    from bot.engine.engine import Engine
+    from bot.faces.webhooks import REPEATED_BODY_SECONDS
+
+    index = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})).index
+    hour = timedelta(seconds=REPEATED_BODY_SECONDS)
+    assert hour == timedelta(hours=1)
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+    digest = "ab" * 32
+    assert index.record_webhook_body("github.com", digest, now, hour)
+    assert not index.record_webhook_body("github.com", digest, now + timedelta(minutes=59), hour)
+    assert index.record_webhook_body("git.corp.example", digest, now + timedelta(minutes=59), hour)
+    assert index.record_webhook_body("github.com", digest, now + timedelta(minutes=61), hour)
+    # what is out of the hour is forgotten: the table holds an hour of deliveries
+    assert index.rows("SELECT host FROM webhook_bodies ORDER BY host") == [{"host": "git.corp.example"},
+                                                                            {"host": "github.com"}]
+
+
 @pytest.mark.parametrize("forge", list(PATHS))
 def test_an_oversized_delivery_is_413_before_it_is_read(site, forge):
     payload = PUSH[forge](site.repo(forge), "1" * 40, "2" * 40)

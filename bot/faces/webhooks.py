@@ -13,7 +13,10 @@ in this order, and is answered by the first step it fails, with one log line and
 3. delivery id (X-GitHub-Delivery, X-Gitlab-Event-UUID, X-Gitea-Delivery) missing -> 400; seen
    before (kept in the index, RETAIN_DELIVERIES) -> 409. The forges' signatures cover no time, so
    the id is what makes a captured delivery worthless;
-4. the body as the forge documents it, boiled down to a `HookEvent` -> 400 when it is not that.
+4. the body as the forge documents it, boiled down to a `HookEvent` -> 400 when it is not that;
+5. the same body, from the same host, accepted within REPEATED_BODY_SECONDS under another delivery id
+   (its SHA-256 kept in the index) -> 200 "duplicate", nothing done: the id is the sender's to choose, so
+   a captured body replayed under a fresh one would otherwise sync again. A ping is exempt (nothing to do).
 
 Then: a push (or branch/tag created or deleted, or a repository event) for a tracked repository
 schedules a sync of it (`SyncQueue.request_repo`: at once, and a burst of pushes during it is one more sync); a
@@ -43,6 +46,10 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1 << 20  # waitress's cap too; a push event is tens of KB (20 commits at most in it)
 RETAIN_DELIVERIES = timedelta(days=30)  # the forges offer redelivery of the last few days' deliveries
+# A push's body names its commits (before, after), so the same bytes again within the hour are that push again,
+# whatever the delivery id says: a replay, or the forge resending it. After that, a sync costs no more than the
+# periodic one's.
+REPEATED_BODY_SECONDS = 3600
 MATCH_CACHE_SECONDS = 5.0  # how long the table of tracked repositories' URLs is reused between requests
 FORGES = ("github", "gitlab", "gitea")
 
@@ -335,6 +342,10 @@ class WebhookFace:
             return HookAnswer(409, "delivery already received (a replay)"), None, ""
         if event.kind == "ping":
             return HookAnswer(200, "pong"), event, "ping answered"
+        if not self.engine.index.record_webhook_body(event.host, hashlib.sha256(body).hexdigest(), self._now(),
+                                                     timedelta(seconds=REPEATED_BODY_SECONDS)):
+            return (HookAnswer(200, "duplicate: the same body was accepted within the hour"), event,
+                    "duplicate of a body accepted within the hour under another delivery id; ignored")
         if event.kind not in ("push", "repository"):
             return HookAnswer(202, "ignored: not a push or repository event"), event, "not a push; ignored"
         name = self.matcher.repo(event)

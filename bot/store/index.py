@@ -338,6 +338,17 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", "
         # locks, never the ones of the directory it was backed up from (issue 21).
         _relative_mirror_paths,
     ]),
+    (15, "webhook_bodies", [
+        # The SHA-256 of every forge webhook body accepted, per host, for an hour: the forges sign the body
+        # only, so a captured body posted again under a new delivery id is told apart by its bytes. Rows go
+        # once out of the hour, so the table holds at most an hour of deliveries.
+        """CREATE TABLE webhook_bodies (
+            host TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            received_at TEXT NOT NULL,
+            PRIMARY KEY (host, digest)) WITHOUT ROWID""",
+        "CREATE INDEX webhook_bodies_received ON webhook_bodies (received_at)",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -671,9 +682,19 @@ class Index:
     # -- webhook deliveries ------------------------------------------------------
     def record_delivery(self, delivery: str, host: str, at: datetime, keep: timedelta) -> bool:
         """Remember a webhook delivery id; False when it was already there (a replay). Ids older than `keep` go."""
+        return self._remember_once("webhook_deliveries", (delivery, host), at, keep)
+
+    def record_webhook_body(self, host: str, digest: str, at: datetime, keep: timedelta) -> bool:
+        """Remember the digest of a webhook body `host` sent; False when it was already there (the same body again,
+        under another delivery id). Digests older than `keep` go."""
+        return self._remember_once("webhook_bodies", (host, digest), at, keep)
+
+    def _remember_once(self, table: str, key: tuple[str, str], at: datetime, keep: timedelta) -> bool:
+        """Insert `key` received `at` into `table` (the webhook tables: key columns, then received_at) unless it is
+        there; rows received before `at - keep` are forgotten first. True when it was new."""
         with self.transaction() as db:
-            db.execute("DELETE FROM webhook_deliveries WHERE received_at < ?", (_iso(at - keep),))
-            cursor = db.execute("INSERT OR IGNORE INTO webhook_deliveries VALUES (?, ?, ?)", (delivery, host, _iso(at)))
+            db.execute(f"DELETE FROM {table} WHERE received_at < ?", (_iso(at - keep),))
+            cursor = db.execute(f"INSERT OR IGNORE INTO {table} VALUES (?, ?, ?)", (*key, _iso(at)))
             return cursor.rowcount == 1
 
     def record_slack_request(self, signature: str, until: int, now: float) -> bool:
