@@ -121,3 +121,57 @@ def test_a_paths_phase_cut_short_reads_the_rest_of_the_trailers_later(merged, tm
     engine.index_paths("merged")
     on = ask(engine, "merged coauthors:on")
     assert (on.totals.person_days, on.coauthor_commits) == (8, 2) == oracle_with_coauthors(merged.path, coauthors=True)
+
+
+def test_a_paths_phase_that_read_the_last_trailers_then_failed_on_a_synced_chunk_completes_them_on_resume(
+        tmp_path, monkeypatch):
+    """A first index (paths left for later), then a sync (its chunk read with its trailers, in git log), then a
+    paths phase that stores every walked chunk's trailers and fails on the synced chunk, the last one. The
+    next run has only the synced chunk left, whose trailers were read already: it must still finish the
+    co-authors (their people, a new generation), or coauthors:on stays refused or counts them as nobody.
+
+    By hand: ann 03-01, 03-02, 03-03, 03-04 (4) + co-authors bob and eve 03-02 (2) = 6; dan on the synced
+    commit 03-05, with ann: + 2 = 8; 2 commits name co-authors."""
+    from bot.errors import MirrorError
+    from bot.store import indexer
+
+    b = RepoBuilder(tmp_path / "src")
+    for day, message in (("01", "one"), ("02", "two\n\nCo-authored-by: Bob <bob@example.com>\n"
+                                                 "Co-authored-by: Eve <eve@example.com>\n"),
+                         ("03", "three"), ("04", "four")):
+        b.commit(name="Ann", email="ann@example.com", date=f"2025-03-{day}T10:00", files={f"f{day}": day},
+                 message=message)
+    monkeypatch.setattr(indexer, "CHUNK", 2)
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(b.path), "r", paths=False)
+    b.commit(name="Ann", email="ann@example.com", date="2025-03-05T10:00", files={"f05": "05"},
+             message="five\n\nCo-authored-by: Dan <dan@example.net>\n")
+    engine.sync_one(engine.repo("r"), paths=False)
+    repo = engine.index.repo("r")
+    assert len(engine.index.chunks_lacking_coauthors(repo.id)) == 2 < engine.index.chunk_count(repo.id) == 3
+
+    real = indexer._changed_paths
+
+    def failing_on_the_synced_chunk(mirror, chunk, scratch_dir):
+        if chunk.coauthor_rows is not None:
+            raise MirrorError("git diff-tree failed: a disk hiccup.")
+        return real(mirror, chunk, scratch_dir)
+
+    with pytest.raises(GadError, match="still reading"):
+        ask(engine, "r coauthors:on")  # this reader keeps its columns until the next generation
+    monkeypatch.setattr(indexer, "_changed_paths", failing_on_the_synced_chunk)
+    with pytest.raises(MirrorError):
+        engine.index_paths("r")
+    assert engine.index.chunks_lacking_coauthors(repo.id) == []
+    expected = oracle_with_coauthors(b.path, coauthors=True)
+    assert expected == (8, 2)
+    on = ask(engine, "r coauthors:on")  # every trailer is read: the answer need not wait for the paths
+    assert (on.totals.person_days, on.coauthor_commits) == expected
+
+    monkeypatch.setattr(indexer, "_changed_paths", real)
+    engine.index_paths("r")
+    on = ask(engine, "r coauthors:on")
+    assert (on.totals.person_days, on.coauthor_commits) == expected
+    fresh = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    on = ask(fresh, "r coauthors:on")
+    assert (on.totals.person_days, on.coauthor_commits) == expected
