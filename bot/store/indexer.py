@@ -301,7 +301,6 @@ class Indexer:
         cache = {path.encode("utf-8", "surrogateescape"): path_id for path, path_id in self.index.all_path_ids().items()}
         authors = self.index.author_ids()
         mailmap_data = mirror.mailmap_blob()[1]
-        read_coauthors = False  # whether this call stored some chunk's trailers
         done = 0
         workers = max(1, min(2, os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="diff-tree") as pool:
@@ -331,9 +330,10 @@ class Indexer:
                         self.index.store_chunk_coauthors(repo.id, chunk.seq, co_rows.astype(np.int32).tobytes(),
                                                          co_ids.astype(np.int32).tobytes())
                         self.index.note_authors(repo.id, np.unique(co_ids).tolist())
-                        read_coauthors = True
-                    if read_coauthors and position == len(todo) - 1:
-                        self._coauthors_complete(repo, mailmap_data)
+                        # The chunk holding the last unread trailers completes them, whichever chunk is last
+                        # in `todo` (a synced one, whose trailers came with its walk, may follow and fail).
+                        if not self.index.chunks_lacking_coauthors(repo.id):
+                            self._coauthors_complete(repo, mailmap_data)
                 done += chunk.rows
                 now = time.monotonic()
                 # One line per chunk: the rate must not sink deep into a long history (it once did).
