@@ -175,3 +175,29 @@ def test_a_paths_phase_that_read_the_last_trailers_then_failed_on_a_synced_chunk
     fresh = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
     on = ask(fresh, "r coauthors:on")
     assert (on.totals.person_days, on.coauthor_commits) == expected
+
+
+def test_a_project_tells_no_partial_count_while_one_repository_still_reads_its_trailers(tmp_path):
+    """A project of a repository whose trailers are read and one whose paths phase has not run: the plain
+    answer must not tell the first one's co-authors as the project's (the second's are unknown yet).
+
+    By hand: `done` has one commit naming a co-author, `pending` one; neither is counted until both are read,
+    then 2 commits name co-authors (the oracle, per repository: 1 + 1)."""
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    builders = {}
+    for name, day in (("done", "01"), ("pending", "02")):
+        b = builders[name] = RepoBuilder(tmp_path / name)
+        b.commit(name="Ann", email="ann@example.com", date=f"2025-03-{day}T10:00", files={name: day},
+                 message=f"{name}\n\nCo-authored-by: Bob <bob@example.com>\n")
+        engine.track(str(b.path), name, paths=name == "done")
+    engine.project_add("both", ["done", "pending"])
+    assert ask(engine, "done").coauthor_commits == 1 == oracle_with_coauthors(builders["done"].path, coauthors=False)[1]
+
+    plain = ask(engine, "both")
+    assert (plain.coauthor_commits, plain.coauthor_active_days) == (0, 0)  # not done's alone: pending's are unknown
+    with pytest.raises(GadError, match="`pending` is still reading"):
+        ask(engine, "both coauthors:on")
+
+    engine.index_paths("pending")
+    assert ask(engine, "both").coauthor_commits == 2 == sum(
+        oracle_with_coauthors(b.path, coauthors=False)[1] for b in builders.values())
