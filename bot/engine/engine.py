@@ -688,7 +688,9 @@ class Engine:
         disjoint = not query.coauthors and self._commits_disjoint(all_columns)
         totals, keys = col.totals(selections, disjoint=disjoint)
         author_keys = col.totals(author_selections, disjoint=disjoint)[1] if query.coauthors else keys
-        coauthor_commits = col.distinct_count([part.naming for part in coauthor_parts])
+        # One repository's trailers still unread: the others' count alone would pass for the whole scope's.
+        coauthor_commits = (col.distinct_count([part.naming for part in coauthor_parts])
+                            if all(columns.coauthors.complete for columns in all_columns) else 0)
         coauthor_days = col.days_added(author_keys, co_selections) if coauthor_commits else 0
         rows: list = []
         if query.by in ("week", "month", "quarter", "year"):
