@@ -214,3 +214,25 @@ def test_the_per_person_limit_applies_to_the_forms_and_a_waiting_form_says_where
     gate.touch()
     answers = {m.args["channel"]: m.args["text"] for m in stub.wait_for("chat.postMessage", count=2, timeout=15)}
     assert answers == {"C777": "answered web for U123", "U456": "answered compare web api for U456"}
+
+
+def test_home_recomputes_only_what_a_sync_changed_and_never_shows_a_stale_week(bot, monkeypatch):
+    asked = []
+    report = bot.engine.report
+
+    def counted(query, today):
+        asked.append(query.repos)
+        return report(query, today)
+
+    monkeypatch.setattr(bot.engine, "report", counted)
+    assert "`web` · 2GAD 6 person-days in 2026-W48" in read(bot.open_home())
+    assert sorted(asked) == [("api",), ("web",)]
+    assert "`web` · 2GAD 6 person-days in 2026-W48" in read(bot.open_home())
+    assert len(asked) == 2  # nothing changed: the second open computed nothing
+    # Cy commits on Wednesday of 2026-W48: ann 23rd and 24th, bob 24th, cy 25th are 4 person-days, 2GAD 8
+    bot.web.commit(name="Cy", email="cy@example.com", date="2026-11-25T09:00")
+    bot.engine.sync(["web"])
+    view = bot.open_home()
+    assert "`web` · 2GAD 8 person-days in 2026-W48" in read(view)
+    assert asked[2:] == [("web",)]  # only the repository the sync changed
+    assert "`api` · 2GAD 2 person-days in 2026-W48" in read(view)  # di on the 25th, from before the sync

@@ -182,6 +182,9 @@ class SlackFace:
                                    allow_ssh=settings.ssh_key is not None)
         self._ack_policy = dataclasses.replace(self.policy, resolver=lambda host: list(_NO_DNS))
         self._admin_cache: dict[str, tuple[float, bool]] = {}
+        # The Home tab's weekly figures by (repository id, generation, Monday): a closed week of one snapshot
+        # never changes, and a sync makes a new generation, so an open recomputes only what a sync changed.
+        self._home_weekly: dict[tuple[int, int, date], int] = {}
         self._lock = threading.Lock()
 
     # -- listeners -------------------------------------------------------------
@@ -654,18 +657,32 @@ class SlackFace:
         today = self.today()
         monday = periods.bucket_start(today, "week") - timedelta(days=7)  # the last full week
         week = periods.bucket_label(monday, "week")
-        rows = []
         tracked = self.engine.repos()  # read once: the rows and the examples both name them
+        with self._lock:
+            known = dict(self._home_weekly)
+        weekly_by_key = {}
+        rows = []
         for repo in tracked:
-            try:
-                weekly = self.engine.report(q.Query(repos=(repo.name,), since=monday, until=monday + timedelta(days=6)),
-                                            today).totals.two_gad
-            except GadError:  # e.g. not indexed yet
-                weekly = None
+            key = (repo.id, repo.generation, monday)
+            weekly = known.get(key)
+            if weekly is None:
+                weekly = self._weekly_two_gad(repo.name, monday, today)
+            if weekly is not None:
+                weekly_by_key[key] = weekly
             rows.append(HomeRow(name=repo.name, weekly_two_gad=weekly, week=week, last_error=repo.last_error))
+        with self._lock:  # keep only the current generations' weeks: the old ones can never be asked again
+            self._home_weekly = weekly_by_key
         found = examples.tracked_or_generic(self.engine.index, tracked)
         client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user),
                                                               found=found))
+
+    def _weekly_two_gad(self, name: str, monday: date, today: date) -> int | None:
+        """A repository's 2GAD for the week starting `monday`, as `/gad NAME since:... until:...` tells it."""
+        try:
+            return self.engine.report(q.Query(repos=(name,), since=monday, until=monday + timedelta(days=6)),
+                                      today).totals.two_gad
+        except GadError:  # e.g. not indexed yet
+            return None
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]
