@@ -671,11 +671,7 @@ class Serve:
             return ""
 
     def __enter__(self):
-        try:
-            return self.start()
-        except BaseException:  # a serve that never got ready is not left running after the test
-            self.__exit__()
-            raise
+        return self.start()
 
     def __exit__(self, *exc):
         if self.proc is not None:
