@@ -182,9 +182,11 @@ class SlackFace:
                                    allow_ssh=settings.ssh_key is not None)
         self._ack_policy = dataclasses.replace(self.policy, resolver=lambda host: list(_NO_DNS))
         self._admin_cache: dict[str, tuple[float, bool]] = {}
-        # The Home tab's weekly figures by (repository id, generation, Monday): a closed week of one snapshot
-        # never changes, and a sync makes a new generation, so an open recomputes only what a sync changed.
-        self._home_weekly: dict[tuple[int, int, date], int] = {}
+        # The Home tab's weekly figures by (repository id, created_at, source, generation, Monday): a closed week of
+        # one snapshot never changes, and a sync makes a new generation, so an open recomputes only what a sync
+        # changed. The id alone is no identity: SQLite gives the last deleted row's id to the next repository
+        # tracked, which reaches the same generation after as many syncs.
+        self._home_weekly: dict[tuple[int, datetime, str, int, date], int] = {}
         self._lock = threading.Lock()
 
     # -- listeners -------------------------------------------------------------
@@ -663,7 +665,7 @@ class SlackFace:
         weekly_by_key = {}
         rows = []
         for repo in tracked:
-            key = (repo.id, repo.generation, monday)
+            key = (repo.id, repo.created_at, repo.source, repo.generation, monday)
             weekly = known.get(key)
             if weekly is None:
                 weekly = self._weekly_two_gad(repo.name, monday, today)
