@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from bot.config import Settings
@@ -271,6 +272,55 @@ def test_a_body_is_a_duplicate_for_its_own_host_within_the_hour_only(tmp_path):
     # what is out of the hour is forgotten: the table holds an hour of deliveries
     assert index.rows("SELECT host FROM webhook_bodies ORDER BY host") == [{"host": "git.corp.example"},
                                                                             {"host": "github.com"}]
+
+
+def test_a_body_is_a_duplicate_of_the_last_one_accepted_for_its_repository_only(tmp_path):
+    """On the index: web's A->B body, then its B->A body, then A->B again is new (web moved on in between);
+    that body once more is a duplicate, and api's bodies, and bodies for no tracked repository, are kept apart."""
+    from datetime import timedelta
+
+    from bot.engine.engine import Engine
+
+    index = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})).index
+    hour, now = timedelta(hours=1), datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+    forward, back, other, untracked = "a" * 64, "b" * 64, "c" * 64, "d" * 64
+    minute = lambda n: now + timedelta(minutes=n)  # noqa: E731
+    assert index.record_webhook_body("gitlab.com", forward, minute(0), hour, repository="web")
+    assert index.record_webhook_body("gitlab.com", other, minute(1), hour, repository="api")
+    assert index.record_webhook_body("gitlab.com", untracked, minute(1), hour)
+    assert index.record_webhook_body("gitlab.com", back, minute(2), hour, repository="web")
+    assert index.record_webhook_body("gitlab.com", forward, minute(3), hour, repository="web")
+    assert not index.record_webhook_body("gitlab.com", forward, minute(4), hour, repository="web")
+    assert not index.record_webhook_body("gitlab.com", other, minute(5), hour, repository="api")
+    assert not index.record_webhook_body("gitlab.com", untracked, minute(5), hour)
+
+
+def test_a_push_whose_body_repeats_an_earlier_one_after_another_push_is_synced(site):
+    """GitLab's push body holds no time of the push: main moved A->B, back B->A (a force push), then A->B again is
+    sent as the first body byte for byte, under a new delivery id. It is a new push, so it syncs; a replay of the
+    body accepted last for the repository is still a duplicate."""
+    forge, upstream = "gitlab", site.upstreams["gitlab"]
+    instance = f"http://127.0.0.1:{site.git.port}"
+    a, b = site.push(forge, "gus", "2026-12-05")  # A -> B: Gus's day is new
+    with_gus = 2 * oracle_gad(upstream.path)
+    scheduled = len(site.log_lines(f"sync of {forge} scheduled"))
+
+    def send(before: str, after: str) -> tuple[int, str]:
+        return post(site.hook(forge), *delivery(forge, PUSH[forge](site.repo(forge), before, after), SECRET,
+                                                instance=instance))
+
+    assert send(a, b) == (202, "sync scheduled\n")
+    assert figure_reaches(site.serve, site.stub, forge, with_gus, "gus-in")[-1] == with_gus
+    upstream.set_ref("refs/heads/main", pygit2.Oid(hex=a))  # forced back: Gus's commit is on no ref
+    without_gus = 2 * oracle_gad(upstream.path)
+    assert without_gus == with_gus - 2
+    assert send(b, a) == (202, "sync scheduled\n")
+    assert figure_reaches(site.serve, site.stub, forge, without_gus, "gus-out")[-1] == without_gus
+    upstream.set_ref("refs/heads/main", pygit2.Oid(hex=b))  # and forward again: the first push's body, byte for byte
+    assert send(a, b) == (202, "sync scheduled\n")
+    assert figure_reaches(site.serve, site.stub, forge, with_gus, "gus-back")[-1] == with_gus
+    assert send(a, b) == (200, "duplicate: the same body was accepted within the hour\n")  # a replay of the last
+    assert len(site.log_lines(f"sync of {forge} scheduled")) == scheduled + 3
 
 
 @pytest.mark.parametrize("forge", list(PATHS))

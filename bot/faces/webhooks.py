@@ -17,6 +17,8 @@ in this order, and is answered by the first step it fails, with one log line and
 5. the same body, from the same host, accepted within REPEATED_BODY_SECONDS under another delivery id
    (its SHA-256 kept in the index) -> 200 "duplicate", nothing done: the id is the sender's to choose, so
    a captured body replayed under a fresh one would otherwise sync again. A ping is exempt (nothing to do).
+   For a tracked repository only the body accepted last is kept: GitLab's push body holds no time, so a
+   push that moves a branch back where an earlier push had moved it (A->B, B->A, A->B) repeats that body.
 
 Then: a push (or branch/tag created or deleted, or a repository event) for a tracked repository
 schedules a sync of it (`SyncQueue.request_repo`: at once, and a burst of pushes during it is one more sync); a
@@ -342,13 +344,13 @@ class WebhookFace:
             return HookAnswer(409, "delivery already received (a replay)"), None, ""
         if event.kind == "ping":
             return HookAnswer(200, "pong"), event, "ping answered"
+        name = self.matcher.repo(event) if event.kind in ("push", "repository") else None
         if not self.engine.index.record_webhook_body(event.host, hashlib.sha256(body).hexdigest(), self._now(),
-                                                     timedelta(seconds=REPEATED_BODY_SECONDS)):
+                                                     timedelta(seconds=REPEATED_BODY_SECONDS), repository=name or ""):
             return (HookAnswer(200, "duplicate: the same body was accepted within the hour"), event,
                     "duplicate of a body accepted within the hour under another delivery id; ignored")
         if event.kind not in ("push", "repository"):
             return HookAnswer(202, "ignored: not a push or repository event"), event, "not a push; ignored"
-        name = self.matcher.repo(event)
         if name is not None:
             self.queue.request_repo(name)
             return HookAnswer(202, "sync scheduled"), event, f"sync of {name} scheduled"

@@ -349,6 +349,11 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", "
             PRIMARY KEY (host, digest)) WITHOUT ROWID""",
         "CREATE INDEX webhook_bodies_received ON webhook_bodies (received_at)",
     ]),
+    (16, "webhook_bodies_repository", [
+        # The tracked repository a body was for ('' when none): only its body accepted last is kept, since a
+        # GitLab push body holds no time and the same push again after another one (A->B, B->A, A->B) is new.
+        "ALTER TABLE webhook_bodies ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -684,14 +689,25 @@ class Index:
         """Remember a webhook delivery id; False when it was already there (a replay). Ids older than `keep` go."""
         return self._remember_once("webhook_deliveries", (delivery, host), at, keep)
 
-    def record_webhook_body(self, host: str, digest: str, at: datetime, keep: timedelta) -> bool:
+    def record_webhook_body(self, host: str, digest: str, at: datetime, keep: timedelta, repository: str = "") -> bool:
         """Remember the digest of a webhook body `host` sent; False when it was already there (the same body again,
-        under another delivery id). Digests older than `keep` go."""
-        return self._remember_once("webhook_bodies", (host, digest), at, keep)
+        under another delivery id). Digests older than `keep` go. With `repository` (the tracked repository the
+        body is for), the digests of its earlier bodies go too: a body is a duplicate of the last one accepted for
+        its repository only, since a push's body need not name its time (GitLab's: A->B, B->A, then A->B again
+        repeats the first body, and is a new push)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM webhook_bodies WHERE received_at < ?", (_iso(at - keep),))
+            if db.execute("SELECT 1 FROM webhook_bodies WHERE host = ? AND digest = ?", (host, digest)).fetchone():
+                return False
+            if repository:
+                db.execute("DELETE FROM webhook_bodies WHERE host = ? AND repository = ?", (host, repository))
+            db.execute("INSERT INTO webhook_bodies (host, digest, received_at, repository) VALUES (?, ?, ?, ?)",
+                       (host, digest, _iso(at), repository))
+            return True
 
     def _remember_once(self, table: str, key: tuple[str, str], at: datetime, keep: timedelta) -> bool:
-        """Insert `key` received `at` into `table` (the webhook tables: key columns, then received_at) unless it is
-        there; rows received before `at - keep` are forgotten first. True when it was new."""
+        """Insert `key` received `at` into `table` (key columns, then received_at) unless it is there; rows
+        received before `at - keep` are forgotten first. True when it was new."""
         with self.transaction() as db:
             db.execute(f"DELETE FROM {table} WHERE received_at < ?", (_iso(at - keep),))
             cursor = db.execute(f"INSERT OR IGNORE INTO {table} VALUES (?, ?, ?)", (*key, _iso(at)))
