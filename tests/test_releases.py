@@ -12,12 +12,14 @@ import csv
 import io
 import json
 import random
+import re
 
 import numpy as np
 import pytest
 
 from bot.config import Settings
 from bot.engine.engine import Engine
+from bot.engine.query import parse_query
 from bot.engine.refs import is_prerelease, version_key
 from bot.errors import QueryError
 from bot.faces.slack import build_app
@@ -360,7 +362,8 @@ def git_row(repo: RepoBuilder, revs: str) -> tuple[int, int, int]:
     return len(pairs), len({p.split()[0] for p in pairs}), int(repo.git("rev-list", "--count", revs).strip())
 
 
-MIXED_NOTE = "Releases of the `v*` family (4 tags); 2 `release-*` tags left out: ask with `tags:release-*`."
+MIXED_NOTE = ("Releases of the `v[0-9]*` family (4 tags); 2 `release-[0-9]*` tags left out: ask with "
+              "`tags:release-[0-9]*`.")
 
 
 @pytest.fixture
@@ -394,12 +397,12 @@ def test_by_release_counts_the_family_most_used_and_says_which_it_left_out(mixed
 @pytest.mark.parametrize("names, kept, note", [
     (["v1.0", "v1.1"], ["v1.0", "v1.1"], None),
     (["V_3_6", "V_3_6_P1", "V_3_7_P1", "v1.0"], ["V_3_6", "V_3_6_P1", "V_3_7_P1"],
-     "Releases of the `V_*` family (3 tags); 1 `v*` tag left out: ask with `tags:v*`."),
+     "Releases of the `V_[0-9]*` family (3 tags); 1 `v[0-9]*` tag left out: ask with `tags:v[0-9]*`."),
     (["1.0", "1.1", "1.2", "v1.3", "r1", "x1", "y1", "y2"], ["1.0", "1.1", "1.2"],
-     "Releases of the `[0-9]*` family (3 tags); 2 `y*`, 1 `r*`, 1 `v*` and 1 more tags left out: "
-     "ask with `tags:y*`, `tags:r*` or `tags:v*`."),
+     "Releases of the `[0-9]*` family (3 tags); 2 `y[0-9]*`, 1 `r[0-9]*`, 1 `v[0-9]*` and 1 more tags left out: "
+     "ask with `tags:y[0-9]*`, `tags:r[0-9]*` or `tags:v[0-9]*`."),
     (["v1.0", "release-1.0"], ["release-1.0"],  # a tie goes to the family that sorts first
-     "Releases of the `release-*` family (1 tag); 1 `v*` tag left out: ask with `tags:v*`."),
+     "Releases of the `release-[0-9]*` family (1 tag); 1 `v[0-9]*` tag left out: ask with `tags:v[0-9]*`."),
 ])
 def test_the_family_most_used_is_counted_and_the_rest_named(names, kept, note):
     from bot.engine.releases import releases
@@ -414,7 +417,7 @@ def test_cli_and_slack_say_which_family_by_release_counted(mixed, tmp_path, stub
     assert run("track", str(mixed.path), "--name", "mixed", data=data).returncode == 0
     shown = run("report", "mixed", "by:release", data=data).stdout
     assert MIXED_NOTE in " ".join(shown.split())
-    assert "release-14.2" not in shown.replace("tags:release-*", "")
+    assert "release-14.2" not in shown.replace("tags:release-[0-9]*", "")
     settings = Settings.from_env({"GAD_DATA_DIR": str(data), "SLACK_BOT_TOKEN": stub.good_token,
                                   "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
     app, _ = build_app(settings, Engine.open(settings), socket_mode=False, today=lambda: TODAY)
@@ -422,3 +425,43 @@ def test_cli_and_slack_say_which_family_by_release_counted(mixed, tmp_path, stub
     said = read(answer(stub, name))
     assert MIXED_NOTE in said
     assert "`v2.2` · tagged 2024-02-03, 24 days after `v2.1` — 2GAD 4 · 2 developers · 2 commits" in said
+
+
+def test_the_glob_a_left_out_family_is_offered_with_takes_that_family_alone(mixed, tmp_path):
+    """`tags:v*` also took `vendor-2.0` and a `very-first` tag with no number, and sorted among v1.x they made rows
+    such as `v1.1..vendor-2.0` again. The glob offered is the family's text, then a digit: typed back, it takes
+    the family's tags and nothing else."""
+    from bot.engine.releases import releases
+
+    names = ["release-1.0", "release-1.1", "release-1.2", "v1.0", "v1.1", "vendor-2.0", "very-first"]
+    note = releases({name: row for row, name in enumerate(names)}).left_out
+    offered = re.findall(r"`tags:([^`]+)`", note)
+    assert offered == ["v[0-9]*", "vendor-[0-9]*"], note
+    for glob, family in zip(offered, (["v1.0", "v1.1"], ["vendor-2.0"])):
+        assert parse_query(f"shop by:release tags:{glob}".split(), TODAY).tags == glob  # it parses, typed back
+        assert [t.name for t in releases({name: row for row, name in enumerate(names)}, glob).tags] == family
+    # and through the engine: the note's glob, asked, counts the family left out (release-14.2, release-14.3)
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    engine.track(str(mixed.path), "mixed")
+    (glob,) = re.findall(r"`tags:([^`]+)`", next(n for n in ask(engine, "mixed by:release").notes if "family" in n))
+    assert [r.key for r in ask(engine, f"mixed by:release tags:{glob}").rows] == ["release-14.2", "release-14.3"]
+
+
+def test_a_family_too_long_to_type_as_a_glob_is_counted_not_offered():
+    """A family's text is unbounded (`aaaa…aaa1.0` looks like a version): its glob would be refused by `tags:`
+    (MAX_TAGS_GLOB characters), so it is counted among the rest, and the note stays short."""
+    from bot.engine.query import MAX_TAGS_GLOB
+    from bot.engine.releases import releases
+
+    long_family = "a" * 5000
+    names = ["v1.0", "v1.1", "v1.2", f"{long_family}1.0", f"{long_family}1.1", "r1.0"]
+    found = releases({name: row for row, name in enumerate(names)})
+    assert [t.name for t in found.tags] == ["v1.0", "v1.1", "v1.2"]
+    offered = re.findall(r"`tags:([^`]+)`", found.left_out)
+    assert offered == ["r[0-9]*"], found.left_out
+    assert "2 more" in found.left_out and len(found.left_out) < 300, found.left_out
+    for glob in offered:
+        assert len(glob) <= MAX_TAGS_GLOB and parse_query(f"shop by:release tags:{glob}".split(), TODAY).tags == glob
+    # the family counted may be the long one itself: it is not spelled out either
+    kept = releases({f"{long_family}{n}.0": n for n in range(3)} | {"v1.0": 9})
+    assert len(kept.tags) == 3 and len(kept.left_out) < 300, kept.left_out[:400]

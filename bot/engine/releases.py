@@ -57,25 +57,32 @@ def families(names: Iterable[str]) -> list[tuple[str, int]]:
 
 
 def family_glob(name: str) -> str:
-    """The `tags:` glob that picks a family's tags: `v*`, `release-*`; `[0-9]*` for bare numbers (`1.2`)."""
-    return f"{name}*" if name else "[0-9]*"
+    """The `tags:` glob that picks a family's tags and no other's: its text, then a digit (`v[0-9]*`,
+    `release-[0-9]*`, `[0-9]*` for bare numbers). `v*` would take `vendor-2.0` and a `very-first` tag too."""
+    return f"{name}[0-9]*"
 
 
 def left_out_note(ranked: list[tuple[str, int]], most: int = 3) -> str | None:
-    """'Releases of the `v*` family (41 tags); 12 `release-*` tags left out: ask with `tags:release-*`.'; None
-    with one family (`ranked`: `families`, the first the one counted)."""
+    """'Releases of the `v[0-9]*` family (41 tags); 12 `release-[0-9]*` tags left out: ask with
+    `tags:release-[0-9]*`.'; None with one family (`ranked`: `families`, the first the one counted). A family
+    whose glob `tags:` would refuse (a tag's text before its number is unbounded) is counted, never spelled out."""
     from ..errors import literal
+    from .query import MAX_TAGS_GLOB
 
     if len(ranked) < 2:
         return None
+    typable = lambda name: len(family_glob(name)) <= MAX_TAGS_GLOB  # noqa: E731
     (kept, count), others = ranked[0], ranked[1:]
-    told = [f"{n:,} {literal(family_glob(name))}" for name, n in others[:most]]
-    if len(others) > most:  # the least used families: counted, not named
-        told.append(f"{sum(n for _, n in others[most:]):,} more")
-    asks = [literal("tags:" + family_glob(name)) for name, _ in others[:most]]
-    return (f"Releases of the {literal(family_glob(kept))} family ({count:,} tag{'s' * (count != 1)}); "
-            f"{_listed(told, 'and')} tag{'s' * (sum(n for _, n in others) != 1)} left out: "
-            f"ask with {_listed(asks, 'or')}.")
+    named = [(name, n) for name, n in others if typable(name)][:most]
+    told = [f"{n:,} {literal(family_glob(name))}" for name, n in named]
+    rest = sum(n for _, n in others) - sum(n for _, n in named)
+    if rest:  # the least used families, and the ones too long to type: counted, not named
+        told.append(f"{rest:,} more")
+    asks = [literal("tags:" + family_glob(name)) for name, _ in named]
+    which = f"the {literal(family_glob(kept))} family" if typable(kept) else "the family most used"
+    return (f"Releases of {which} ({count:,} tag{'s' * (count != 1)}); "
+            f"{_listed(told, 'and')} tag{'s' * (sum(n for _, n in others) != 1)} left out"
+            + (f": ask with {_listed(asks, 'or')}." if asks else "."))
 
 
 def _listed(items: list[str], last: str) -> str:
