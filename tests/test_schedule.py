@@ -260,16 +260,20 @@ def test_each_sync_logs_one_completion_line_naming_its_repository(engine, json_l
 
 
 
-def _deaf_to_sigterm(seconds: float) -> None:
-    """A sync worker's job that cannot act on SIGTERM (a handler that ignores it, as code stuck elsewhere would)."""
+def _deaf_to_sigterm(seconds: float, ready: str) -> None:
+    """A sync worker's job that cannot act on SIGTERM (a handler that ignores it, as code stuck elsewhere would).
+    It creates `ready` once SIGTERM is ignored: a future is `running()` as soon as the pool hands it to its call
+    queue, before a worker (still starting on a loaded machine) has run a line of it."""
     import signal as signals
     import time as clock
+    from pathlib import Path
 
     signals.signal(signals.SIGTERM, signals.SIG_IGN)
+    Path(ready).touch()
     clock.sleep(seconds)
 
 
-def test_a_sync_worker_that_cannot_stop_does_not_hold_serves_exit(engine, caplog):
+def test_a_sync_worker_that_cannot_stop_does_not_hold_serves_exit(engine, caplog, tmp_path):
     """serve's shutdown gives its sync workers SIGTERM and SHUTDOWN_WAIT_SECONDS, then SIGKILL: a worker that
     does not stop (here busy for 60 s and deaf to SIGTERM) cannot hold serve's exit, and is not left behind."""
     import time as clock
@@ -279,11 +283,12 @@ def test_a_sync_worker_that_cannot_stop_does_not_hold_serves_exit(engine, caplog
 
     queue = SyncQueue(engine.settings, workers=1, on_done=lambda done: None)
     queue.start()
-    busy = queue._executor.submit(_deaf_to_sigterm, 60)
+    ready = tmp_path / "deaf"
+    queue._executor.submit(_deaf_to_sigterm, 60, str(ready))
     deadline = clock.monotonic() + 60
-    while not busy.running() and clock.monotonic() < deadline:
+    while not ready.exists() and clock.monotonic() < deadline:
         clock.sleep(0.05)
-    clock.sleep(0.5)  # inside the job, its handler set
+    assert ready.exists(), "the worker never started its job"
     workers = list(queue._executor._processes.values())
     started = clock.monotonic()
     queue.shutdown()
