@@ -233,6 +233,28 @@ def test_a_body_replayed_under_a_new_delivery_id_is_a_duplicate(site, forge):
     assert len(site.log_lines(f"sync of {forge} scheduled")) == scheduled + 1
 
 
+def test_a_body_replayed_under_fresh_ids_adds_no_row_to_the_index(site):
+    """Each replay of a captured body under a new delivery id was answered "duplicate" but its id was kept for
+    30 days first: a replayer grew the index by a row a request (200 bytes, at whatever rate it sends). A
+    duplicate keeps nothing; a repeated id still answers 409."""
+    import sqlite3
+
+    before, after = site.push("github", "hal", "2026-12-05")
+    payload = PUSH["github"](site.repo("github"), before, after)
+    body, headers = delivery("github", payload, SECRET)
+    assert post(site.hook("github"), body, headers) == (202, "sync scheduled\n")
+
+    def rows() -> int:
+        with sqlite3.connect(site.data / "index.sqlite") as db:
+            return db.execute("SELECT count(*) FROM webhook_deliveries").fetchone()[0]
+
+    kept = rows()
+    for _ in range(20):
+        assert post(site.hook("github"), *delivery("github", payload, SECRET))[0] == 200
+    assert rows() == kept
+    assert post(site.hook("github"), body, headers)[0] == 409  # the first id, again
+
+
 def test_a_replayed_body_is_a_duplicate_after_serve_restarts_too(tmp_path):
     """The digests are in the index, as the delivery ids are: a serve started again still knows the body."""
     upstream = RepoBuilder(tmp_path / "srv" / "org" / "lib.git", bare=True)

@@ -16,9 +16,10 @@ in this order, and is answered by the first step it fails, with one log line and
 4. the body as the forge documents it, boiled down to a `HookEvent` -> 400 when it is not that;
 5. the same body, from the same host, accepted within REPEATED_BODY_SECONDS under another delivery id
    (its SHA-256 kept in the index) -> 200 "duplicate", nothing done: the id is the sender's to choose, so
-   a captured body replayed under a fresh one would otherwise sync again. A ping is exempt (nothing to do).
-   For a tracked repository only the body accepted last is kept: GitLab's push body holds no time, so a
-   push that moves a branch back where an earlier push had moved it (A->B, B->A, A->B) repeats that body.
+   a captured body replayed under a fresh one would otherwise sync again. Its id is not kept (replays under
+   fresh ids would grow the index a row a request). A ping is exempt (nothing to do). For a tracked
+   repository only the body accepted last is kept: GitLab's push body holds no time, so a push that
+   moves a branch back where an earlier push had moved it (A->B, B->A, A->B) repeats that body.
 
 Then: a push (or branch/tag created or deleted, or a repository event) for a tracked repository
 schedules a sync of it (`SyncQueue.request_repo`: at once, and a burst of pushes during it is one more sync); a
@@ -339,16 +340,22 @@ class WebhookFace:
             return HookAnswer(400, "body is not a JSON object: set the webhook's content type to application/json"), None, ""
         if event.kind != "ping" and event.host not in hosts:
             return HookAnswer(403, "the repository is on another host than the secret is for"), None, ""
-        if not self.engine.index.record_delivery(delivery, hosts[0] if event.kind == "ping" else event.host,
-                                                 self._now(), RETAIN_DELIVERIES):
-            return HookAnswer(409, "delivery already received (a replay)"), None, ""
-        if event.kind == "ping":
-            return HookAnswer(200, "pong"), event, "ping answered"
+        now = self._now()
+        replayed = HookAnswer(409, "delivery already received (a replay)"), None, ""
+        if self.engine.index.delivery_seen(delivery, now - RETAIN_DELIVERIES):
+            return replayed
         name = self.matcher.repo(event) if event.kind in ("push", "repository") else None
-        if not self.engine.index.record_webhook_body(event.host, hashlib.sha256(body).hexdigest(), self._now(),
-                                                     timedelta(seconds=REPEATED_BODY_SECONDS), repository=name or ""):
+        if event.kind != "ping" and not self.engine.index.record_webhook_body(
+                event.host, hashlib.sha256(body).hexdigest(), now, timedelta(seconds=REPEATED_BODY_SECONDS),
+                repository=name or ""):
+            # its id is not kept: replayed under fresh ids, a body would otherwise add a row a request for 30 days
             return (HookAnswer(200, "duplicate: the same body was accepted within the hour"), event,
                     "duplicate of a body accepted within the hour under another delivery id; ignored")
+        if not self.engine.index.record_delivery(delivery, hosts[0] if event.kind == "ping" else event.host,
+                                                 now, RETAIN_DELIVERIES):
+            return replayed  # the same id in another request at the same moment
+        if event.kind == "ping":
+            return HookAnswer(200, "pong"), event, "ping answered"
         if event.kind not in ("push", "repository"):
             return HookAnswer(202, "ignored: not a push or repository event"), event, "not a push; ignored"
         if name is not None:

@@ -689,6 +689,11 @@ class Index:
         """Remember a webhook delivery id; False when it was already there (a replay). Ids older than `keep` go."""
         return self._remember_once("webhook_deliveries", (delivery, host), at, keep)
 
+    def delivery_seen(self, delivery: str, since: datetime) -> bool:
+        """Whether a webhook delivery id was recorded at `since` or later (nothing is recorded)."""
+        return self.conn.execute("SELECT 1 FROM webhook_deliveries WHERE delivery = ? AND received_at >= ?",
+                                 (delivery, _iso(since))).fetchone() is not None
+
     def record_webhook_body(self, host: str, digest: str, at: datetime, keep: timedelta, repository: str = "") -> bool:
         """Remember the digest of a webhook body `host` sent; False when it was already there (the same body again,
         under another delivery id). Digests older than `keep` go. With `repository` (the tracked repository the
