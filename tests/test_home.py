@@ -252,3 +252,60 @@ def test_a_repository_tracked_again_under_a_reused_id_never_shows_the_one_untrac
     assert (new.id, new.generation) == (old.id, old.generation)  # the collision this test is about
     # eve 23rd and 26th, fay 23rd: 3 person-days in W48, 2GAD 6
     assert "`api` · 2GAD 6 person-days in 2026-W48" in read(bot.open_home())
+
+
+def wait_until_kept(bot, names: set[str], timeout: float = 15.0) -> dict:
+    """What the face keeps once it holds a figure of each of `names`' current generations (fail after `timeout`)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        current = {(repo.id, repo.generation) for repo in bot.engine.repos() if repo.name in names}
+        kept = bot.face.home_weeks.kept()
+        if current <= {(repo_id, generation) for repo_id, _, _, generation, _ in kept}:
+            return kept
+        assert time.monotonic() < deadline, f"no figure of {names} kept within {timeout} s: {kept}"
+        time.sleep(0.02)
+
+
+def test_serves_thread_keeps_the_figures_before_anyone_opens_home_and_after_each_sync(bot, monkeypatch):
+    """serve starts the face's thread (home_weeks.start()) and wakes it after each sync its workers finish: the
+    first open after the start, and the first after a sync, compute nothing. Figures by hand: web's 2026-W48 is
+    ann on the 23rd and 24th and bob on the 24th (3 person-days, 2GAD 6); api's is di on the 25th (2GAD 2)."""
+    from datetime import date
+
+    asked = []
+    report = bot.engine.report
+
+    def counted(query, today):
+        asked.append(query.repos)
+        return report(query, today)
+
+    monkeypatch.setattr(bot.engine, "report", counted)
+    weeks = bot.face.home_weeks
+    weeks.start()
+    try:
+        kept = wait_until_kept(bot, {"web", "api"})  # nobody opened the Home tab
+        assert sorted(asked) == [("api",), ("web",)]
+        assert {monday for *_, monday in kept} == {date(2026, 11, 23)}
+        view = bot.open_home()
+        assert "`web` · 2GAD 6 person-days in 2026-W48" in read(view)
+        assert "`api` · 2GAD 2 person-days in 2026-W48" in read(view)
+        assert len(asked) == 2  # the open computed nothing
+
+        # Cy commits on Wednesday of 2026-W48: 4 person-days in web, 2GAD 8
+        bot.web.commit(name="Cy", email="cy@example.com", date="2026-11-25T09:00")
+        bot.engine.sync(["web"])
+        weeks.wake()  # what serve's sync queue calls when a worker finished a sync
+        wait_until_kept(bot, {"web"})
+        assert asked[2:] == [("web",)]  # only the repository the sync changed
+        view = bot.open_home()
+        assert "`web` · 2GAD 8 person-days in 2026-W48" in read(view)
+        assert "`api` · 2GAD 2 person-days in 2026-W48" in read(view)
+        assert len(asked) == 3  # the open computed nothing
+        web = bot.engine.repo("web")
+        assert {(repo_id, generation) for repo_id, _, _, generation, _ in weeks.kept() if repo_id == web.id} == \
+            {(web.id, web.generation)}  # web's old generation is no longer kept
+    finally:
+        weeks.stop()
+    assert not weeks._thread.is_alive()

@@ -189,3 +189,54 @@ def test_a_request_cut_off_by_the_shutdown_is_one_line_not_a_traceback():
     assert cut.filter(after)
     assert after.exc_info is None and after.levelno == logging.INFO
     assert after.getMessage() == "a request in flight was cut off by the shutdown (OSError)"
+
+
+def test_serve_keeps_the_home_tabs_figures_before_anyone_opens_it(stub, tmp_path):
+    """Right after its start, and after a sync, serve's thread computes each repository's figure of the last full
+    week, so the first person to open the Home tab waits for none: the open computes nothing (its log line says so).
+    Figures by hand: ann on the Wednesday of that week is 1 person-day (2GAD 2); bob on its Thursday makes 2 (4)."""
+    import re
+    from datetime import datetime, timedelta, timezone
+
+    from tests.faults import SIGNING_SECRET
+    from tests.slackstub import app_home_opened_event, event_callback, signed_event
+
+    today = datetime.now(timezone.utc).date()
+    monday = today - timedelta(days=today.weekday() + 7)  # the Monday of the last full week, as the tab shows it
+    week = f"{monday.isocalendar().year}-W{monday.isocalendar().week:02d}"
+    upstream = RepoBuilder(tmp_path / "web")
+    upstream.commit(email="ann@example.com", date="2024-01-02")
+    upstream.commit(email="ann@example.com", date=f"{monday + timedelta(days=2)}T09:00")
+    data = tmp_path / "data"
+    assert run_cli("track", str(upstream.path), "--name", "web", data=data).returncode == 0
+
+    def kept_lines(serve) -> int:
+        return len(re.findall(r"Home tab: weekly figures of 1 repository computed in [\d.]+ s, before anyone opened it",
+                              serve.stderr))
+
+    def wait_for(condition, what: str) -> None:
+        deadline = time.monotonic() + 60  # a loaded 2-core machine starts serve's workers slowly
+        while not condition():
+            assert time.monotonic() < deadline, f"{what} within 60 s; serve's log:\n{serve.stderr[-3000:]}"
+            time.sleep(0.05)
+
+    def open_home(count: int) -> str:
+        status, _ = serve.post_signed(*signed_event(SIGNING_SECRET, event_callback(app_home_opened_event("U123"))))
+        assert status == 200
+        stub.wait_for("views.publish", count=count, timeout=15)
+        return json.dumps(stub.home_views["U123"], ensure_ascii=False)
+
+    with Serve(data, stub, logs=tmp_path / "logs", GAD_ADMINS="U123", GAD_LOG_LEVEL="DEBUG") as serve:
+        wait_for(lambda: kept_lines(serve) == 1, "serve computed web's figure without a Home open")
+        assert f"`web` · 2GAD 2 person-days in {week}" in open_home(1)
+        assert "Home tab for U123: 1 repository, 0 weekly figures computed" in serve.stderr, serve.stderr[-3000:]
+
+        upstream.commit(email="bob@example.com", date=f"{monday + timedelta(days=3)}T09:00")
+        serve.post(stub.slash_fields("sync web", response_name="sync", user_id="U123"))
+        assert "`web`: 3 commits (+1)" in _answer_text(stub, "sync")
+        wait_for(lambda: kept_lines(serve) == 2, "serve computed web's figure of its new generation after the sync")
+        assert f"`web` · 2GAD 4 person-days in {week}" in open_home(2)
+        assert serve.stderr.count("Home tab for U123: 1 repository, 0 weekly figures computed") == 2, \
+            serve.stderr[-3000:]
+        assert serve.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in serve.stderr

@@ -40,6 +40,7 @@ from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import share as sharing
 from .commands import Command, CommandFailed, IndexPaths, SyncRepos, TrackOrg, TrackRepo, run_command
 from .failures import answered_failures
+from .homeweeks import HomeWeeks, last_full_week
 from .links import LinksFace
 from .modals import ModalsFace
 from .workflow import WorkflowStep
@@ -182,11 +183,9 @@ class SlackFace:
                                    allow_ssh=settings.ssh_key is not None)
         self._ack_policy = dataclasses.replace(self.policy, resolver=lambda host: list(_NO_DNS))
         self._admin_cache: dict[str, tuple[float, bool]] = {}
-        # The Home tab's weekly figures by (repository id, created_at, source, generation, Monday): a closed week of
-        # one snapshot never changes, and a sync makes a new generation, so an open recomputes only what a sync
-        # changed. The id alone is no identity: SQLite gives the last deleted row's id to the next repository
-        # tracked, which reaches the same generation after as many syncs.
-        self._home_weekly: dict[tuple[int, datetime, str, int, date], int] = {}
+        # The Home tab's weekly figures, kept per (repository id, generation, Monday); serve also computes them in
+        # a thread of its own (home_weeks.start()), so the first open after its start does not compute them all.
+        self.home_weeks = HomeWeeks(engine, today)
         self._lock = threading.Lock()
 
     # -- listeners -------------------------------------------------------------
@@ -590,10 +589,14 @@ class SlackFace:
     def _run(self, command: Command, progress: Callable[[object], None] | None = None) -> object:
         """Run a track or sync command in the sync workers (serve: the fetch and the first index never run in
         this process), or here without them; its result, or its error raised here as one GadError."""
-        if self.syncs is None:
-            return run_command(self.engine, command, progress or (lambda event: None))
-        # The queue drops a progress update that would arrive after the answer, and lets one under way finish first.
-        done = self.syncs.run_command(command, progress).result()
+        try:
+            if self.syncs is None:
+                return run_command(self.engine, command, progress or (lambda event: None))
+            # The queue drops a progress update that would arrive after the answer, and lets one under way finish
+            # first.
+            done = self.syncs.run_command(command, progress).result()
+        finally:  # a track or a sync may have made a new generation: serve's thread computes its Home tab figure now
+            self.home_weeks.wake()
         if done is None:
             raise GadError("gad-bot stopped before this was done (a restart); type the command again in a minute.")
         if isinstance(done.result, CommandFailed):
@@ -657,34 +660,17 @@ class SlackFace:
             return
         user = event.get("user", "")
         today = self.today()
-        monday = periods.bucket_start(today, "week") - timedelta(days=7)  # the last full week
+        monday = last_full_week(today)
         week = periods.bucket_label(monday, "week")
         tracked = self.engine.repos()  # read once: the rows and the examples both name them
-        with self._lock:
-            known = dict(self._home_weekly)
-        weekly_by_key = {}
-        rows = []
-        for repo in tracked:
-            key = (repo.id, repo.created_at, repo.source, repo.generation, monday)
-            weekly = known.get(key)
-            if weekly is None:
-                weekly = self._weekly_two_gad(repo.name, monday, today)
-            if weekly is not None:
-                weekly_by_key[key] = weekly
-            rows.append(HomeRow(name=repo.name, weekly_two_gad=weekly, week=week, last_error=repo.last_error))
-        with self._lock:  # keep only the current generations' weeks: the old ones can never be asked again
-            self._home_weekly = weekly_by_key
+        figures, computed = self.home_weeks.figures(tracked, monday, today)
+        rows = [HomeRow(name=repo.name, weekly_two_gad=figures[repo.id], week=week, last_error=repo.last_error)
+                for repo in tracked]
+        log.info("Home tab for %s: %s, %s computed (the others were kept)", user,
+                 words.plural(len(tracked), "repository", "repositories"), words.plural(computed, "weekly figure"))
         found = examples.tracked_or_generic(self.engine.index, tracked)
         client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user),
                                                               found=found))
-
-    def _weekly_two_gad(self, name: str, monday: date, today: date) -> int | None:
-        """A repository's 2GAD for the week starting `monday`, as `/gad NAME since:... until:...` tells it."""
-        try:
-            return self.engine.report(q.Query(repos=(name,), since=monday, until=monday + timedelta(days=6)),
-                                      today).totals.two_gad
-        except GadError:  # e.g. not indexed yet
-            return None
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]
