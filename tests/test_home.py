@@ -309,3 +309,40 @@ def test_serves_thread_keeps_the_figures_before_anyone_opens_home_and_after_each
     finally:
         weeks.stop()
     assert not weeks._thread.is_alive()
+
+
+def test_an_open_while_serves_thread_computes_waits_for_it_rather_than_computing_beside_it(bot, monkeypatch):
+    """Side by side in one interpreter, the open and the thread took longer than either alone (bench_home.py): an
+    open that comes while the thread computes (serve's first seconds, a new week) waits, then computes nothing."""
+    import threading
+    import time
+
+    from tests.slackstub import app_home_opened_event, event_callback, signed_event
+    from tests.test_surfaces import SECRET
+
+    held, release = threading.Event(), threading.Event()
+    computed_by = []
+    report = bot.engine.report
+
+    def gated(query, today):
+        computed_by.append((threading.current_thread().name, query.repos))
+        held.set()
+        assert release.wait(15), "the test never released the thread"
+        return report(query, today)
+
+    monkeypatch.setattr(bot.engine, "report", gated)
+    weeks = bot.face.home_weeks
+    weeks.start()
+    try:
+        assert held.wait(15)  # the thread is computing its first figure
+        assert bot._dispatch(*signed_event(SECRET, event_callback(app_home_opened_event("U123")))).status == 200
+        time.sleep(0.5)
+        assert not bot.stub.calls_to("views.publish")  # the open waits for the thread
+        release.set()
+        bot.stub.wait_for("views.publish", timeout=15)
+        assert "`web` · 2GAD 6 person-days in 2026-W48" in read(bot.stub.home_views["U123"])
+        assert "`api` · 2GAD 2 person-days in 2026-W48" in read(bot.stub.home_views["U123"])
+        assert sorted(computed_by) == [("home-weeks", ("api",)), ("home-weeks", ("web",))]  # none by the open
+    finally:
+        release.set()
+        weeks.stop()

@@ -10,7 +10,7 @@ and every REFRESH_SECONDS (a sync by the CLI in another process, a new week), an
 
     weeks = HomeWeeks(engine, today)
     weeks.start()                                   # serve, once it answers: the thread warms in the background
-    figures, computed = weeks.figures(engine.repos(), monday, today)   # an open: only what is not kept
+    figures, computed = weeks.for_open(engine.repos(), monday, today)  # an open: only what is not kept
     weeks.wake()                                    # a sync finished: its repository's new generation
     weeks.stop()                                    # SIGTERM: the thread ends between two repositories
 """
@@ -36,6 +36,10 @@ REFRESH_SECONDS = 60.0
 # At SIGTERM the thread is told to stop and ends between two repositories (milliseconds each); serve waits at
 # most this long for it before it closes the index, and never more (the thread is a daemon).
 STOP_WAIT_SECONDS = 2.0
+# An open while the thread computes (right after serve's start, at a new week) waits for it rather than computing
+# beside it: the two share one interpreter, and side by side took longer than either alone (bench_home.py). Past
+# this, the open computes what is still missing itself.
+OPEN_WAIT_SECONDS = 10.0
 
 Key = tuple[int, datetime, str, int, date]  # (repository id, created_at, source, generation, Monday of the week)
 
@@ -61,8 +65,15 @@ class HomeWeeks:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._idle = threading.Event()  # clear while the thread computes
+        self._idle.set()
 
     # -- what an open asks -------------------------------------------------------------------------
+    def for_open(self, tracked: Sequence, monday: date, today: date) -> tuple[dict[int, int | None], int]:
+        """figures() for a Home open: once the thread, if it is computing, is done (at most OPEN_WAIT_SECONDS)."""
+        self._idle.wait(OPEN_WAIT_SECONDS)
+        return self.figures(tracked, monday, today)
+
     def figures(self, tracked: Sequence, monday: date, today: date, *, reverse: bool = False,
                 stop: threading.Event | None = None) -> tuple[dict[int, int | None], int]:
         """Each of `tracked`'s 2GAD for the week of `monday` by repository id (None: no figure, e.g. not indexed
@@ -127,9 +138,14 @@ class HomeWeeks:
     def warm(self) -> int:
         """Compute every tracked repository's figure of the last full week that is not kept; return how many."""
         today = self.today()
-        # From the far end of the list: an open under way meanwhile computes from the near end, so the two meet
-        # in the middle instead of computing the same repositories twice.
-        _, computed = self.figures(self.engine.repos(), last_full_week(today), today, reverse=True, stop=self._stop)
+        self._idle.clear()
+        try:
+            # From the far end of the list: an open that stopped waiting computes from the near end, so the two meet
+            # in the middle instead of computing the same repositories twice.
+            _, computed = self.figures(self.engine.repos(), last_full_week(today), today, reverse=True,
+                                       stop=self._stop)
+        finally:
+            self._idle.set()
         return computed
 
     def _run(self) -> None:

@@ -663,7 +663,7 @@ class SlackFace:
         monday = last_full_week(today)
         week = periods.bucket_label(monday, "week")
         tracked = self.engine.repos()  # read once: the rows and the examples both name them
-        figures, computed = self.home_weeks.figures(tracked, monday, today)
+        figures, computed = self.home_weeks.for_open(tracked, monday, today)
         rows = [HomeRow(name=repo.name, weekly_two_gad=figures[repo.id], week=week, last_error=repo.last_error)
                 for repo in tracked]
         log.info("Home tab for %s: %s, %s computed (the others were kept)", user,
