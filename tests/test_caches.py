@@ -150,3 +150,27 @@ def test_the_least_recently_used_go_first_by_bytes():
             assert cache.get(("k", "e")) is not None  # seen inside the question being answered
             raise KeyError("refused")
     assert cache.get(("k", "e")) is None
+
+
+def test_a_process_never_takes_a_repository_tracked_elsewhere_for_the_one_untracked(tmp_path):
+    """serve's engine keeps a repository's columns (and what it derives from them) under its id and generation.
+    SQLite gave the id of the last repository deleted to the next one inserted, so `gad-bot untrack web` and
+    `gad-bot track OTHER --name web` from the CLI made a row of the same id and, indexed alike, the same
+    generation: serve went on answering with the untracked history. Ids are never given twice."""
+    from tests.gitbuild import RepoBuilder
+
+    first = RepoBuilder(tmp_path / "first")
+    first.commit(name="Ann", email="ann@example.com", date="2026-11-24")
+    first.commit(name="Bob", email="bob@example.com", date="2026-11-24")
+    other = RepoBuilder(tmp_path / "other")
+    other.commit(name="Cy", email="cy@example.com", date="2026-11-25")
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
+    serve, cli = Engine.open(settings), Engine.open(settings)
+    week = q.Query(repos=("web",), since=date(2026, 11, 23), until=date(2026, 11, 29))
+    cli.track(str(first.path), "web")
+    assert serve.report(week, TODAY).totals.person_days == 2  # Ann and Bob on the 24th
+    old_id = cli.repo("web").id
+    cli.untrack("web")
+    cli.track(str(other.path), "web")
+    assert cli.repo("web").id != old_id
+    assert serve.report(week, TODAY).totals.person_days == 1  # Cy on the 25th, as git log says

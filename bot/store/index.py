@@ -461,6 +461,9 @@ class WalkState:
     started_at: datetime | None
 
 
+_LAST_REMOVED_REPO_ID = "last_removed_repo_id"  # meta: no repository is given an id at or below it
+
+
 def _other_refs_key(repo_id: int) -> str:
     return f"other_refs_pending:{repo_id}"
 
@@ -733,10 +736,13 @@ class Index:
 
     # -- repositories --------------------------------------------------------
     def add_repo(self, name: str, source: str, mirror_path: Path, in_place: bool, guarded: bool = False) -> int:
+        """A new repository's row; its id was never any other repository's (see remove_repo)."""
         cursor = self.conn.execute(
-            "INSERT INTO repos (name, source, mirror_path, in_place, created_at, guarded) VALUES (?, ?, ?, ?, ?, ?)",
-            (name, source, stored_mirror_path(mirror_path, self.data_dir, in_place, name), int(in_place),
-             _iso(utcnow()), int(guarded)))
+            "INSERT INTO repos (id, name, source, mirror_path, in_place, created_at, guarded) VALUES "
+            "(max(coalesce((SELECT max(id) FROM repos), 0), coalesce((SELECT CAST(value AS INTEGER) FROM meta "
+            "WHERE key = ?), 0)) + 1, ?, ?, ?, ?, ?, ?)",
+            (_LAST_REMOVED_REPO_ID, name, source, stored_mirror_path(mirror_path, self.data_dir, in_place, name),
+             int(in_place), _iso(utcnow()), int(guarded)))
         return cursor.lastrowid
 
     def repo_row(self, row: dict) -> RepoRow:
@@ -762,6 +768,12 @@ class Index:
         with self.transaction() as db:
             db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
             db.execute("DELETE FROM meta WHERE key = ?", (_other_refs_key(repo_id),))
+            # SQLite would give this id to the next row inserted; the processes' caches (serve's columns, the
+            # Home tab's weeks) key a repository by id and generation, so a repository tracked next, as often
+            # synced, would be answered with this one's history. The highest id removed is kept instead.
+            db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                       "value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                       (_LAST_REMOVED_REPO_ID, str(repo_id)))
 
     def other_refs_pending(self, repo_id: int) -> bool:
         """Whether the refs outside branches and tags of a first index are still to be walked."""
