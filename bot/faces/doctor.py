@@ -257,7 +257,7 @@ def check_mirrors(engine, now: datetime) -> list[Check]:
 
 def check_leftovers(engine) -> Check:
     """Orphan mirrors and what killed clones and fetches left: disk taken for nothing, not yet a fault
-    (serve sweeps them at its start and before each periodic sync)."""
+    (serve's sync workers sweep them once serve has started, and before each periodic sync)."""
     found = engine.mirror_leftovers()
     if not found:
         return Check(True, "no orphan mirror or leftover temporary file under the mirrors")

@@ -671,7 +671,11 @@ class Serve:
             return ""
 
     def __enter__(self):
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:  # a serve that never got ready is not left running after the test
+            self.__exit__()
+            raise
 
     def __exit__(self, *exc):
         if self.proc is not None:

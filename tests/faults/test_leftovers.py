@@ -3,8 +3,9 @@
 An orphan mirror is a directory under `mirrors/` that no repository row names: a kill -9 between the
 clone and the insert, or an untrack interrupted after the row went. Killed fetches leave temporary
 packs, lock files and `.keep` files of processes that are gone (kept packs are never repacked).
-`gad-bot doctor` reports them with the command that cleans; `doctor --fix`, serve's start and the
-periodic sync remove them; a mirror that a running track is creating is never one of them.
+`gad-bot doctor` reports them with the command that cleans; `doctor --fix`, serve's sync workers right
+after its start (serve answers meanwhile) and the periodic sync remove them; a mirror that a running track
+is creating is never one of them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from bot.config import Settings
 from bot.engine.engine import Engine
 from bot.faces.doctor import NEEDED_SCOPES
 from bot.store.index import Index
-from tests.faults import GitDaemon, run_cli
+from tests.faults import GitDaemon, Serve, run_cli
 from tests.gitbuild import RepoBuilder, git_env
 from tests.slackstub import SlackStub
 
@@ -159,6 +160,103 @@ def test_a_mirror_a_running_track_is_creating_is_never_swept(served, tmp_path, m
     assert mirror_of(data, "docs") == new and new.is_dir()
     report = json.loads(run_cli("report", "docs", "--json", data=data).stdout)
     assert report["commits"] == 1 and report["active_days"] == 1, report
+
+
+STEP_SECONDS = 60  # a bound on each step that must happen: serve's workers start on a loaded machine
+
+
+def wait_until(condition, what: str) -> None:
+    """Poll `condition` (the filesystem, a log) for at most STEP_SECONDS; fail naming `what` did not happen."""
+    deadline = time.monotonic() + STEP_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {STEP_SECONDS} s"
+        time.sleep(0.05)
+
+
+def release_fifo(fifo: Path, text: str) -> None:
+    """Write `text` into `fifo` once its reader has opened it (at most STEP_SECONDS from now)."""
+    deadline = time.monotonic() + STEP_SECONDS
+    while True:
+        try:
+            end = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:  # ENXIO: nobody reads it yet
+            assert time.monotonic() < deadline, f"nothing opened {fifo} to read it within {STEP_SECONDS} s"
+            time.sleep(0.05)
+    try:
+        os.write(end, text.encode())
+    finally:
+        os.close(end)
+
+
+def readyz(serve: Serve) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(serve.url + "/readyz", timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_serve_answers_while_its_workers_sweep_right_after_start(served, tmp_path):
+    """serve's start no longer waits for the sweep (it lists every mirror's objects: 1.5 s for 200 mirrors): a sync
+    worker sweeps once serve has started. The sweep is held here by a `.keep` that is a FIFO nobody writes yet (the
+    sweep reads every `.keep`): serve answers a report and /readyz meanwhile, with every leftover still there; once
+    the `.keep` reads as one a dead fetch left, the orphan mirror, the old temporary pack and the `.keep` go, and
+    doctor finds nothing left. A serve that swept before answering never got ready."""
+    data, _ = served
+    web, api = mirror_of(data, "web"), mirror_of(data, "api")
+    Index(data / "index.sqlite").remove_repo(Index(data / "index.sqlite").repo("api").id)  # an interrupted untrack
+    old_temp = web / "objects" / "pack" / "tmp_pack_a1b2c3"
+    old_temp.write_bytes(b"PACK half")
+    aged(old_temp)
+    held_keep = web / "objects" / "pack" / "pack-2222222222222222222222222222222222222222.keep"
+    os.mkfifo(held_keep)
+    with SlackStub(scopes=list(NEEDED_SCOPES)) as stub:
+        with Serve(data, stub, logs=tmp_path / "serve") as serve:  # ready: /healthz answers
+            status, _, took = serve.post(stub.slash_fields("web since:2024-01", response_name="web"))
+            assert status == 200 and took < 3, (status, took)
+            answer = json.dumps(stub.wait_for_response("web", timeout=30))
+            assert "2GAD 4 person-days" in answer, answer  # ann and bob, a day each: 2 person-days, 2GAD twice that
+            wait_until(lambda: readyz(serve) == 200, "/readyz answered 200 while the sweep was held")
+            assert api.is_dir() and old_temp.exists() and held_keep.exists()  # nothing swept yet
+
+            release_fifo(held_keep, f"fetch-pack {dead_pid()} on {socket.gethostname()}\n")
+            wait_until(lambda: not api.exists() and not old_temp.exists() and not held_keep.exists(),
+                       "the orphan mirror, the old temporary pack and the dead fetch's .keep were swept")
+            assert web.is_dir()
+            env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url,
+                   "SLACK_SIGNING_SECRET": "x" * 32}
+            checked = run_cli("doctor", data=data, **env)
+            assert "[ok  ] no orphan mirror or leftover temporary file under the mirrors" in checked.stdout, \
+                checked.stdout
+            assert serve.stop() == 0
+        assert "Traceback" not in serve.stderr, serve.stderr
+
+
+def test_serves_start_sweep_leaves_a_mirror_a_running_track_is_creating(served, tmp_path):
+    """A track in another process has renamed its clone into place and not yet written its row when serve starts:
+    serve's first sweep (in a sync worker, right after start) removes an old temporary pack and leaves that mirror,
+    and the orphan a kill left beside it waits for a sweep that runs alone."""
+    data, _ = served
+    web = mirror_of(data, "web")
+    old_temp = web / "objects" / "pack" / "tmp_pack_a1b2c3"
+    old_temp.write_bytes(b"PACK half")
+    aged(old_temp)
+    tracking = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    with tracking.store.creating():  # the track, between its clone's rename and its row
+        new = data / "mirrors" / "docs-1a2b3c4d.git"
+        (new / "objects" / "pack").mkdir(parents=True)
+        stray = data / "mirrors" / "stray.git"
+        stray.mkdir()
+        with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "serve") as serve:
+            wait_until(lambda: "removed 1 leftover(s) under" in serve.stderr, "serve's workers logged their sweep")
+            assert not old_temp.exists()
+            assert new.is_dir() and stray.is_dir()
+            assert serve.stop() == 0
+        assert "Traceback" not in serve.stderr, serve.stderr
 
 
 def test_the_periodic_sync_sweeps_orphans_in_a_serve_that_runs_for_months(served):
