@@ -64,3 +64,45 @@ def test_a_progress_callback_running_when_the_command_ends_finishes_before_the_a
     finally:
         queue.shutdown()
     assert order == ["progress: halfway", "answer: the answer"]
+
+
+def read_fifo(job: SyncJob) -> SyncDone:
+    """A sync worker's job (pickled by name) that reads the FIFO its name gives until its writer closes it."""
+    with open(job.name, "rb") as fifo:
+        return SyncDone(job, result=fifo.read())
+
+
+def test_a_job_stopped_by_shutdown_lets_the_pools_queues_go_without_a_garbage_collection(settings, tmp_path):
+    """serve ends with os._exit, which no garbage collection precedes: a job that shutdown stops mid-way (serve's
+    start-up sweep, at a SIGTERM) must leave nothing holding the pool's queues in a reference cycle, or their
+    semaphores are reported leaked by the resource tracker. The job's error says shutdown stopped it."""
+    import gc
+    import time
+    import weakref
+
+    fifo = tmp_path / "held"
+    os.mkfifo(fifo)
+    done: list[SyncDone] = []
+    queue = SyncQueue(settings, workers=1, runner=read_fifo, on_done=done.append)
+    queue.start()
+    gc.disable()
+    writer = None
+    try:
+        queue.request_repo(str(fifo))
+        deadline = time.monotonic() + STEP_SECONDS
+        while writer is None:  # the worker is reading it once a non-blocking open to write succeeds
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                assert time.monotonic() < deadline, "the worker never opened the FIFO"
+                time.sleep(0.02)
+        executor = queue._executor
+        pool_queues = [weakref.ref(executor._call_queue), weakref.ref(executor._result_queue)]
+        del executor
+        queue.shutdown()
+        assert [ref() for ref in pool_queues] == [None, None], "the pool's queues outlive its shutdown until a gc"
+    finally:
+        gc.enable()
+        if writer is not None:
+            os.close(writer)
+    assert [d.error for d in done] == ["stopped by serve's shutdown"]

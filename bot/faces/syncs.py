@@ -44,6 +44,10 @@ SHUTDOWN_WAIT_SECONDS = 5.0
 # 1 s wait before every sync was a fifth of push -> report on an idle machine, and coalesced no more.
 DEBOUNCE_SECONDS = 0.0
 
+# A job's error when serve's SIGTERM stopped it (its workers terminated, or it never began): not a fault, and
+# the next start or request does it again.
+STOPPED_AT_SHUTDOWN = "stopped by serve's shutdown"
+
 
 @dataclass(frozen=True)
 class SyncJob:
@@ -294,15 +298,24 @@ class SyncQueue:
         future.add_done_callback(lambda f, job=job: self._finished(job, f, started))
 
     def _finished(self, job: SyncJob, future: Future, started: float) -> None:
-        try:
-            done = future.result()
-        except BrokenProcessPool:
-            done = SyncDone(job, error="a sync worker process ended unexpectedly")
+        # The pool's error is read, never raised here: this runs in the pool's manager thread, and raising it would
+        # give it a traceback whose frames lead back to that thread's (which holds the error): a cycle that keeps the
+        # pool's queues, and their five semaphores, until a garbage collection that serve's os._exit never waits for
+        # ("5 leaked semaphore objects" when a SIGTERM stopped a job running or queued, the start-up sweep's).
+        error = None if future.cancelled() else future.exception()
+        if future.cancelled():  # at shutdown, before a worker took it
+            done = SyncDone(job, error=f"{STOPPED_AT_SHUTDOWN} before it began")
+        elif isinstance(error, BrokenProcessPool):
             with self._lock:
-                if not self._closed:
+                stopping = self._closed  # shutdown terminated the workers: the job runs again next time
+                if not stopping:
                     self._executor = self._new_executor()
-        except Exception as error:  # cancelled at shutdown, or a bug: one line, the next request tries again
+            done = SyncDone(job, error=STOPPED_AT_SHUTDOWN if stopping
+                            else "a sync worker process ended unexpectedly")
+        elif error is not None:  # a bug: one line, the next request tries again
             done = SyncDone(job, error=f"{type(error).__name__}: {error}")
+        else:
+            done = future.result()
         with self._lock:
             self._running.discard(job)
             again = job in self._again
@@ -317,7 +330,9 @@ class SyncQueue:
                 waiting.set_result(done)
             return
         if job.kind == "sweep":  # not a sync: the worker logged what it removed
-            if done.error:
+            if done.error and done.error.startswith(STOPPED_AT_SHUTDOWN):
+                log.info("the sweep of the mirrors' leftovers was %s; the next start sweeps again", done.error)
+            elif done.error:
                 log.warning("sweeping the mirrors' leftovers failed: %s", done.error)
         else:
             _completed(done, time.monotonic() - started)

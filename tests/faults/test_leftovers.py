@@ -259,6 +259,53 @@ def test_serves_start_sweep_leaves_a_mirror_a_running_track_is_creating(served, 
         assert "Traceback" not in serve.stderr, serve.stderr
 
 
+def hold_fifo(fifo: Path) -> int:
+    """Open `fifo` to write once its reader has begun opening it (at most STEP_SECONDS from now), and write nothing:
+    the reader is then in its read, which waits until the returned end is closed."""
+    deadline = time.monotonic() + STEP_SECONDS
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: nobody reads it yet
+            assert time.monotonic() < deadline, f"nothing opened {fifo} to read it within {STEP_SECONDS} s"
+            time.sleep(0.02)
+
+
+def test_sigterm_while_serves_start_up_sweep_runs_exits_cleanly_and_the_next_start_sweeps(served, tmp_path):
+    """A SIGTERM while serve's first sweep is still running in a sync worker (held reading a `.keep` that is a FIFO
+    whose writer writes nothing): serve stops that worker and exits 0 with no traceback and no "leaked semaphore"
+    line (the sync pool's queues let go before serve's os._exit), saying the sweep was stopped; the leftovers stay
+    for the next start, whose sweep removes them."""
+    import signal
+
+    data, _ = served
+    web = mirror_of(data, "web")
+    old_temp = web / "objects" / "pack" / "tmp_pack_a1b2c3"
+    old_temp.write_bytes(b"PACK half")
+    aged(old_temp)
+    held_keep = web / "objects" / "pack" / "pack-3333333333333333333333333333333333333333.keep"
+    os.mkfifo(held_keep)
+    with SlackStub() as stub:
+        with Serve(data, stub, logs=tmp_path / "first") as serve:
+            writer = hold_fifo(held_keep)  # the sweep is now reading it, in a sync worker
+            try:
+                serve.proc.send_signal(signal.SIGTERM)
+                code = serve.proc.wait(timeout=STEP_SECONDS)
+            finally:
+                os.close(writer)
+            assert serve.stop() == code == 0, serve.stderr
+        assert "gad-bot stopped" in serve.stderr, serve.stderr
+        assert "Traceback" not in serve.stderr and "leaked semaphore" not in serve.stderr, serve.stderr
+        assert "sweep of the mirrors' leftovers was stopped by serve's shutdown" in serve.stderr, serve.stderr
+        assert old_temp.exists()  # stopped before it removed anything
+
+        held_keep.unlink()
+        with Serve(data, stub, logs=tmp_path / "second") as serve:
+            wait_until(lambda: not old_temp.exists(), "the next start swept the old temporary pack")
+            assert serve.stop() == 0
+        assert "Traceback" not in serve.stderr and "leaked semaphore" not in serve.stderr, serve.stderr
+
+
 def test_the_periodic_sync_sweeps_orphans_in_a_serve_that_runs_for_months(served):
     from bot.digests.schedule import DigestScheduler
 
