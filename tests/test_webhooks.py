@@ -255,6 +255,26 @@ def test_a_body_replayed_under_fresh_ids_adds_no_row_to_the_index(site):
     assert post(site.hook("github"), body, headers)[0] == 409  # the first id, again
 
 
+def test_two_bodies_replayed_in_turn_under_fresh_ids_add_no_row_a_request(site):
+    """A body repeated after another one for its repository is taken as a new push (GitLab's bodies hold no
+    time), so two captured bodies posted in turn each schedule a sync (the queue runs them one at a time). Only
+    a body not seen within the hour keeps its delivery id: the index does not grow a row a request."""
+    import sqlite3
+
+    def rows() -> tuple[int, int]:
+        with sqlite3.connect(site.data / "index.sqlite") as db:
+            return (db.execute("SELECT count(*) FROM webhook_deliveries").fetchone()[0],
+                    db.execute("SELECT count(*) FROM webhook_bodies").fetchone()[0])
+
+    a, b = site.push("github", "ida", "2026-12-05")
+    forward, back = (PUSH["github"](site.repo("github"), a, b), PUSH["github"](site.repo("github"), b, a))
+    kept = rows()
+    for _ in range(10):
+        for payload in (forward, back):
+            assert post(site.hook("github"), *delivery("github", payload, SECRET)) == (202, "sync scheduled\n")
+    assert rows() == (kept[0] + 2, kept[1] + 2)
+
+
 def test_a_replayed_body_is_a_duplicate_after_serve_restarts_too(tmp_path):
     """The digests are in the index, as the delivery ids are: a serve started again still knows the body."""
     upstream = RepoBuilder(tmp_path / "srv" / "org" / "lib.git", bare=True)

@@ -18,8 +18,9 @@ in this order, and is answered by the first step it fails, with one log line and
    (its SHA-256 kept in the index) -> 200 "duplicate", nothing done: the id is the sender's to choose, so
    a captured body replayed under a fresh one would otherwise sync again. Its id is not kept (replays under
    fresh ids would grow the index a row a request). A ping is exempt (nothing to do). For a tracked
-   repository only the body accepted last is kept: GitLab's push body holds no time, so a push that
-   moves a branch back where an earlier push had moved it (A->B, B->A, A->B) repeats that body.
+   repository a body is a duplicate of the one accepted last only: GitLab's push body holds no time, so a
+   push that moves a branch back where an earlier push had moved it (A->B, B->A, A->B) repeats that body;
+   it syncs, and keeps no delivery id either.
 
 Then: a push (or branch/tag created or deleted, or a repository event) for a tracked repository
 schedules a sync of it (`SyncQueue.request_repo`: at once, and a burst of pushes during it is one more sync); a
@@ -345,14 +346,17 @@ class WebhookFace:
         if self.engine.index.delivery_seen(delivery, now - RETAIN_DELIVERIES):
             return replayed
         name = self.matcher.repo(event) if event.kind in ("push", "repository") else None
-        if event.kind != "ping" and not self.engine.index.record_webhook_body(
-                event.host, hashlib.sha256(body).hexdigest(), now, timedelta(seconds=REPEATED_BODY_SECONDS),
-                repository=name or ""):
+        taken = "new" if event.kind == "ping" else self.engine.index.record_webhook_body(
+            event.host, hashlib.sha256(body).hexdigest(), now, timedelta(seconds=REPEATED_BODY_SECONDS),
+            repository=name or "")
+        if not taken:
             # its id is not kept: replayed under fresh ids, a body would otherwise add a row a request for 30 days
             return (HookAnswer(200, "duplicate: the same body was accepted within the hour"), event,
                     "duplicate of a body accepted within the hour under another delivery id; ignored")
-        if not self.engine.index.record_delivery(delivery, hosts[0] if event.kind == "ping" else event.host,
-                                                 now, RETAIN_DELIVERIES):
+        # nor is the id of a body seen within the hour and taken again (another body for its repository came
+        # between): two captured bodies posted in turn would grow the index as well
+        if taken == "new" and not self.engine.index.record_delivery(
+                delivery, hosts[0] if event.kind == "ping" else event.host, now, RETAIN_DELIVERIES):
             return replayed  # the same id in another request at the same moment
         if event.kind == "ping":
             return HookAnswer(200, "pong"), event, "ping answered"

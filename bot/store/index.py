@@ -350,8 +350,9 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", "
         "CREATE INDEX webhook_bodies_received ON webhook_bodies (received_at)",
     ]),
     (16, "webhook_bodies_repository", [
-        # The tracked repository a body was for ('' when none): only its body accepted last is kept, since a
-        # GitLab push body holds no time and the same push again after another one (A->B, B->A, A->B) is new.
+        # The tracked repository a body was for ('' when none): a body is a duplicate of its body accepted last
+        # only, since a GitLab push body holds no time and the same push again after another one (A->B, B->A,
+        # A->B) is new.
         "ALTER TABLE webhook_bodies ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
     ]),
 ]
@@ -697,21 +698,31 @@ class Index:
         return self.conn.execute("SELECT 1 FROM webhook_deliveries WHERE delivery = ? AND received_at >= ?",
                                  (delivery, _iso(since))).fetchone() is not None
 
-    def record_webhook_body(self, host: str, digest: str, at: datetime, keep: timedelta, repository: str = "") -> bool:
-        """Remember the digest of a webhook body `host` sent; False when it was already there (the same body again,
-        under another delivery id). Digests older than `keep` go. With `repository` (the tracked repository the
-        body is for), the digests of its earlier bodies go too: a body is a duplicate of the last one accepted for
-        its repository only, since a push's body need not name its time (GitLab's: A->B, B->A, then A->B again
-        repeats the first body, and is a new push)."""
+    def record_webhook_body(self, host: str, digest: str, at: datetime, keep: timedelta, repository: str = "") -> str:
+        """Remember the digest of a webhook body `host` sent: '' (a duplicate) when it is there already (the same
+        body again, under another delivery id), 'new' when it was not, 'again' when it was but is taken anew.
+        Digests older than `keep` go. With `repository` (the tracked repository the body is for), a body is a
+        duplicate of the last one accepted for its repository only, since a push's body need not name its time
+        (GitLab's: A->B, B->A, then A->B again repeats the first body, and is a new push): a body that another
+        one for its repository followed is taken 'again', and its row made the latest (no second row)."""
+        # to the microsecond: which body came last for a repository, even of several sent within one second
+        received = at.astimezone(timezone.utc).isoformat(timespec="microseconds")
         with self.transaction() as db:
             db.execute("DELETE FROM webhook_bodies WHERE received_at < ?", (_iso(at - keep),))
-            if db.execute("SELECT 1 FROM webhook_bodies WHERE host = ? AND digest = ?", (host, digest)).fetchone():
-                return False
-            if repository:
-                db.execute("DELETE FROM webhook_bodies WHERE host = ? AND repository = ?", (host, repository))
-            db.execute("INSERT INTO webhook_bodies (host, digest, received_at, repository) VALUES (?, ?, ?, ?)",
-                       (host, digest, _iso(at), repository))
-            return True
+            seen = db.execute("SELECT received_at FROM webhook_bodies WHERE host = ? AND digest = ?",
+                              (host, digest)).fetchone()
+            if seen is None:
+                db.execute("INSERT INTO webhook_bodies (host, digest, received_at, repository) VALUES (?, ?, ?, ?)",
+                           (host, digest, received, repository))
+                return "new"
+            followed = repository and db.execute(
+                "SELECT 1 FROM webhook_bodies WHERE host = ? AND repository = ? AND digest != ? AND received_at > ?",
+                (host, repository, digest, seen[0])).fetchone()
+            if not followed:
+                return ""
+            db.execute("UPDATE webhook_bodies SET received_at = ?, repository = ? WHERE host = ? AND digest = ?",
+                       (received, repository, host, digest))
+            return "again"
 
     def _remember_once(self, table: str, key: tuple[str, str], at: datetime, keep: timedelta) -> bool:
         """Insert `key` received `at` into `table` (key columns, then received_at) unless it is there; rows
