@@ -216,7 +216,8 @@ def test_the_per_person_limit_applies_to_the_forms_and_a_waiting_form_says_where
     assert answers == {"C777": "answered web for U123", "U456": "answered compare web api for U456"}
 
 
-def test_home_recomputes_only_what_a_sync_changed_and_never_shows_a_stale_week(bot, monkeypatch):
+def count_reports(bot, monkeypatch) -> list[tuple[str, ...]]:
+    """The repositories of every report the engine computes from now on, in order (a list that grows)."""
     asked = []
     report = bot.engine.report
 
@@ -225,6 +226,11 @@ def test_home_recomputes_only_what_a_sync_changed_and_never_shows_a_stale_week(b
         return report(query, today)
 
     monkeypatch.setattr(bot.engine, "report", counted)
+    return asked
+
+
+def test_home_recomputes_only_what_a_sync_changed_and_never_shows_a_stale_week(bot, monkeypatch):
+    asked = count_reports(bot, monkeypatch)
     assert "`web` · 2GAD 6 person-days in 2026-W48" in read(bot.open_home())
     assert sorted(asked) == [("api",), ("web",)]
     assert "`web` · 2GAD 6 person-days in 2026-W48" in read(bot.open_home())
@@ -272,14 +278,7 @@ def test_serves_thread_keeps_the_figures_before_anyone_opens_home_and_after_each
     ann on the 23rd and 24th and bob on the 24th (3 person-days, 2GAD 6); api's is di on the 25th (2GAD 2)."""
     from datetime import date
 
-    asked = []
-    report = bot.engine.report
-
-    def counted(query, today):
-        asked.append(query.repos)
-        return report(query, today)
-
-    monkeypatch.setattr(bot.engine, "report", counted)
+    asked = count_reports(bot, monkeypatch)
     weeks = bot.face.home_weeks
     weeks.start()
     try:
