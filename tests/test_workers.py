@@ -37,6 +37,16 @@ def dies_on_request(job: ReportJob) -> ReportAnswer:
     return ReportAnswer(f"ok {job.user}", [])
 
 
+def graph_code_loaded(job: ReportJob) -> ReportAnswer:
+    """Whether the worker has imported scipy's graph code by itself (within 30 s): the job imports nothing."""
+    import sys
+
+    deadline = time.monotonic() + 30
+    while "scipy.sparse.csgraph" not in sys.modules and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return ReportAnswer(str("scipy.sparse.csgraph" in sys.modules), [])
+
+
 def _job(user: str, text: str = "") -> ReportJob:
     return ReportJob(parse_query(["web"], TODAY), text, user, TODAY)
 
@@ -259,3 +269,16 @@ def test_compare_and_its_share_run_in_the_workers_not_in_serve(tmp_path):
             assert engine._cache == {}  # the serving process computed neither: it never loaded a repository
         finally:
             pool.shutdown()
+
+
+def test_an_idle_worker_loads_the_graph_search_before_anyones_first_range_question(settings):
+    """range:, branch: and by:release need scipy's graph search, a 0.2-0.3 s import: each worker imports it
+    while it waits for its first job, so that job does not pay for it."""
+    pool = ReportPool(settings, workers=1, runner=graph_code_loaded)
+    pool.start()
+    try:
+        inbox = Inbox()
+        pool.submit(_job("ann"), inbox)
+        assert [answer.text for answer in inbox.wait(1, timeout=60)] == ["True"]
+    finally:
+        pool.shutdown()

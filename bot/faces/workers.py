@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..config import Settings
+from ..store import graph
 from ..errors import GadError, for_member
 from ..metric import CompareReport, Report
 from ..engine.query import Compare, Query
@@ -438,6 +439,11 @@ def _worker_main(conn, settings: Settings, server: int, runner: Callable[[Report
     """A worker's life: open the Engine, say so, then answer jobs one at a time until the pipe closes."""
     _init_worker(settings, server)
     conn.send(os.getpid())
+    # range:, branch: and by:release search the commit graph with scipy, whose import takes 0.2-0.3 s
+    # (benchmarks/bench_engine.py: the whole range: report was 0.4 s where a plain one is 0.2 s). A worker
+    # waits idle for its first job, so it imports it now, in the background, and nobody's first such
+    # question pays for it; a job that needs it meanwhile waits on Python's import lock, never repeats it.
+    graph.warm_up()
     while True:
         try:
             job = conn.recv()
