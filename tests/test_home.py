@@ -343,3 +343,34 @@ def test_an_open_while_serves_thread_computes_waits_for_it_rather_than_computing
     finally:
         release.set()
         weeks.stop()
+
+
+def test_a_damaged_repository_costs_its_own_figure_only_and_is_logged_once_per_generation(bot, caplog):
+    """A repository whose stored history is damaged (here web's days column cut to two bytes: numpy refuses it with
+    ValueError, not a GadError) stopped serve's thread at it on every pass, every 60 s and after each sync, with a
+    traceback each time, so the repositories after it were never computed; and it failed every Home tab open. Now it
+    shows no figure, the others theirs (api's 2026-W48: di on the 25th, 2GAD 2), and it is logged once."""
+    import logging
+    import sqlite3
+
+    from bot.faces.homeweeks import last_full_week
+
+    web = bot.engine.repo("web")
+    with sqlite3.connect(bot.settings.index_path) as damaged:
+        assert damaged.execute("UPDATE commit_chunks SET days = x'0102' WHERE repo_id = ?", (web.id,)).rowcount
+    damaged.close()
+    caplog.set_level(logging.WARNING, logger="bot.faces.homeweeks")
+    weeks = bot.face.home_weeks
+    weeks.start()  # from the far end of the list: web, then api
+    try:
+        wait_until_kept(bot, {"api"})
+        for _ in range(2):  # two more passes (a sync finished, say): still one line about web
+            weeks.wake()
+            weeks.for_open(bot.engine.repos(), last_full_week(TODAY), TODAY)
+        view = bot.open_home()
+    finally:
+        weeks.stop()
+    assert "`api` · 2GAD 2 person-days in 2026-W48" in read(view)
+    assert "`web` · no weekly figure yet" in read(view)
+    about_web = [r for r in caplog.records if "`web`" in r.getMessage()]
+    assert len(about_web) == 1 and about_web[0].levelno == logging.WARNING, [r.getMessage() for r in caplog.records]

@@ -61,6 +61,9 @@ class HomeWeeks:
         self.engine = engine
         self.today = today
         self._kept: dict[Key, int] = {}
+        # Figures that raised more than a GadError (a repository whose stored history is damaged): logged once per
+        # generation, not at every pass of the thread (every REFRESH_SECONDS) and every open.
+        self._failed: set[Key] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -88,7 +91,7 @@ class HomeWeeks:
             with self._lock:
                 weekly = self._kept.get(key)
             if weekly is None:
-                weekly = self._compute(repo.name, monday, today)
+                weekly = self._compute(repo.name, key, today)
                 computed += 1
                 if weekly is not None:
                     with self._lock:
@@ -102,12 +105,20 @@ class HomeWeeks:
         with self._lock:
             return dict(self._kept)
 
-    def _compute(self, name: str, monday: date, today: date) -> int | None:
-        """A repository's 2GAD for the week starting `monday`, as `/gad NAME since:... until:...` tells it."""
+    def _compute(self, name: str, key: Key, today: date) -> int | None:
+        """A repository's 2GAD for the week of `key`, as `/gad NAME since:... until:...` tells it (None: none)."""
+        monday = key[4]
         try:
             return self.engine.report(q.Query(repos=(name,), since=monday, until=monday + timedelta(days=6)),
                                       today).totals.two_gad
         except GadError:  # e.g. not indexed yet
+            return None
+        except Exception:  # one repository's damage must not cost the others theirs, in the thread or an open
+            with self._lock:
+                first = key not in self._failed
+                self._failed.add(key)
+            if first:
+                log.warning("the Home tab shows no weekly figure of `%s`: computing it failed", name, exc_info=True)
             return None
 
     def _drop_older(self, tracked: Iterable, monday: date) -> None:
@@ -117,6 +128,8 @@ class HomeWeeks:
         with self._lock:
             self._kept = {key: weekly for key, weekly in self._kept.items()
                           if key[4] == monday and key[:3] in generation and key[3] >= generation[key[:3]]}
+            self._failed = {key for key in self._failed
+                            if key[4] == monday and key[:3] in generation and key[3] >= generation[key[:3]]}
 
     # -- the thread of serve -----------------------------------------------------------------------
     def start(self) -> None:
