@@ -106,3 +106,30 @@ def test_a_job_stopped_by_shutdown_lets_the_pools_queues_go_without_a_garbage_co
         if writer is not None:
             os.close(writer)
     assert [d.error for d in done] == ["stopped by serve's shutdown"]
+
+
+def answer_at_once(job: SyncJob) -> SyncDone:
+    """A sync worker's job (pickled by name) that is done at once."""
+    return SyncDone(job, result="synced")
+
+
+def test_a_sync_asked_before_serve_starts_its_pool_leaves_no_worker_behind(settings):
+    """In Socket Mode serve connects before it starts its pools, so a `/gad sync` may come first and its job starts
+    a pool of its own. start() must take that pool, not make a second one beside it: shutdown stops only the
+    pool it holds, and the first one's workers would run on after serve (and its queues' semaphores leak)."""
+    import time
+
+    done: list[SyncDone] = []
+    queue = SyncQueue(settings, workers=1, runner=answer_at_once, on_done=done.append)
+    try:
+        queue.request_repo("web")
+        deadline = time.monotonic() + STEP_SECONDS
+        while not done:
+            assert time.monotonic() < deadline, "the sync asked before start never ran"
+            time.sleep(0.02)
+        first_workers = list(queue._executor._processes.values())
+        queue.start()
+    finally:
+        queue.shutdown()
+    assert [d.result for d in done] == ["synced"]
+    assert first_workers and not any(worker.is_alive() for worker in first_workers)

@@ -105,7 +105,10 @@ class SyncQueue:
     def start(self) -> None:
         """Create the pool and start its processes now (about a second each), not at the first push."""
         with self._lock:
-            self._executor = self._new_executor()
+            # A sync asked before (Socket Mode connects first) started a pool already: keep it, or it runs on
+            # beside this one, which is the only one shutdown would stop.
+            if self._executor is None:
+                self._executor = self._new_executor()
             for _ in range(self.workers):
                 self._executor.submit(_ready)
 
