@@ -248,7 +248,7 @@ def test_a_repository_tracked_again_under_its_name_never_shows_the_one_untracked
     # SQLite handed the id of the last row deleted to the next row inserted (no AUTOINCREMENT): untracking `api`
     # (the newest) and tracking another repository made a row of the same id and, after as many syncs, the same
     # generation, so a figure kept under (id, generation, week) alone was the untracked repository's. Ids are no
-    # longer given twice (Index.remove_repo), and the Home tab's key holds created_at and source as well.
+    # longer given twice (Index.remove_repo).
     assert "`api` · 2GAD 2 person-days in 2026-W48" in read(bot.open_home())  # di on the 25th
     bot.engine.untrack("api")
     other = build(tmp_path / "other", [("eve", "2026-11-23", None), ("fay", "2026-11-23", None),
@@ -266,7 +266,7 @@ def wait_until_kept(bot, names: set[str], timeout: float = 15.0) -> dict:
     while True:
         current = {(repo.id, repo.generation) for repo in bot.engine.repos() if repo.name in names}
         kept = bot.face.home_weeks.kept()
-        if current <= {(repo_id, generation) for repo_id, _, _, generation, _ in kept}:
+        if current <= {(repo_id, generation) for repo_id, generation, _ in kept}:
             return kept
         assert time.monotonic() < deadline, f"no figure of {names} kept within {timeout} s: {kept}"
         time.sleep(0.02)
@@ -301,7 +301,7 @@ def test_serves_thread_keeps_the_figures_before_anyone_opens_home_and_after_each
         assert "`api` · 2GAD 2 person-days in 2026-W48" in read(view)
         assert len(asked) == 3  # the open computed nothing
         web = bot.engine.repo("web")
-        assert {(repo_id, generation) for repo_id, _, _, generation, _ in weeks.kept() if repo_id == web.id} == \
+        assert {(repo_id, generation) for repo_id, generation, _ in weeks.kept() if repo_id == web.id} == \
             {(web.id, web.generation)}  # web's old generation is no longer kept
     finally:
         weeks.stop()

@@ -1,9 +1,8 @@
 """The Home tab's weekly figures: kept, and computed in a thread of `serve` before anyone opens the tab.
 
 The Home tab shows each tracked repository's 2GAD for the last full week. A closed week of one snapshot never
-changes and a sync makes a new generation, so a figure is kept under the repository's identity (id, created_at,
-source: SQLite gives the last untracked repository's id to the next one tracked), generation and Monday, and an
-open computes only what is not kept. Kept in the process alone, though, the first open after `serve` started paid
+changes and a sync makes a new generation, so a figure is kept under the repository's id (never given twice:
+Index.remove_repo), generation and Monday, and an open computes only what is not kept. Kept in the process alone, though, the first open after `serve` started paid
 for every repository (1.76 s at 2,000 repositories, benchmarks/bench_home.py) while a person waited on the tab. So
 `serve` starts a thread that computes what is missing right after its start, after each sync its workers finish,
 and every REFRESH_SECONDS (a sync by the CLI in another process, a new week), and the first open finds it kept.
@@ -21,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 from ..engine import periods
 from ..engine import query as q
@@ -41,17 +40,12 @@ STOP_WAIT_SECONDS = 2.0
 # this, the open computes what is still missing itself.
 OPEN_WAIT_SECONDS = 10.0
 
-Key = tuple[int, datetime, str, int, date]  # (repository id, created_at, source, generation, Monday of the week)
+Key = tuple[int, int, date]  # (repository id, generation, Monday of the week)
 
 
 def last_full_week(today: date) -> date:
     """The Monday of the last full week before `today`: the week the Home tab shows."""
     return periods.bucket_start(today, "week") - timedelta(days=7)
-
-
-def _identity(repo) -> tuple[int, datetime, str]:
-    """What tells one tracked repository from another across untrack and track: its id alone is reused."""
-    return repo.id, repo.created_at, repo.source
 
 
 class HomeWeeks:
@@ -87,7 +81,7 @@ class HomeWeeks:
         for repo in (reversed(tracked) if reverse else tracked):
             if stop is not None and stop.is_set():
                 break
-            key = (*_identity(repo), repo.generation, monday)
+            key = (repo.id, repo.generation, monday)
             with self._lock:
                 weekly = self._kept.get(key)
             if weekly is None:
@@ -107,7 +101,7 @@ class HomeWeeks:
 
     def _compute(self, name: str, key: Key, today: date) -> int | None:
         """A repository's 2GAD for the week of `key`, as `/gad NAME since:... until:...` tells it (None: none)."""
-        monday = key[4]
+        monday = key[2]
         try:
             return self.engine.report(q.Query(repos=(name,), since=monday, until=monday + timedelta(days=6)),
                                       today).totals.two_gad
@@ -124,12 +118,15 @@ class HomeWeeks:
     def _drop_older(self, tracked: Iterable, monday: date) -> None:
         """Drop what can never be asked again: other weeks, untracked repositories, generations older than the ones
         read in `tracked`. A newer generation stays: another reader may have read the index after a sync."""
-        generation = {_identity(repo): repo.generation for repo in tracked}
+        generation = {repo.id: repo.generation for repo in tracked}
+
+        def current(key: Key) -> bool:
+            repo_id, kept_generation, kept_monday = key
+            return kept_monday == monday and repo_id in generation and kept_generation >= generation[repo_id]
+
         with self._lock:
-            self._kept = {key: weekly for key, weekly in self._kept.items()
-                          if key[4] == monday and key[:3] in generation and key[3] >= generation[key[:3]]}
-            self._failed = {key for key in self._failed
-                            if key[4] == monday and key[:3] in generation and key[3] >= generation[key[:3]]}
+            self._kept = {key: weekly for key, weekly in self._kept.items() if current(key)}
+            self._failed = {key for key in self._failed if current(key)}
 
     # -- the thread of serve -----------------------------------------------------------------------
     def start(self) -> None:
