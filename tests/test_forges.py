@@ -186,7 +186,7 @@ def test_too_many_repositories_are_refused(forge, tmp_path):
 
 def test_an_index_from_before_organizations_is_upgraded(tmp_path, monkeypatch):
     """Migration 9 (forge_orgs) adds the organization tables to an older index; its repositories stay as they were."""
-    import bot.store.index as index_module
+    import bot.store.tables.schema as index_module  # where the migrations live
     from bot.store.index import Index
     from bot.store.orgindex import OrgIndex
 

@@ -207,7 +207,7 @@ def test_untrack_forgets_rows_and_mirror(engine, tmp_path):
 
 def test_upgrade_guards_every_network_source_tracked_before(tmp_path, monkeypatch):
     """Rows written before migration 7 cannot say who typed them: https:// and ssh:// mirrors are guarded."""
-    import bot.store.index as index_module
+    import bot.store.tables.schema as index_module  # where the migrations live
 
     path = tmp_path / "index.sqlite"
     # the schema as it was before migration 7 (later migrations may assume its column)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-import bot.store.index as index_module
+import bot.store.tables.schema as index_module  # where the migrations live
 from bot.errors import ConfigError
 from bot.store.index import Index
 from bot.store.mirrors import mirror_dir_name
