@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         first_s, report = timed(lambda: engine.report(query, today))
         again_s, _ = timed(lambda: engine.report(query, today), runs=5)
         columns = engine.columns_of(engine.repo("bench"))
-        offsets, parents, lookup = engine._graph(columns)
+        offsets, parents, lookup = engine.snapshots.graph(columns)
         tips = {r.key: None for r in report.rows}
         for r in report.rows:
             if r.release.previous:

@@ -96,8 +96,8 @@ def test_distinct_ranges_stay_within_the_budget(long_history):
     grew = _retained(engine, texts)
     # unbounded: 399 x (6,000 reachable flags + 6,000 range flags) = 4.8 MB at least (7.2 MB measured before the fix)
     assert grew < 1.5 * MIB, f"{grew:,} bytes kept for 400 distinct ranges with a 1 MiB budget"
-    assert engine._masks.bytes <= engine._masks.budget == MIB - MIB // 8
-    assert 0 < len(engine._masks) < 2 * 399  # the oldest went: fewer than the two masks per range asked
+    assert engine.snapshots.masks.bytes <= engine.snapshots.masks.budget == MIB - MIB // 8
+    assert 0 < len(engine.snapshots.masks) < 2 * 399  # the oldest went: fewer than the two masks per range asked
     # what is kept is still right: commit 1,399 reaches itself and the 1,399 before it, one a day by one person each
     assert _ask(engine, f"long range:..{oids[1399]}").totals.person_days == 1400
 
@@ -111,15 +111,15 @@ def test_a_refused_question_caches_nothing(long_history):
     grew = _retained(engine, texts, refused=True)
     # before the fix: 300 x 6,000 flags = 1.8 MB kept (1,902,816 bytes measured), plus the suggestions' masks
     assert grew < 200 * 1024, f"{grew:,} bytes kept after 300 refused questions"
-    kept = len(engine._masks)
-    assert [key[3:] for key in engine._masks._lru if key[2] == "paths"] == [(("src/f1.c",), ())]
+    kept = len(engine.snapshots.masks)
+    assert [key[3:] for key in engine.snapshots.masks._lru if key[2] == "paths"] == [(("src/f1.c",), ())]
     with pytest.raises(QueryError, match="did you mean `path:src/f1.c`"):  # the suggestion still works
         _ask(engine, "long path:src/f1.x")
-    assert len(engine._masks) == kept
+    assert len(engine.snapshots.masks) == kept
     # a compare whose second item is refused keeps nothing of its first either
     with pytest.raises(QueryError):
         engine.compare(q.parse_command("compare long:src/f2.c long:src/nosuch", TODAY), TODAY)
-    assert len(engine._masks) == kept
+    assert len(engine.snapshots.masks) == kept
 
 
 def test_peoples_emails_stay_within_their_budget_and_stay_right(long_history):
@@ -128,8 +128,8 @@ def test_peoples_emails_stay_within_their_budget_and_stay_right(long_history):
     rows = _ask(engine, "long by:person").rows
     # by hand: 6,000 people, one commit (one day) each
     assert len(rows) == COMMITS and {r.key for r in rows} == {f"dev{i}@example.com" for i in range(COMMITS)}
-    assert engine._people.bytes <= engine._people.budget == MIB // 8
-    assert len(engine._people) < COMMITS  # 6,000 x (256 + ~20 bytes) do not fit in 128 KiB
+    assert engine.snapshots.people.bytes <= engine.snapshots.people.budget == MIB // 8
+    assert len(engine.snapshots.people) < COMMITS  # 6,000 x (256 + ~20 bytes) do not fit in 128 KiB
     assert {r.key for r in _ask(engine, "long by:person").rows} == {f"dev{i}@example.com" for i in range(COMMITS)}
 
 

@@ -343,7 +343,7 @@ def test_an_index_from_before_trailers_reads_them_at_the_next_sync(paired, paire
     with index.transaction():  # as an older gad-bot left it: chunks without co-author columns
         index.execute("UPDATE commit_chunks SET coauthor_rows = NULL, coauthor_ids = NULL WHERE repo_id = ?",
                       (repo.id,))
-    paired_engine._cache.clear()  # what a restarted gad-bot would read
+    paired_engine.snapshots.loaded.clear()  # what a restarted gad-bot would read
     from bot.errors import GadError
 
     with pytest.raises(GadError, match="still reading its commits. `Co-authored-by:` trailers"):

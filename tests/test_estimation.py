@@ -158,7 +158,7 @@ def test_range_with_path_counts_as_git_log_no_merges_full_history(tracked, web):
 
 def test_range_answers_from_a_cache_per_ref_pair(tracked):
     def ranges() -> list:  # the engine's bounded cache of commit masks (bot/engine/caches.py)
-        return [k for k in tracked._masks._lru if k[2] == "range"]
+        return [k for k in tracked.snapshots.masks._lru if k[2] == "range"]
 
     ask(tracked, "web range:v1.0..v2.0")
     assert len(ranges()) == 1

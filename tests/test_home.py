@@ -182,7 +182,7 @@ def test_a_modal_compare_is_answered_by_a_report_worker_not_by_serve(bot, stub, 
     assert (web, api) == (16, 4)  # as tests/test_surfaces.py works them out by hand
     assert message["text"].startswith(f"Side by side: web, api (all history): web 2GAD {web}; api 2GAD {api}")
     assert "gad_share" not in json.dumps(message)  # posted for everyone already
-    assert bot.engine._cache == {}  # the serving process computed nothing: it never loaded a repository
+    assert bot.engine.snapshots.loaded == {}  # the serving process computed nothing: it never loaded a repository
 
 
 def test_a_modal_report_past_its_time_tells_the_person_where_its_answer_was_to_go(bot, stub, start_pool):

@@ -266,7 +266,7 @@ def test_compare_and_its_share_run_in_the_workers_not_in_serve(tmp_path):
             dm_copy, shared_copy = stub.uploaded_files()
             assert shared_copy.filename == "gad-compare.csv" and shared_copy.channel_id != dm_copy.channel_id
             assert shared_copy.data == dm_copy.data
-            assert engine._cache == {}  # the serving process computed neither: it never loaded a repository
+            assert engine.snapshots.loaded == {}  # the serving process computed neither: it never loaded a repository
         finally:
             pool.shutdown()
 

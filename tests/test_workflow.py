@@ -125,7 +125,7 @@ def test_under_serve_the_step_is_answered_by_a_report_worker(tmp_path, stub, sta
     assert two_gad == 16  # as worked out by hand above
     assert outputs == {"two_gad_person_days": two_gad, "person_months": 0.84, "developers": 2, "commits": 9,
                        "summary": "web: 2GAD 16 person-days (0.8 person-months), 2 developers, 9 commits, all history"}
-    assert engine._cache == {}  # the serving process computed nothing: it never loaded a repository
+    assert engine.snapshots.loaded == {}  # the serving process computed nothing: it never loaded a repository
     # a name the worker does not find fails the step with the sentence it failed with in-process
     error = run_step(app, stub, {"repository": "wbe"}, "functions.completeError")["error"]
     assert error == "No repository or project named `wbe` is tracked; did you mean `web`?"

@@ -505,7 +505,7 @@ class _Clock:
 
 
 def _try_lock(data_dir, repo_id: int):
-    """The repository's writer lock (the file Engine._repo_lock takes), if no one holds it; else None."""
+    """The repository's writer lock (the file Tracking._repo_lock takes, bot/engine/tracking.py), if no one holds it; else None."""
     import fcntl
 
     lock_dir = data_dir / "locks"

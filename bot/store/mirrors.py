@@ -225,7 +225,7 @@ class Mirror:
 
     def clear_stale_locks(self) -> list[Path]:
         """Delete lock files a killed fetch left. Only call this while holding the repository's own
-        lock (Engine._repo_lock): then no gad-bot process can be writing this mirror."""
+        lock (Tracking._repo_lock): then no gad-bot process can be writing this mirror."""
         removed = []
         for pattern in ("refs/**/*.lock", "packed-refs.lock", "HEAD.lock", "config.lock", "index.lock",
                         "objects/pack/*.lock"):
