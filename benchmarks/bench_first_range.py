@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_first_range.py --commits 200000
 
 `range:`, `branch:` and `by:release` search the commit graph with scipy, whose import alone takes 0.2-0.3 s.
-serve computes reports in worker processes (bot/faces/workers.py), started with serve and again after a
+serve computes reports in worker processes (bot/service/workers.py), started with serve and again after a
 report runs over its time, so each worker's first such question is the one a person may wait for.
 
 What it does: builds (or reuses, under benchmarks/work) bench_engine's synthetic history, indexes it into a
@@ -69,7 +69,7 @@ def main() -> None:
     from bot.config import Settings
     from bot.engine.engine import Engine
     from bot.engine.query import parse_query
-    from bot.faces.workers import ReportJob, ReportPool
+    from bot.service.workers import ReportJob, ReportPool
 
     upstream, _ = ensure_repo(args.commits, args.seed)
     work = Path(tempfile.mkdtemp(prefix="bench-first-range-"))

@@ -15,7 +15,7 @@ What it does:
    process per CPU, the project), timed from the call to the answer;
 4. a sync cycle in which nothing changed, as `serve` runs it: the organization's listing and the fetch
    of its repositories (in lanes, each fetch forked from a fork server) handed to the sync worker processes
-   (bot/faces/syncs.py) until done; beside it `git fetch` of every git mirror, 8 at a time;
+   (bot/service/syncs.py) until done; beside it `git fetch` of every git mirror, 8 at a time;
 5. a report over the whole project (every repository): the first (cold) and the p95 of 20 more,
    in-process; its person-days must equal git's over the same clones (the union of every repository's
    (e-mail, day) pairs, as METRIC.md's one-liner counts them) or the benchmark fails;
@@ -171,7 +171,7 @@ def main() -> None:
         assert result.repositories == args.repos and not result.failed, result.failed[:3]
 
         # -- a sync cycle in which nothing changed, as serve runs it -----------------------------------
-        from bot.faces.syncs import SyncQueue
+        from bot.service.syncs import SyncQueue
 
         done = []
         queue = SyncQueue(settings, on_done=done.append)

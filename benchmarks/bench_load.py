@@ -53,7 +53,7 @@ BENCH_DOC = ROOT / "docs" / "benchmarks.md"
 WORK = HERE / "work"
 sys.path.insert(0, str(ROOT))
 
-from bot.faces.workers import default_workers  # noqa: E402
+from bot.service.workers import default_workers  # noqa: E402
 from tests.faults import Serve, build_history, rss_kb  # noqa: E402
 from tests.gitbuild import RepoBuilder  # noqa: E402
 from tests.slackstub import SlackStub  # noqa: E402

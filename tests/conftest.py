@@ -42,9 +42,9 @@ def engine(settings):
 
 @pytest.fixture
 def start_pool():
-    """Start a report pool (bot/faces/workers.py) with real worker processes: start_pool(settings, **args);
+    """Start a report pool (bot/service/workers.py) with real worker processes: start_pool(settings, **args);
     every pool started is shut down after the test."""
-    from bot.faces.workers import ReportPool
+    from bot.service.workers import ReportPool
 
     started = []
 

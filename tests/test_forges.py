@@ -340,14 +340,14 @@ def test_each_periodic_sync_lists_the_organization_again_and_tells_its_channels(
 
 
 def test_serve_lists_an_organization_in_a_sync_worker_and_tells_its_channels(forge, tmp_path):
-    """In `serve` the periodic listing runs in the sync worker processes (bot/faces/syncs.py): a new repository
+    """In `serve` the periodic listing runs in the sync worker processes (bot/service/syncs.py): a new repository
     is cloned and indexed from there, and the worker tells the subscribed channel."""
     import time
     from datetime import date
 
     from bot.digests import subscriptions as subs
     from bot.engine.query import parse_command
-    from bot.faces.syncs import SyncQueue
+    from bot.service.syncs import SyncQueue
     from tests.slackstub import SlackStub
 
     forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01")])

@@ -135,8 +135,8 @@ def test_readyz_names_a_stopped_scheduler(data):
     from bot.config import Settings
     from bot.digests.schedule import DigestScheduler
     from bot.engine.engine import Engine
-    from bot.faces.health import Health
-    from bot.faces.workers import ReportPool
+    from bot.service.health import Health
+    from bot.service.workers import ReportPool
 
     settings = Settings.from_env({"GAD_DATA_DIR": str(data)})
     engine = Engine.open(settings)

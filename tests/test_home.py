@@ -137,7 +137,7 @@ def test_when_only_admins_may_subscribe_a_member_is_told_in_the_modal(tmp_path, 
     assert subs.get(bot.engine.index, "C555") is None and stub.calls_to("chat.postMessage") == []
 
 
-# -- under serve: the forms take their turn in the report workers (bot/faces/workers.py) --------------------
+# -- under serve: the forms take their turn in the report workers (bot/service/workers.py) --------------------
 
 def computes_for_ever(job):
     """A report that never ends (in a worker process: the pool's time limit has to stop it)."""
@@ -153,7 +153,7 @@ def waits_for_the_gate(job):
     import time
     from pathlib import Path
 
-    from bot.faces.workers import ReportAnswer
+    from bot.service.workers import ReportAnswer
 
     while not Path(os.environ["GAD_TEST_GATE"]).exists():
         time.sleep(0.01)
@@ -353,13 +353,13 @@ def test_a_damaged_repository_costs_its_own_figure_only_and_is_logged_once_per_g
     import logging
     import sqlite3
 
-    from bot.faces.homeweeks import last_full_week
+    from bot.service.homeweeks import last_full_week
 
     web = bot.engine.repo("web")
     with sqlite3.connect(bot.settings.index_path) as damaged:
         assert damaged.execute("UPDATE commit_chunks SET days = x'0102' WHERE repo_id = ?", (web.id,)).rowcount
     damaged.close()
-    caplog.set_level(logging.WARNING, logger="bot.faces.homeweeks")
+    caplog.set_level(logging.WARNING, logger="bot.service.homeweeks")
     weeks = bot.face.home_weeks
     weeks.start()  # from the far end of the list: web, then api
     try:

@@ -2,7 +2,8 @@
 
 Floors, lowest first (docs/design.md draws them): the modules directly in bot/ (config, errors,
 logs, metric, ...), used by all; bot/store/ (git and SQLite); bot/engine/ (the metric over the
-index); bot/render/ (pure: Report in, text out); bot/digests/; bot/faces/. Imports inside
+index); bot/render/ (pure: Report in, text out); bot/digests/; bot/service/ (serve's machinery);
+bot/faces/. Imports inside
 functions and under TYPE_CHECKING count too: a lazy import is still an arrow.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 BOT = Path(__file__).resolve().parents[1] / "bot"
-FLOORS = ["", "store", "engine", "render", "digests", "faces"]
+FLOORS = ["", "store", "engine", "render", "digests", "service", "faces"]
 
 
 def module_name(path: Path) -> str:
@@ -91,4 +92,4 @@ def test_the_checker_sees_imports_of_every_form():
     assert "bot.digests.blocks" in GRAPH["bot.digests.face"]  # from . import blocks as render
     assert "bot.store.mirrors" in GRAPH["bot.engine.tracking"]  # a lazy import inside a method
     assert [floor_of(m) for m in ("bot.errors", "bot.store.index", "bot.engine.query", "bot.render.text",
-                                  "bot.digests.digest", "bot.faces.cli")] == [0, 1, 2, 3, 4, 5]
+                                  "bot.digests.digest", "bot.service.syncs", "bot.faces.cli")] == [0, 1, 2, 3, 4, 5, 6]

@@ -12,7 +12,7 @@ from bot.faces.doctor import NEEDED_SCOPES, run_checks
 from bot.engine.engine import Engine
 from bot.store.index import MIGRATIONS, SCHEMA_VERSION, Index
 from bot.engine.query import parse_query
-from bot.faces.slack import web_client
+from bot.slackapi import web_client
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub
@@ -202,7 +202,7 @@ def test_doctor_passes_right_after_tracking_with_paths(tmp_path, stub):
                                              ((3, 40, 1), "integrity_check"), ((3, 41, 0), "integrity_check"),
                                              ((3, 41, 1), "quick_check"), ((3, 45, 1), "quick_check")])
 def test_the_integrity_check_trusted_on_each_sqlite(version, pragma):
-    from bot.faces.doctor import integrity_pragma
+    from bot.store.index import integrity_pragma
 
     assert integrity_pragma(version) == pragma
 

@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from bot.config import Settings
-from bot.faces.workers import BusyError, ReportPool
+from bot.service.workers import BusyError, ReportPool
 from tests.faults import ROOT, Serve, cli_env, run_cli, tracked_web
 from tests.slackstub import SlackStub
 from tests.test_workers import Inbox, _job, gated

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from bot.config import Settings
-from bot.faces.liveness import ServeLock
+from bot.service.liveness import ServeLock
 from tests.faults import run_cli, tracked_web
 
 # A writer that commits in WAL mode and dies before any checkpoint, as a killed `serve` does.

@@ -237,7 +237,7 @@ def test_each_sync_logs_one_completion_line_naming_its_repository(engine, json_l
     """Through serve's own sync queue: a worker process syncs, the serving process writes the line."""
     import time as clock
 
-    from bot.faces.syncs import SyncQueue
+    from bot.service.syncs import SyncQueue
 
     done = []
     before = {outcome: scraped("gad_syncs_total", outcome=outcome) for outcome in ("ok", "failed")}
@@ -278,8 +278,8 @@ def test_a_sync_worker_that_cannot_stop_does_not_hold_serves_exit(engine, caplog
     does not stop (here busy for 60 s and deaf to SIGTERM) cannot hold serve's exit, and is not left behind."""
     import time as clock
 
-    from bot.faces import syncs
-    from bot.faces.syncs import SyncQueue
+    from bot.service import syncs
+    from bot.service.syncs import SyncQueue
 
     queue = SyncQueue(engine.settings, workers=1, on_done=lambda done: None)
     queue.start()

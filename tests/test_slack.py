@@ -212,7 +212,8 @@ def test_long_work_answers_in_dm_after_the_response_url_expires(stub):
 
     from slack_sdk.webhook import WebhookClient
 
-    from bot.faces.slack import RESPONSE_URL_LIFETIME, Responder, web_client
+    from bot.faces.slack import RESPONSE_URL_LIFETIME, Responder
+    from bot.slackapi import web_client
 
     settings = Settings.from_env({"GAD_DATA_DIR": "/tmp/unused", "SLACK_BOT_TOKEN": stub.good_token,
                                   "SLACK_API_URL": stub.api_url})

@@ -481,7 +481,7 @@ def test_untrack_asks_first_then_tells_each_subscribed_channel(bot, stub):
 def test_digest_post_is_what_the_channel_reads(bot, stub):
     """The scheduler's path: Monday 2026-11-30 09:00 UTC posts the week of 23 November."""
     from bot.digests.digest import ChannelPacer, run_due_digests
-    from bot.faces.slack import web_client
+    from bot.slackapi import web_client
 
     subs.subscribe(bot.engine, "C123", subs.Subscribe(("web", "api"), tz="UTC"), now=NOW - timedelta(days=10))
     due = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
@@ -499,7 +499,7 @@ def test_digest_post_is_what_the_channel_reads(bot, stub):
 def test_a_paused_digest_tells_the_person_who_subscribed_why_and_how_to_resume(bot, stub):
     """The bot was removed from the channel: Slack answers not_in_channel; the subscriber gets a DM."""
     from bot.digests.digest import ChannelPacer, run_due_digests
-    from bot.faces.slack import web_client
+    from bot.slackapi import web_client
 
     stub.user_tz = "UTC"
     assert "Mondays at 09:00 (UTC)" in read(bot.ask("subscribe web api", user="USUB"))

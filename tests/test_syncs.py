@@ -1,12 +1,12 @@
-"""The sync queue's typed commands (bot/faces/syncs.py): their progress reaches the listener only before the answer."""
+"""The sync queue's typed commands (bot/service/syncs.py): their progress reaches the listener only before the answer."""
 
 from __future__ import annotations
 
 import os
 import threading
 
-from bot.faces import syncs
-from bot.faces.syncs import SyncDone, SyncJob, SyncQueue
+from bot.service import syncs
+from bot.service.syncs import SyncDone, SyncJob, SyncQueue
 
 # How long the listener, blocked inside a progress callback, waits to see the command answered under it. The
 # queue under test never answers meanwhile, so a passing run costs this much; a queue that does answers within

@@ -478,7 +478,7 @@ def test_a_repository_created_in_a_tracked_organization_is_tracked(tmp_path):
 def run_queue(tmp_path, requests, count: int, debounce: float) -> list:
     """What a one-worker SyncQueue (in a spawned process, with `record_job` as its runner) finished, in order,
     after `requests(queue)`: once `count` jobs are done, and a moment longer for any extra one."""
-    from bot.faces.syncs import SyncQueue
+    from bot.service.syncs import SyncQueue
 
     settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
     done = []
@@ -519,7 +519,7 @@ def test_a_push_goes_before_the_periodic_syncs_queue(tmp_path):
 
 def record_job(job):
     """A sync runner for the test above (module level: pickled by name into the worker process)."""
-    from bot.faces.syncs import SyncDone
+    from bot.service.syncs import SyncDone
 
     return SyncDone(job, error="tracked nowhere")
 

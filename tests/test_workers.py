@@ -1,4 +1,4 @@
-"""bot/faces/workers.py: the report queue in front of real worker processes.
+"""bot/service/workers.py: the report queue in front of real worker processes.
 
 The jobs' work is swapped (ReportPool(runner=...)) for functions that wait on a file or end their
 process, so queue positions, the per-user limit and a dying worker are exact; one test runs real
@@ -18,7 +18,7 @@ import pytest
 
 from bot.config import Settings
 from bot.engine.query import parse_query
-from bot.faces.workers import BusyError, ReportAnswer, ReportJob, ReportPool
+from bot.service.workers import BusyError, ReportAnswer, ReportJob, ReportPool
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder
 

@@ -100,7 +100,7 @@ def test_the_manifest_declares_the_step_as_it_runs(app, stub):
     assert manifest["settings"]["org_deploy_enabled"] is True and manifest["settings"]["function_runtime"] == "remote"
 
 
-# -- under serve: the step's report takes its turn in the report workers (bot/faces/workers.py) --------------
+# -- under serve: the step's report takes its turn in the report workers (bot/service/workers.py) --------------
 
 def served(tmp_path, stub, start_pool, **pool_args):
     """The app as `serve` runs it: one report worker, and a serving Engine that has loaded nothing yet."""

@@ -92,7 +92,7 @@ class DigestScheduler:
         """`client_factory` returns a fresh WebClient per call (default: SLACK_API_URL with SLACK_BOT_TOKEN).
 
         `syncer`, when given, is handed the names of the repositories due a sync and syncs them
-        elsewhere (serve: in the sync worker processes, bot/faces/syncs.py); without it the sync job
+        elsewhere (serve: in the sync worker processes, bot/service/syncs.py); without it the sync job
         syncs them itself, one after the other. `org_syncer` is handed the names of the forge
         organizations to list again (serve: the same workers, which tell subscribed channels what
         changed); without it they are listed here, and their changes announced, after the repositories.

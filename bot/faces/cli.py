@@ -595,7 +595,7 @@ def serve(port, host):
 @friendly
 def healthcheck():
     """Exit 0 when a `serve` process is alive (its heartbeat is fresh), 1 otherwise; for containers."""
-    from .liveness import heartbeat_age
+    from ..service.liveness import heartbeat_age
 
     age = heartbeat_age(_settings())
     if age is None or age > 120:
@@ -705,7 +705,7 @@ def restore(path):
     from pathlib import Path
 
     from ..store.index import Index, restore_index
-    from .liveness import ServeLock
+    from ..service.liveness import ServeLock
 
     settings = _settings()
     with ServeLock.acquire(settings, doing="restore the index"):  # no serve may start meanwhile

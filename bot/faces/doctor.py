@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..config import Settings
 from ..errors import GadError
+from ..store.index import integrity_pragma, integrity_problems
 from ..store.sources import redact
 
 # What the features use; manifest.yml asks for exactly these (tests/test_manifest.py checks both).
@@ -57,29 +58,6 @@ def check_git() -> Check:
     if version < MIN_GIT:
         return Check(False, f"git {shown} is older than {needed}", f"install git {needed} or newer")
     return Check(True, f"git {shown} reads histories")
-
-
-# SQLite 3.40.0 to 3.41.0 wrongly report "NULL value in ..." under `PRAGMA quick_check` for WITHOUT
-# ROWID tables whose primary key lists the columns in another order than the table does (commit_paths,
-# until migration 6 dropped it; none of today's tables is such, but the next one may be): a healthy
-# index fails. `integrity_check` is right on every version; it is slower,
-# so it is used where quick_check cannot be trusted, and as the second opinion before anyone is told
-# their index is damaged. Seen on 3.40.1, the SQLite of Python 3.11 on Debian 12 and python:3.11-slim.
-QUICK_CHECK_WRONG = ((3, 40, 0), (3, 41, 0))
-
-
-def integrity_pragma(version: tuple[int, int, int] | None = None) -> str:
-    """The integrity check to trust on this SQLite: quick_check, or integrity_check where quick_check is wrong."""
-    import sqlite3
-
-    version = version or sqlite3.sqlite_version_info
-    low, high = QUICK_CHECK_WRONG
-    return "integrity_check" if low <= tuple(version) <= high else "quick_check"
-
-
-def integrity_problems(index, pragma: str) -> list[str]:
-    rows = [r[0] for r in index.db.execute(f"PRAGMA {pragma}").fetchall()]
-    return [] if rows == ["ok"] else rows
 
 
 def check_index(engine) -> list[Check]:
@@ -181,7 +159,7 @@ def check_counter() -> Check:
 
 
 def check_serve(settings: Settings) -> Check:
-    from .liveness import HEARTBEAT_SECONDS, heartbeat_age, serve_pid
+    from ..service.liveness import HEARTBEAT_SECONDS, heartbeat_age, serve_pid
 
     pid = serve_pid(settings)
     if pid is None:

@@ -8,7 +8,7 @@ open. A valid form closes, and the answer, rendered as for `/gad`, goes to the c
 the person's DM with gad-bot.
 
 Under `serve` (with report workers) a report or compare form is queued in the submission's ack,
-like `/gad`: it takes its turn in bot/faces/workers.py with everyone's slash commands, under the
+like `/gad`: it takes its turn in bot/service/workers.py with everyone's slash commands, under the
 same time limit and per-person limit (refused: the sentence next to the repository field, the
 modal open). A form that must wait shows where it stands; its failures go to the person's DM.
 Without workers it is computed in Bolt's lazy listener.
@@ -29,7 +29,7 @@ from ..errors import PermissionDeniedError, QueryError, UnknownRepoError
 from ..render import blocks as kit
 from ..render import modals as ui
 from .failures import answered_failures
-from .workers import BusyError, ReportAnswer, ReportJob, ReportPool, queued_words
+from ..service.workers import BusyError, ReportAnswer, ReportJob, ReportPool, queued_words
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from .. import metrics
 from ..config import Settings
 from ..engine.engine import Engine
 from ..errors import ConfigError
-from .health import Health, with_health
-from .liveness import Heartbeat, ServeLock
+from ..service.health import Health, with_health
+from ..service.liveness import Heartbeat, ServeLock
 
 log = logging.getLogger(__name__)
 
@@ -260,8 +260,8 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
 
     from .slack import build_app, web_client
 
-    from .syncs import SyncQueue
-    from .workers import ReportPool
+    from ..service.syncs import SyncQueue
+    from ..service.workers import ReportPool
 
     # Digests and the Home tab still compute in this process: a shorter GIL switch interval
     # (default 5 ms) lets a waiting ack run sooner meanwhile. Reports and syncs run in worker processes.

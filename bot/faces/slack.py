@@ -24,10 +24,10 @@ from datetime import date, datetime, timedelta, timezone
 from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, ServerErrorRetryHandler
 
 from ..engine import query as q
 from ..config import Settings
+from ..slackapi import web_client  # noqa: F401 (faces and tests make their clients here)
 from ..engine.engine import Engine
 from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError, for_member
 from ..metric import CompareReport
@@ -38,14 +38,14 @@ from ..engine.rows import HomeRow, RepoSummary
 from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import share as sharing
-from .commands import Command, CommandFailed, IndexPaths, SyncRepos, TrackOrg, TrackRepo, run_command
+from ..service.commands import Command, CommandFailed, IndexPaths, SyncRepos, TrackOrg, TrackRepo, run_command
 from .failures import answered_failures
-from .homeweeks import HomeWeeks, last_full_week
+from ..service.homeweeks import HomeWeeks, last_full_week
 from .links import LinksFace
 from .modals import ModalsFace
 from .workflow import WorkflowStep
 from .slacktext import decode
-from .workers import BusyError, ReportAnswer, ReportJob, ReportPool, queued_words
+from ..service.workers import BusyError, ReportAnswer, ReportJob, ReportPool, queued_words
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +58,6 @@ CSV_IN_CHANNEL = "The CSV is attached in this channel."
 # A resolver that vouches for every host: the ack checks a /gad track source for everything but DNS
 # (which may take longer than Slack's 3 seconds); the lazy work checks it again, with DNS.
 _NO_DNS = ("1.1.1.1",)
-
-
-def web_client(settings: Settings, token: str | None = None) -> WebClient:
-    """A Web API client for SLACK_API_URL that retries rate limits (honouring Retry-After) and 5xx."""
-    client = WebClient(token=token if token is not None else settings.slack_bot_token, base_url=settings.slack_api_url)
-    client.retry_handlers.extend([RateLimitErrorRetryHandler(max_retry_count=3), ServerErrorRetryHandler(max_retry_count=2)])
-    return client
 
 
 def _today() -> date:
@@ -176,7 +169,7 @@ class SlackFace:
         self.settings = settings
         self.engine = engine
         self.reports = reports  # worker processes for reports (serve); None: reports run in Bolt's threads
-        self.syncs = syncs  # bot.faces.syncs.SyncQueue (serve): /gad track and sync run in its workers; None: here
+        self.syncs = syncs  # bot.service.syncs.SyncQueue (serve): /gad track and sync run in its workers; None: here
         self.digests = digests  # bot.digests.subscriptions face, when digests are enabled
         self.today = today
         self.policy = SourcePolicy(allowed_hosts=settings.allowed_hosts, denied_hosts=settings.denied_hosts,

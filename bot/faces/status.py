@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 from ..config import Settings
 from .doctor import ago
-from .liveness import ServeState, heartbeat_age, read_state, serve_pid
+from ..service.liveness import ServeState, heartbeat_age, read_state, serve_pid
 
 
 @dataclass(frozen=True)

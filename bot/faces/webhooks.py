@@ -27,7 +27,7 @@ schedules a sync of it (`SyncQueue.request_repo`: at once, and a burst of pushes
 repository of an organization gad-bot tracks but not the repository itself (created, renamed,
 transferred, or a first push in a GitLab group) schedules a sync of the organization, which tracks
 the new one. Anything else is answered 202 and ignored. Accepted requests answer 202 at once: the
-sync runs in the sync worker processes (bot/faces/syncs.py), never in the thread that answers.
+sync runs in the sync worker processes (bot/service/syncs.py), never in the thread that answers.
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ class WebhookFace:
     def __init__(self, settings: Settings, engine, queue, clock: Callable[[], datetime] | None = None):
         self.secrets = dict(settings.webhook_secrets)
         self.engine = engine
-        self.queue = queue  # bot.faces.syncs.SyncQueue (or anything with request_repo/request_org)
+        self.queue = queue  # bot.service.syncs.SyncQueue (or anything with request_repo/request_org)
         self.matcher = RepoMatcher(engine)
         self._now = clock or (lambda: datetime.now(timezone.utc))
 

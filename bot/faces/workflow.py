@@ -7,7 +7,7 @@ one-line summary, so a team can build "every first Monday, post the quarter's ef
 #leads" without code. The inputs become one command text for bot/engine/query.py; wrong inputs
 fail the step with one sentence (`fail(error)`), which Workflow Builder shows to its owner.
 
-Under `serve` (with report workers) the report is computed in bot/faces/workers.py, in turn with
+Under `serve` (with report workers) the report is computed in bot/service/workers.py, in turn with
 people's questions and under the same time limit; every run of the step is one party there
 (WORKFLOW_PARTY), so workflows together never take more than one person's share of the workers.
 The step completes from the worker's answer; without workers it is computed here.
@@ -26,7 +26,7 @@ from ..errors import GadError, QueryError, UnknownRepoError
 from ..metric import DAYS_PER_PERSON_MONTH
 from ..render.card import effort_summary
 from .slacktext import decode
-from .workers import ReportAnswer, ReportJob, ReportPool
+from ..service.workers import ReportAnswer, ReportJob, ReportPool
 
 log = logging.getLogger(__name__)
 

@@ -322,7 +322,7 @@ def test_serve_has_a_sync_worker_sweep_not_its_own_threads(served, monkeypatch):
     """In serve the periodic sync hands the sweep to its sync queue: a worker process lists the mirrors
     (1.5 s for 200 mirrors with loose objects, benchmarks/bench_sweep.py), not a thread beside the acks."""
     from bot.digests.schedule import DigestScheduler
-    from bot.faces.syncs import SyncQueue
+    from bot.service.syncs import SyncQueue
 
     data, _ = served
     engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))

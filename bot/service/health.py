@@ -60,7 +60,7 @@ class Health:
 
     # -- the index's integrity, in its own thread ---------------------------------------------
     def _check_index_now_and_then(self) -> None:
-        from .doctor import integrity_pragma, integrity_problems
+        from ..store.index import integrity_pragma, integrity_problems
 
         while not self._stop.is_set():
             try:

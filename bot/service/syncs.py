@@ -425,6 +425,6 @@ def _announce_org_changes(engine, results) -> None:
     if not engine.settings.slack_bot_token or not any(r.changes for r in results):
         return
     from ..digests.orgnews import announce_org_changes
-    from .slack import web_client
+    from ..slackapi import web_client
 
     announce_org_changes(engine.index, web_client(engine.settings), results)

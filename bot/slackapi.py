@@ -1,0 +1,24 @@
+"""The Slack Web API client every floor asks through: SLACK_API_URL, the bot token, retries.
+
+Here, on the lowest floor, so that serve's machinery (the sync queue announcing an organization's news)
+and the faces make their clients the same way without one reaching up into the other.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .config import Settings
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
+
+
+def web_client(settings: Settings, token: str | None = None) -> "WebClient":
+    """A Web API client for SLACK_API_URL that retries rate limits (honouring Retry-After) and 5xx."""
+    from slack_sdk import WebClient
+    from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, ServerErrorRetryHandler
+
+    client = WebClient(token=token if token is not None else settings.slack_bot_token, base_url=settings.slack_api_url)
+    client.retry_handlers.extend([RateLimitErrorRetryHandler(max_retry_count=3), ServerErrorRetryHandler(max_retry_count=2)])
+    return client
