@@ -28,6 +28,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "SLACK_API_URL": (DEFAULT_SLACK_API_URL, "Slack Web API base URL (GovSlack, proxies, tests)."),
     "GAD_ADMINS": ("", "Comma-separated Slack user ids allowed to track/untrack/sync (default: workspace admins)."),
     "GAD_SUBSCRIBERS": ("anyone", "Who may change a channel's digest subscription: `anyone` in the channel, or `admins` (as GAD_ADMINS). Every change is announced in the channel."),
+    "GAD_PERSON_DETAIL": ("everyone", "Who gets person-level answers (`by:person`, `author:`, e-mail addresses in any answer or CSV): `everyone` who may see the repository, or `admins` (as GAD_ADMINS), who also get them about anyone; everyone else gets totals and a sentence, and their own figures with `/gad me`."),
+    "GAD_MEMBERSHIP_CACHE_SECONDS": ("300", "How long `serve` trusts what Slack said of a person (admin, guest, e-mail) and of the channels and user groups they are in, before asking again; audiences are checked against it."),
     "GAD_UNFURLS": ("on", "`on`: a pasted link of a tracked repository or organization unfolds into a 2GAD card (links of anything untracked never do); `off`: no cards."),
     "GAD_TZ": ("UTC", "Time zone for digests when the subscriber's own zone is unknown (IANA name)."),
     "GAD_ALLOWED_HOSTS": ("", "Comma-separated hosts `/gad track` may mirror from (default: any public host)."),
@@ -125,6 +127,8 @@ class Settings:
     slack_api_url: str = DEFAULT_SLACK_API_URL
     admins: tuple[str, ...] = ()
     subscribers: str = "anyone"  # or "admins"
+    person_detail: str = "everyone"  # or "admins": person-level answers only to admins and to a person about themselves
+    membership_cache_seconds: int = 300
     unfurls: bool = True  # link cards of tracked repositories and organizations
     tz: str = "UTC"
     allowed_hosts: tuple[str, ...] = ()
@@ -182,6 +186,9 @@ class Settings:
         subscribers = (env.get("GAD_SUBSCRIBERS") or "anyone").strip().lower()
         if subscribers not in ("anyone", "admins"):
             raise ConfigError(f"GAD_SUBSCRIBERS={subscribers!r} is not a choice; use anyone or admins.")
+        person_detail = (env.get("GAD_PERSON_DETAIL") or "everyone").strip().lower()
+        if person_detail not in ("everyone", "admins"):
+            raise ConfigError(f"GAD_PERSON_DETAIL={person_detail!r} is not a choice; use everyone or admins.")
         unfurls = (env.get("GAD_UNFURLS") or "on").strip().lower()
         if unfurls not in ("on", "off"):
             raise ConfigError(f"GAD_UNFURLS={unfurls!r} is not a choice; use on or off.")
@@ -196,6 +203,8 @@ class Settings:
             slack_api_url=api_url if api_url.endswith("/") else api_url + "/",
             admins=_csv(env.get("GAD_ADMINS", "")),
             subscribers=subscribers,
+            person_detail=person_detail,
+            membership_cache_seconds=_positive_int(env, "GAD_MEMBERSHIP_CACHE_SECONDS"),
             unfurls=unfurls == "on",
             tz=tz,
             allowed_hosts=tuple(h.lower() for h in _csv(env.get("GAD_ALLOWED_HOSTS", ""))),

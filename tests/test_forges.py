@@ -196,12 +196,14 @@ def test_an_index_from_before_organizations_is_upgraded(tmp_path, monkeypatch):
     monkeypatch.setattr(index_module, "MIGRATIONS", old)
     monkeypatch.setattr(index_module, "SCHEMA_VERSION", number - 1)
     before = Index(path)
-    before.add_repo("web", "https://github.com/acme/web", tmp_path / "m", False, guarded=True)
+    # the row as that release wrote it (today's add_repo writes columns of later migrations)
+    before.execute("INSERT INTO repos (name, source, mirror_path, in_place, created_at, guarded) "
+                   "VALUES ('web', 'https://github.com/acme/web', 'mirrors/m', 0, '2026-01-01T00:00:00+00:00', 1)")
     before.close()
     monkeypatch.undo()
     after = Index(path)
     assert after.schema_version() == index_module.SCHEMA_VERSION
-    assert [(r.name, r.guarded) for r in after.repos()] == [("web", True)]
+    assert [(r.name, r.guarded, r.audience) for r in after.repos()] == [("web", True, "everyone")]  # as it was
     rows = OrgIndex(after)
     org = rows.add_org("acme", "github.com", "github", "Acme", "https://github.com/Acme", False, True)
     assert rows.org_for("GitHub.com", "ACME") == org and org.owner == "acme"

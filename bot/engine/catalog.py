@@ -1,12 +1,35 @@
-"""The names people type, as tracked repositories: repositories, projects (several repositories as one), sources."""
+"""The names people type, as tracked repositories: repositories, projects (several repositories as one), sources.
+
+Every name goes through an audience (bot/engine/audiences.py): a repository or project the viewer may not
+see is answered as if it were not tracked, and a project counts only the repositories the viewer may see
+(`Resolved.hidden` says how many it left out). The operator (the CLI, the default) sees everything.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
 
+from dataclasses import dataclass
+from functools import lru_cache
+
 from ..errors import GadError, QueryError, UnknownRepoError, command
 from ..store.index import Index, RepoRow
+from .audiences import OPERATOR, Audience, Viewer
+
+
+@lru_cache(maxsize=1024)
+def audience_of(stored: str | None) -> Audience:
+    """An audience as the index stores it, parsed once per distinct text (thousands of repositories share a few)."""
+    return Audience.parse(stored)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What the names a viewer typed stand for: the repositories they may see, and per project how many it left out."""
+
+    repos: list[RepoRow]
+    hidden: tuple[tuple[str, int], ...] = ()  # (project, repositories of it the viewer may not see)
 
 
 class Catalog:
@@ -23,17 +46,30 @@ class Catalog:
             self._repo_rows.pop(repo_id, None)
 
     # -- repositories --------------------------------------------------------
-    def repos(self) -> list[RepoRow]:
-        return self.index.repos()
+    @staticmethod
+    def sees(viewer: Viewer, repo: RepoRow) -> bool:
+        return viewer.operator or viewer.sees(audience_of(repo.audience))
 
-    def repo(self, name: str) -> RepoRow:
+    def repos(self, viewer: Viewer = OPERATOR) -> list[RepoRow]:
+        return [r for r in self.index.repos() if self.sees(viewer, r)]
+
+    def repo(self, name: str, viewer: Viewer = OPERATOR) -> RepoRow:
+        """The tracked repository `name`; one the viewer may not see is not tracked, as far as they can tell."""
         found = self.index.repo(name)
-        if found is None:
-            raise UnknownRepoError(name, self.known_names())
+        if found is None or not self.sees(viewer, found):
+            raise UnknownRepoError(name, self.known_names(viewer))
         return found
 
-    def known_names(self) -> list[str]:
-        return self.index.repo_names() + list(self.index.projects())
+    def known_names(self, viewer: Viewer = OPERATOR) -> list[str]:
+        """Every repository and project name the viewer may see (what "did you mean" may offer them)."""
+        if viewer.operator:
+            return self.index.repo_names() + list(self.index.projects())
+        return [r.name for r in self.repos(viewer)] + [p for p in self.project_audiences_seen(viewer)]
+
+    def project_audiences_seen(self, viewer: Viewer) -> list[str]:
+        """The projects whose own audience admits the viewer (their repositories are checked one by one)."""
+        return sorted(name for name, stored in self.index.project_audiences().items()
+                      if viewer.operator or viewer.sees(audience_of(stored)))
 
     # -- projects: several repositories as one -------------------------------
     def project_add(self, name: str, repos: Iterable[str]) -> list[str]:
@@ -48,8 +84,14 @@ class Catalog:
         if not self.index.remove_project(name):
             raise UnknownRepoError(name, list(self.index.projects()))
 
-    def projects(self) -> dict[str, list[str]]:
-        return self.index.projects()
+    def projects(self, viewer: Viewer = OPERATOR) -> dict[str, list[str]]:
+        """Each project the viewer may see, with the repositories of it they may see."""
+        everything = self.index.projects()
+        if viewer.operator:
+            return everything
+        seen = {r.name for r in self.repos(viewer)}
+        return {name: [r for r in everything[name] if r in seen] for name in self.project_audiences_seen(viewer)
+                if name in everything}
 
     def find_by_source(self, source: str) -> RepoRow | None:
         """The tracked repository with this source, however it is written: a URL with or without a trailing
@@ -74,22 +116,35 @@ class Catalog:
                 return source  # gone or not a repository: only the same text matches
         return source.rstrip("/").removesuffix(".git").rstrip("/")
 
-    def resolve(self, names: Iterable[str]) -> list[RepoRow]:
+    def resolve(self, names: Iterable[str], viewer: Viewer = OPERATOR) -> list[RepoRow]:
         """Tracked repositories for the names a user typed (projects expand to their repositories)."""
+        return self.resolve_seen(names, viewer).repos
+
+    def resolve_seen(self, names: Iterable[str], viewer: Viewer = OPERATOR) -> Resolved:
+        """The repositories the names stand for, as far as `viewer` may see them."""
         resolved: dict[int, RepoRow] = {}
+        hidden: list[tuple[str, int]] = []
         for name in names:
             repo = self.index.repo(name)
             if repo is not None:
+                if not self.sees(viewer, repo):
+                    raise UnknownRepoError(name, self.known_names(viewer))
                 resolved[repo.id] = repo
                 continue
             members = self._project_repos(name)
-            if members is None:
-                raise UnknownRepoError(name, self.known_names())
+            if members is None or not (viewer.operator or viewer.sees(audience_of(self.index.project_audience(name)))):
+                raise UnknownRepoError(name, self.known_names(viewer))
             if not members:
                 raise QueryError(f"Project `{name}` has no repositories; add some with {command(f'project add {name} REPO...')}.")
-            for repo in members:
+            shown = [r for r in members if self.sees(viewer, r)]
+            if len(shown) < len(members):
+                hidden.append((name, len(members) - len(shown)))
+            if not shown:
+                raise QueryError(f"None of project `{name}`'s {len(members):,} repositories is open to you; an admin "
+                                 f"can say who may see them ({command('access ' + name)}).")
+            for repo in shown:
                 resolved[repo.id] = repo
-        return list(resolved.values())
+        return Resolved(list(resolved.values()), tuple(hidden))
 
     def _project_repos(self, name: str) -> list[RepoRow] | None:
         """A project's repositories (None: no such project), in one query: an organization's project has
@@ -109,3 +164,55 @@ class Catalog:
                     seen = self._repo_rows[raw[at_id]] = (raw, row)
                 members.append(seen[1])
         return members
+
+    # -- audiences: who may see each name (admins set them) ------------------------------------
+    def access_of(self, name: str) -> "Access":
+        """Who may see `name` (a repository, a project, or an organization's project), for an admin to read."""
+        from ..store.orgindex import OrgIndex
+
+        repo = self.index.repo(name)
+        if repo is not None:
+            org = OrgIndex(self.index).org_of_repo(repo.id)
+            return Access(name, "repository", audience_of(repo.audience),
+                          follows=org if org is not None and not repo.audience_own else None)
+        stored = self.index.project_audience(name)
+        if stored is None:
+            raise UnknownRepoError(name, self.known_names())
+        org = OrgIndex(self.index).org(name)
+        if org is None:
+            return Access(name, "project", audience_of(stored))
+        own = tuple(r.name for r in self._project_repos(name) or [] if r.audience_own)
+        return Access(name, "organization", audience_of(stored), own=own)
+
+    def set_access(self, name: str, audience: Audience) -> "Access":
+        """Set who may see `name`. An organization's repositories that follow it follow the change; those with an
+        audience of their own (set by an admin, or private on the forge) keep it, and are named in the answer."""
+        from ..store.orgindex import OrgIndex
+        from ..store.tables.schema import OPEN_BEFORE_AUDIENCES
+
+        repo = self.index.repo(name)
+        with self.index.transaction():
+            if repo is not None:
+                self.index.set_audience(repo.id, audience.text(), own=True)
+            elif self.index.project_audience(name) is None:
+                raise UnknownRepoError(name, self.known_names())
+            else:
+                self.index.set_project_audience(name, audience.text())
+                if OrgIndex(self.index).org(name) is not None:
+                    for member in self._project_repos(name) or []:
+                        if not member.audience_own:
+                            self.index.set_audience(member.id, audience.text(), own=False)
+            self.index.execute("DELETE FROM meta WHERE key = ?", (OPEN_BEFORE_AUDIENCES,))  # an admin has looked
+        return self.access_of(name)
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may see a name: its audience; for a repository, the organization it follows (if any); for an
+    organization, its repositories with an audience of their own."""
+
+    name: str
+    kind: str  # "repository", "project" or "organization"
+    audience: Audience
+    follows: str | None = None
+    own: tuple[str, ...] = ()

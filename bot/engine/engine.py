@@ -26,7 +26,8 @@ from . import columns as col
 from ..config import Settings
 from ..metric import Report
 from ..store.index import Index, RepoRow
-from .catalog import Catalog
+from .audiences import OPERATOR, Audience, Viewer
+from .catalog import Access, Catalog
 from .query import Compare, Query, RefRange
 from .reporting import Reporting
 from .snapshots import Snapshots
@@ -66,18 +67,31 @@ class Engine:
         self.catalog.forget(repo_id)
 
     # -- names: repositories and projects (catalog) ----------------------------
-    def repos(self) -> list[RepoRow]:
-        return self.catalog.repos()
+    def repos(self, viewer: Viewer = OPERATOR) -> list[RepoRow]:
+        """The tracked repositories `viewer` may see (the operator, the default, sees all)."""
+        return self.catalog.repos(viewer)
 
-    def repo(self, name: str) -> RepoRow:
-        return self.catalog.repo(name)
+    def repo(self, name: str, viewer: Viewer = OPERATOR) -> RepoRow:
+        return self.catalog.repo(name, viewer)
 
-    def known_names(self) -> list[str]:
-        return self.catalog.known_names()
+    def known_names(self, viewer: Viewer = OPERATOR) -> list[str]:
+        return self.catalog.known_names(viewer)
 
-    def resolve(self, names: Iterable[str]) -> list[RepoRow]:
+    def resolve(self, names: Iterable[str], viewer: Viewer = OPERATOR) -> list[RepoRow]:
         """Tracked repositories for the names a user typed (projects expand to their repositories)."""
-        return self.catalog.resolve(names)
+        return self.catalog.resolve(names, viewer)
+
+    def sees(self, viewer: Viewer, repo: RepoRow) -> bool:
+        """Whether `viewer` (a person, or a channel an answer would be posted in) may see `repo`."""
+        return self.catalog.sees(viewer, repo)
+
+    def access(self, name: str) -> Access:
+        """Who may see a repository, project or organization (admins read it)."""
+        return self.catalog.access_of(name)
+
+    def set_access(self, name: str, audience: Audience) -> Access:
+        """Set who may see a repository, project or organization (admins only: the faces check)."""
+        return self.catalog.set_access(name, audience)
 
     def project_add(self, name: str, repos: Iterable[str]) -> list[str]:
         """Create a project (or add repositories to it); return its repositories."""
@@ -86,8 +100,8 @@ class Engine:
     def project_remove(self, name: str) -> None:
         self.catalog.project_remove(name)
 
-    def projects(self) -> dict[str, list[str]]:
-        return self.catalog.projects()
+    def projects(self, viewer: Viewer = OPERATOR) -> dict[str, list[str]]:
+        return self.catalog.projects(viewer)
 
     def find_by_source(self, source: str) -> RepoRow | None:
         return self.catalog.find_by_source(source)
@@ -183,13 +197,13 @@ class Engine:
         return self.snapshots.resolve_ref(repo, columns, name)
 
     # -- reporting ------------------------------------------------------------------
-    def report(self, query: Query, today: date | None = None) -> Report:
-        """Answer a Query from the index alone (reachability over its graph for `branch:`)."""
-        return self.reporting.report(query, today)
+    def report(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
+        """Answer a Query from the index alone, over what `viewer` may see (bot/engine/audiences.py)."""
+        return self.reporting.report(query, today, viewer)
 
-    def compare(self, command: Compare, today: date | None = None):
+    def compare(self, command: Compare, today: date | None = None, viewer: Viewer = OPERATOR):
         """One row per item over the same tokens (each item's report, by month, boiled down)."""
-        return self.reporting.compare(command, today)
+        return self.reporting.compare(command, today, viewer)
 
     def domains(self, query: Query, today: date | None = None) -> list:
         return self.reporting.domains(query, today)

@@ -27,6 +27,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, Thr
 from dataclasses import dataclass, field
 from datetime import timedelta
 from ..errors import GadError, MirrorError, QueryError
+from .audiences import ADMINS_AUDIENCE, EVERYONE_AUDIENCE, Audience
 from ..store.forges import ForgeClient, ForgeError, Forges, Listing, OwnerRef, is_gitlab_group, list_owner
 from ..store.index import utcnow
 from ..store.orgindex import DROPPED, FAILED, GONE, PENDING, TRACKED, OrgIndex, OrgRepoRow, OrgRow
@@ -203,7 +204,7 @@ class OrgTracker:
             org = self.rows.org(org.name)  # type: ignore[assignment]
         outcome = self._reconcile(org, listing, progress, announce_new=False)
         self.rows.listed(org.id, None)
-        self.engine.index.set_project(org.name, self._member_ids(org))
+        self.engine.index.set_project(org.name, self._member_ids(org), self._audience(org).text())
         return OrgTrackResult(
             org=org.name, url=owner.url, repositories=len(self._member_ids(org)), archived=outcome.archived,
             forks_left_out=outcome.forks_left_out, empty_left_out=outcome.empty_left_out, new=outcome.new,
@@ -233,7 +234,7 @@ class OrgTracker:
                 continue
             outcome = self._reconcile(org, listing, progress, announce_new=True)
             self.rows.listed(org.id, None)
-            self.engine.index.set_project(org.name, self._member_ids(org))
+            self.engine.index.set_project(org.name, self._member_ids(org), self._audience(org).text())
             if fetch:
                 outcome.failed.extend(self._sync_members(org, outcome.fresh))
             results.append(OrgSyncResult(org.name, len(self._member_ids(org)), tuple(outcome.changes),
@@ -331,7 +332,8 @@ class OrgTracker:
                 continue
             outcome.archived += repo.archived
             row = known.get(repo.forge_id)
-            self.rows.upsert(org.id, repo.forge_id, repo.full_name, repo.clone_url, repo.archived, PENDING)
+            self.rows.upsert(org.id, repo.forge_id, repo.full_name, repo.clone_url, repo.archived, PENDING,
+                             private=repo.private)
             if row is None or row.state in (PENDING, FAILED):
                 to_track.append(OrgRepoRow(org.id, repo.forge_id, repo.full_name, repo.clone_url,
                                            row.repo_id if row else None, PENDING, repo.archived, None))
@@ -378,6 +380,23 @@ class OrgTracker:
         except (GadError, OSError, AttributeError) as error:
             log.warning("could not point %s at its new URL: %s", repo.name, error)
 
+    # -- audiences: the organization's is its project's; its repositories follow it --------------------
+    def _audience(self, org: OrgRow) -> Audience:
+        """The organization's audience: as an admin set it, else admins only when its listing and fetches carry
+        the operator's credentials for its host (private repositories may come with them), else everyone."""
+        stored = self.engine.index.project_audience(org.name)
+        if stored is not None:
+            return Audience.parse(stored)
+        return ADMINS_AUDIENCE if org.host.partition(":")[0] in self.settings.https_tokens else EVERYONE_AUDIENCE
+
+    def _repo_audience(self, org: OrgRow, row: OrgRepoRow) -> tuple[Audience, bool]:
+        """A new repository of the organization: it follows the organization's audience, except that one the forge
+        lists as private keeps `admins` of its own while the organization is open to everyone."""
+        audience = self._audience(org)
+        if row.private and audience.everyone:
+            return ADMINS_AUDIENCE, True
+        return audience, False
+
     # -- tracking many repositories at once ------------------------------------------------------------
     def _track_rows(self, org: OrgRow, rows: list[OrgRepoRow], progress: OrgProgressFn | None,
                     outcome: "_Outcome", announce_new: bool) -> None:
@@ -403,7 +422,7 @@ class OrgTracker:
                 outcome.new += 1
                 outcome.fresh.add(repo_id)
                 self.rows.set_state(org.id, row.forge_id, TRACKED, repo_id=repo_id)
-                index.set_project(org.name, [repo_id])  # counted from now on, whatever happens next
+                index.set_project(org.name, [repo_id], self._audience(org).text())  # counted from now on
                 if announce_new:
                     outcome.changes.append(OrgChange(org.name, "new", index.repo_by_id(repo_id).name))
             say()
@@ -451,7 +470,9 @@ class OrgTracker:
                         except GadError as error:
                             finished(row, 0, None, str(error))
                             continue
-                        repo_id = index.add_repo(str(what), row.clone_url, path, False, guarded=org.guarded)
+                        audience, own = self._repo_audience(org, row)
+                        repo_id = index.add_repo(str(what), row.clone_url, path, False, guarded=org.guarded,
+                                                 audience=audience.text(), audience_own=own)
                         pending[pool.submit(repo_id)] = ("index", row, repo_id)
                         continue
                     try:

@@ -18,11 +18,12 @@ import numpy as np
 
 from . import columns as col
 from ..config import Settings
-from ..errors import GadError, QueryError, command
+from ..errors import GadError, PermissionDeniedError, QueryError, command, literal
 from ..metric import Report, table_order
 from ..store.index import Index, RepoRow, utcnow
 from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
-from .catalog import Catalog
+from .audiences import OPERATOR, Viewer
+from .catalog import Catalog, audience_of
 from .filters import Active, author_zero_words, check_authors, check_filters
 from .periods import from_epoch_day, mark_partial, to_epoch_day
 from .query import Compare, Query, RefRange
@@ -43,14 +44,33 @@ class Reporting:
         self.snapshots = snapshots
         self._lock = threading.Lock()
 
-    def report(self, query: Query, today: date | None = None) -> Report:
-        """Answer a Query from the index alone (reachability over its graph for `branch:`)."""
+    def report(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
+        """Answer a Query from the index alone (reachability over its graph for `branch:`), over what `viewer`
+        may see (bot/engine/audiences.py; the operator, the default, sees everything)."""
         with self.snapshots.masks.staged():  # a refused question caches nothing
-            return self._report(query, today)
+            return self._report(query, today, viewer)
 
-    def _report(self, query: Query, today: date | None) -> Report:
+    def _person_level(self, query: Query, viewer: Viewer) -> tuple[Query, str | None]:
+        """GAD_PERSON_DETAIL=admins: person-level answers only to admins and to a person about themselves;
+        by:person asked by anyone else becomes the totals, with a sentence; `author:` someone else is refused."""
+        if self.settings.person_detail != "admins" or viewer.operator or viewer.admin:
+            return query, None
+        about_themselves = bool(query.authors) and set(query.authors) <= set(viewer.emails)
+        if query.authors and not about_themselves:
+            raise PermissionDeniedError(
+                "Figures of one person are for admins here (GAD_PERSON_DETAIL=admins), and for each person about "
+                f"themselves; ask without `author:` for the totals, or {command('me')} for your own.")
+        if query.by == "person" and not about_themselves:
+            return (dataclasses.replace(query, by=None, top=None),
+                    "Figures per person are for admins here (GAD_PERSON_DETAIL=admins), so this shows the totals; "
+                    f"{command('me')} shows your own.")
+        return query, None
+
+    def _report(self, query: Query, today: date | None, viewer: Viewer = OPERATOR) -> Report:
         today = today or datetime.now(timezone.utc).date()
-        repos = self.catalog.resolve(query.repos)
+        query, person_note = self._person_level(query, viewer)
+        resolved = self.catalog.resolve_seen(query.repos, viewer)
+        repos = resolved.repos
         scope_bit = {"default": IN_DEFAULT, "all": IN_ALL, "branch": IN_HEAD}[query.scope.kind]
         if query.scope.kind == "all":
             self.snapshots.require_other_refs(repos, "`refs:all`")
@@ -168,6 +188,15 @@ class Reporting:
             report = dataclasses.replace(report, **self._range_days(repos[0], query.range, author_selections))
         if totals.person_days == 0:
             report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table, active))
+        access_notes = [f"{hidden:,} of {literal(project)}'s repositories are left out: you are not in their audience."
+                        for project, hidden in resolved.hidden]
+        if viewer.admin and not viewer.operator:  # an admin sees everything: say what others would not
+            access_notes += [f"{literal(r.name)} is restricted ({audience_of(r.audience).words()}): this answer is "
+                             "yours, and Share posts it only in a channel of that audience."
+                             for r in repos if not audience_of(r.audience).everyone][:3]
+        if person_note or access_notes:
+            report = dataclasses.replace(report, notes=report.notes + tuple(access_notes)
+                                         + ((person_note,) if person_note else ()))
         failing = [r for r in repos if r.last_error]
         if failing:  # figures from before a sync that keeps failing: say so wherever they are shown
             now = utcnow()
@@ -335,10 +364,10 @@ class Reporting:
         return out
 
     # -- side by side: `compare` ------------------------------------------------
-    def _compare_item(self, command: Compare, item, today: date | None) -> Report:
+    def _compare_item(self, command: Compare, item, today: date | None, viewer: Viewer = OPERATOR) -> Report:
         """One item's report; a mistake in its `NAME:PATH` is told in the form typed (`git:bultin`, not `path:`)."""
         try:
-            return self.report(dataclasses.replace(command.item_query(item), by="month"), today)
+            return self.report(dataclasses.replace(command.item_query(item), by="month"), today, viewer)
         except QueryError as error:
             if item.path is None or item.path in command.query.paths:
                 raise
@@ -348,12 +377,12 @@ class Reporting:
             raise QueryError(str(error).replace(typed, f"`{item.label}`")
                              .replace("`path:", f"`{item.name}:")) from None
 
-    def compare(self, command: Compare, today: date | None = None):
+    def compare(self, command: Compare, today: date | None = None, viewer: Viewer = OPERATOR):
         """One row per item over the same tokens (each item's report, by month, boiled down)."""
         from ..metric import CompareReport, CompareRow
 
         with self.snapshots.masks.staged():  # one item refused: nothing cached for the others either
-            reports = [self._compare_item(command, item, today) for item in command.items]
+            reports = [self._compare_item(command, item, today, viewer) for item in command.items]
         rows = [CompareRow.from_report(item.label, report) for item, report in zip(command.items, reports)]
         query = command.query
         as_of = [r.data_as_of for r in reports]

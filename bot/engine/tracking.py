@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from ..config import Settings
 from ..errors import GadError, MirrorError, QueryError, command
 from ..store.index import Index, RepoRow, utcnow
+from .audiences import ADMINS_AUDIENCE, EVERYONE_AUDIENCE, Audience
 from .catalog import Catalog
 
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
@@ -130,11 +131,13 @@ class Tracking:
         else:
             if is_local_path(source):
                 open_local(source)  # "not a git repository" beats libgit2's "unsupported URL protocol"
+        audience = self.first_audience(source, in_place)
         with nullcontext() if in_place else self.store.creating():  # no orphan until the index names it
             if not in_place:
                 path = self.store.create(source, name, progress, guard=self.policy if guarded else None)
             try:
-                repo_id = self.index.add_repo(name, source, path, in_place, guarded=guarded and not in_place)
+                repo_id = self.index.add_repo(name, source, path, in_place, guarded=guarded and not in_place,
+                                              audience=audience.text())
             except Exception:
                 if not in_place:
                     self.store.remove(path)
@@ -144,6 +147,18 @@ class Tracking:
             self.untrack(name)
             raise MirrorError(result.error)
         return result
+
+    def first_audience(self, source: str, in_place: bool) -> Audience:
+        """Who may see a repository tracked now: admins only when its fetches carry the operator's credentials
+        (it may be private), everyone for a public source or a local path (bot/engine/audiences.py)."""
+        from ..store.mirrors import has_credentials
+        from ..store.sources import is_local_path
+
+        if in_place or is_local_path(source):
+            return EVERYONE_AUDIENCE
+        if has_credentials(source, dict(self.settings.https_tokens), self.settings.ssh_key):
+            return ADMINS_AUDIENCE
+        return EVERYONE_AUDIENCE
 
     def index_paths(self, name: str, progress: Progress | None = None) -> tuple[int, float]:
         """What a first index leaves for after its answer: the refs outside branches and tags, then the changed

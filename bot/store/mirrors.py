@@ -93,6 +93,17 @@ class _Callbacks(pygit2.RemoteCallbacks):
                            stats.total_objects + stats.total_deltas)
 
 
+def has_credentials(url: str, https_tokens: dict[str, str], ssh_key: Path | None) -> bool:
+    """Whether fetches of `url` may carry the operator's credentials (a token for its host, the ssh key, or a
+    password in the URL): what they bring may be private, so such a repository starts visible to admins only."""
+    scheme, host, _ = _origin(url)
+    if scheme == "ssh":
+        return ssh_key is not None
+    if scheme in ("https", "http"):
+        return host in https_tokens or bool(urlsplit(url).password or urlsplit(url).username)
+    return False
+
+
 def _origin(url: str) -> tuple[str, str, int | None]:
     """Scheme, host and port of a URL (the port spelled out), the unit credentials belong to."""
     scp = re.fullmatch(r"(?:[^@/]+@)?([^/:]+):(?!//).*", url)  # git@host:path, ssh's short form

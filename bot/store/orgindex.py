@@ -42,6 +42,7 @@ class OrgRepoRow:
     state: str
     archived: bool
     error: str | None
+    private: bool = False  # the forge lists it as private (or internal): it starts visible to admins only
 
 
 class OrgIndex:
@@ -86,13 +87,15 @@ class OrgIndex:
         return [_repo(r) for r in self.index.rows(
             "SELECT * FROM forge_org_repos WHERE org_id = ? ORDER BY full_name", (org_id,))]
 
-    def upsert(self, org_id: int, forge_id: str, full_name: str, clone_url: str, archived: bool, state: str) -> None:
-        """A listed repository: new rows get `state`; known ones take the listing's name and URL."""
+    def upsert(self, org_id: int, forge_id: str, full_name: str, clone_url: str, archived: bool, state: str,
+               private: bool = False) -> None:
+        """A listed repository: new rows get `state`; known ones take the listing's name, URL and visibility."""
         self.index.execute(
-            "INSERT INTO forge_org_repos (org_id, forge_id, full_name, clone_url, state, archived) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (org_id, forge_id) DO UPDATE SET "
-            "full_name = excluded.full_name, clone_url = excluded.clone_url, archived = excluded.archived",
-            (org_id, forge_id, full_name, clone_url, state, int(archived)))
+            "INSERT INTO forge_org_repos (org_id, forge_id, full_name, clone_url, state, archived, private) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (org_id, forge_id) DO UPDATE SET "
+            "full_name = excluded.full_name, clone_url = excluded.clone_url, archived = excluded.archived, "
+            "private = excluded.private",
+            (org_id, forge_id, full_name, clone_url, state, int(archived), int(private)))
 
     def set_state(self, org_id: int, forge_id: str, state: str, *, repo_id: int | None = None,
                   error: str | None = None) -> None:
@@ -109,6 +112,12 @@ class OrgIndex:
         with self.index.transaction() as db:
             db.execute("UPDATE repos SET name = ?, source = ? WHERE id = ?", (new, source, repo_id))
             db.execute("UPDATE subscription_repos SET name = ? WHERE name = ?", (new, old))
+
+    def org_of_repo(self, repo_id: int) -> str | None:
+        """The organization (its project's name) a tracked repository belongs to, if any."""
+        row = self.index.execute("SELECT o.name FROM forge_org_repos r JOIN forge_orgs o ON o.id = r.org_id "
+                                 "WHERE r.repo_id = ? LIMIT 1", (repo_id,)).fetchone()
+        return row[0] if row else None
 
     def member_repo_ids(self) -> set[int]:
         """The repositories the periodic sync fetches with their organization (tracked, not gone upstream)."""
@@ -132,4 +141,4 @@ def _org(row: dict) -> OrgRow:
 def _repo(row: dict) -> OrgRepoRow:
     return OrgRepoRow(org_id=row["org_id"], forge_id=row["forge_id"], full_name=row["full_name"],
                       clone_url=row["clone_url"], repo_id=row["repo_id"], state=row["state"],
-                      archived=bool(row["archived"]), error=row["error"])
+                      archived=bool(row["archived"]), error=row["error"], private=bool(row["private"]))

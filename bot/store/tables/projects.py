@@ -7,9 +7,11 @@ from .base import IndexFile, _iso, utcnow
 
 class Projects(IndexFile):
     # -- projects ------------------------------------------------------------
-    def set_project(self, name: str, repo_ids: list[int]) -> None:
+    def set_project(self, name: str, repo_ids: list[int], audience: str = "everyone") -> None:
+        """Create a project (its audience: `audience`), or add repositories to one (its audience stays)."""
         with self.transaction() as db:
-            db.execute("INSERT OR IGNORE INTO projects (name, created_at) VALUES (?, ?)", (name, _iso(utcnow())))
+            db.execute("INSERT OR IGNORE INTO projects (name, created_at, audience) VALUES (?, ?, ?)",
+                       (name, _iso(utcnow()), audience))
             project_id = db.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()[0]
             db.conn.executemany("INSERT OR IGNORE INTO project_repos VALUES (?, ?)", ((project_id, r) for r in repo_ids))
 
@@ -34,3 +36,14 @@ class Projects(IndexFile):
             if repo:
                 found[project].append(repo)
         return found
+
+    def project_audience(self, name: str) -> str | None:
+        """A project's audience as stored (None: no such project)."""
+        row = self.conn.execute("SELECT audience FROM projects WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def project_audiences(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT name, audience FROM projects"))
+
+    def set_project_audience(self, name: str, audience: str) -> None:
+        self.conn.execute("UPDATE projects SET audience = ? WHERE name = ?", (audience, name))

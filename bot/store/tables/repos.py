@@ -58,6 +58,8 @@ class RepoRow:
     failures: int
     next_attempt_at: datetime | None
     guarded: bool = False  # typed in Slack: fetches go through the source policy
+    audience: str = "everyone"  # who may see it, as stored (bot/engine/audiences.py reads it)
+    audience_own: bool = True  # False: it follows its organization's audience
 
     @classmethod
     def from_row(cls, row: dict, data_dir: Path) -> "RepoRow":
@@ -68,7 +70,7 @@ class RepoRow:
                    created_at=parse_time(row["created_at"]), last_sync_at=parse_time(row["last_sync_at"]),
                    last_success_at=parse_time(row["last_success_at"]), last_error=row["last_error"],
                    failures=row["failures"], next_attempt_at=parse_time(row["next_attempt_at"]),
-                   guarded=bool(row["guarded"]))
+                   guarded=bool(row["guarded"]), audience=row["audience"], audience_own=bool(row["audience_own"]))
 
 _LAST_REMOVED_REPO_ID = "last_removed_repo_id"  # meta: no repository is given an id at or below it
 
@@ -79,15 +81,21 @@ def _other_refs_key(repo_id: int) -> str:
 
 class Repos(IndexFile):
     # -- repositories --------------------------------------------------------
-    def add_repo(self, name: str, source: str, mirror_path: Path, in_place: bool, guarded: bool = False) -> int:
-        """A new repository's row; its id was never any other repository's (see remove_repo)."""
+    def add_repo(self, name: str, source: str, mirror_path: Path, in_place: bool, guarded: bool = False,
+                 audience: str = "admins", audience_own: bool = True) -> int:
+        """A new repository's row; its id was never any other repository's (see remove_repo). Its audience is
+        the caller's to decide (bot/engine/tracking.py): unless told, only admins see it."""
         cursor = self.conn.execute(
-            "INSERT INTO repos (id, name, source, mirror_path, in_place, created_at, guarded) VALUES "
-            "(max(coalesce((SELECT max(id) FROM repos), 0), coalesce((SELECT CAST(value AS INTEGER) FROM meta "
-            "WHERE key = ?), 0)) + 1, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO repos (id, name, source, mirror_path, in_place, created_at, guarded, audience, audience_own) "
+            "VALUES (max(coalesce((SELECT max(id) FROM repos), 0), coalesce((SELECT CAST(value AS INTEGER) FROM meta "
+            "WHERE key = ?), 0)) + 1, ?, ?, ?, ?, ?, ?, ?, ?)",
             (_LAST_REMOVED_REPO_ID, name, source, stored_mirror_path(mirror_path, self.data_dir, in_place, name),
-             int(in_place), _iso(utcnow()), int(guarded)))
+             int(in_place), _iso(utcnow()), int(guarded), audience, int(audience_own)))
         return cursor.lastrowid
+
+    def set_audience(self, repo_id: int, audience: str, *, own: bool = True) -> None:
+        """Who may see the repository (own=False: it follows its organization's audience from now on)."""
+        self.conn.execute("UPDATE repos SET audience = ?, audience_own = ? WHERE id = ?", (audience, int(own), repo_id))
 
     def repo_row(self, row: dict) -> RepoRow:
         """A `repos` row as read by any query (`SELECT * FROM repos`, or joined), its mirror path resolved here."""

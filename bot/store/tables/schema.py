@@ -21,6 +21,7 @@ Tables (as of migration 6):
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,8 @@ from .repos import _inside, stored_mirror_path
 
 if TYPE_CHECKING:
     import sqlite_utils
+
+log = logging.getLogger(__name__)
 
 
 
@@ -47,6 +50,19 @@ def _relative_mirror_paths(db: "sqlite_utils.Database", index: IndexFile) -> Non
             continue
         db.execute("UPDATE repos SET mirror_path = ? WHERE id = ?",
                    (stored_mirror_path(written, index.data_dir, False, name), repo_id))
+
+
+OPEN_BEFORE_AUDIENCES = "open_before_audiences"  # meta: repositories tracked before audiences existed, open to all
+
+
+def _note_open_before_audiences(db: "sqlite_utils.Database", index: IndexFile) -> None:
+    """Migration 17: remember (for doctor) and say once (in the log) how many repositories stay open to everyone."""
+    count = db.execute("SELECT count(*) FROM repos").fetchone()[0]
+    if count:
+        db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                   (OPEN_BEFORE_AUDIENCES, str(count)))
+        log.warning("%d repositories tracked before audiences existed stay open to everyone in the workspace, as "
+                    "they were; review who may see each with `gad-bot access NAME` (docs/operations.md)", count)
 
 
 # Each migration is (version, name, statements); a statement is SQL, or a function of the open
@@ -335,6 +351,24 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", I
         # only, since a GitLab push body holds no time and the same push again after another one (A->B, B->A,
         # A->B) is new.
         "ALTER TABLE webhook_bodies ADD COLUMN repository TEXT NOT NULL DEFAULT ''",
+    ]),
+    (17, "audiences", [
+        # Who may see a repository, a project (an organization's audience is its project's): `everyone`,
+        # `admins`, or Slack ids (bot/engine/audiences.py). What was tracked before stays open to everyone, as
+        # it was; `audience_own` = 0 marks a repository that follows its organization's audience.
+        "ALTER TABLE repos ADD COLUMN audience TEXT NOT NULL DEFAULT 'everyone'",
+        "ALTER TABLE repos ADD COLUMN audience_own INTEGER NOT NULL DEFAULT 1",
+        "UPDATE repos SET audience_own = 0 WHERE id IN (SELECT repo_id FROM forge_org_repos WHERE repo_id IS NOT NULL)",
+        "ALTER TABLE projects ADD COLUMN audience TEXT NOT NULL DEFAULT 'everyone'",
+        # whether the forge lists a repository as private: it starts as `admins` until an admin opens it
+        "ALTER TABLE forge_org_repos ADD COLUMN private INTEGER NOT NULL DEFAULT 0",
+        # addresses an admin added for a Slack member (`gad-bot people alias`), beside their profile's
+        """CREATE TABLE slack_aliases (
+            user_id TEXT NOT NULL,
+            email TEXT NOT NULL,
+            added_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, email)) WITHOUT ROWID""",
+        _note_open_before_audiences,
     ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
