@@ -1,0 +1,225 @@
+"""Who may see what (issue 31), in the engine: audiences parsed, viewers checked, names hidden, projects trimmed.
+
+Expected figures come from git (tests/gitbuild.oracle_pairs), never from the engine; the faces' tests (through
+signed requests and the Slack stand-in) are in tests/test_access_faces.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bot.config import Settings
+from bot.engine.audiences import ADMINS_AUDIENCE, EVERYONE_AUDIENCE, OPERATOR, Audience, Viewer, slack_id
+from bot.engine.query import parse_query
+from bot.errors import PermissionDeniedError, QueryError, UnknownRepoError
+from tests.conftest import TODAY
+from tests.gitbuild import RepoBuilder, oracle_pairs
+
+MEMBER = Viewer("U1", member=True)  # a full member of the workspace, in no channel or group an audience names
+ENG = Viewer("U2", member=True, within=frozenset({"U2", "C0ENG"}))  # in #eng
+GUEST = Viewer("U3", member=False, guest=True, within=frozenset({"U3"}))  # a guest: never part of `everyone`
+GUEST_IN_ENG = Viewer("U4", member=False, guest=True, within=frozenset({"U4", "C0ENG"}))
+ADMIN = Viewer("U9", admin=True, member=True)
+
+
+@pytest.mark.parametrize("stored, everyone, ids", [
+    (None, True, ()),  # rows written before audiences existed
+    ("everyone", True, ()),
+    ("admins", False, ()),
+    ("C0ENG S0BACK U0ANA", False, ("C0ENG", "S0BACK", "U0ANA")),
+    ("U0ANA C0ENG U0ANA", False, ("C0ENG", "U0ANA")),
+    ("", False, ()),  # unreadable: admins only (fail closed)
+    ("C0ENG <script>", False, ()),
+])
+def test_stored_audiences_parse_and_anything_unreadable_is_admins_only(stored, everyone, ids):
+    audience = Audience.parse(stored)
+    assert (audience.everyone, audience.ids) == (everyone, ids)
+
+
+@pytest.mark.parametrize("words, text", [
+    (["everyone"], "everyone"),
+    (["Admins"], "admins"),
+    (["<#C0ENG|eng>", "<!subteam^S0BACK|@backend>", "<@U0ANA>"], "C0ENG S0BACK U0ANA"),
+    (["C0ENG", "<#C0ENG>"], "C0ENG"),
+])
+def test_what_an_admin_types_becomes_an_audience(words, text):
+    assert Audience.from_words(words).text() == text
+
+
+@pytest.mark.parametrize("words, said", [
+    ([], "Say who may see it"),
+    (["everyone", "C0ENG"], "stand alone"),
+    (["#eng"], "is not a channel, user group or person"),
+    (["C0ENG", "bob"], "`bob` is not a channel"),
+])
+def test_a_wrong_audience_gets_one_sentence(words, said):
+    with pytest.raises(QueryError) as refused:
+        Audience.from_words(words)
+    assert said in str(refused.value)
+
+
+def test_slack_ids_are_read_from_every_form_slack_sends():
+    assert [slack_id(w) for w in ("<#C0ENG|eng>", "<@U0ANA|ana>", "<!subteam^S0BACK|@backend>", "W0GRID", "eng")] \
+        == ["C0ENG", "U0ANA", "S0BACK", "W0GRID", None]
+
+
+@pytest.mark.parametrize("viewer, everyone, admins, eng_list", [
+    (MEMBER, True, False, False),
+    (ENG, True, False, True),
+    (GUEST, False, False, False),  # a guest is not `everyone`
+    (GUEST_IN_ENG, False, False, True),  # ... but sees what names a channel they are in
+    (ADMIN, True, True, True),
+    (OPERATOR, True, True, True),
+    (Viewer.of_channel("C0ENG", shared_outside=False), True, False, True),
+    (Viewer.of_channel("C0EXT", shared_outside=True), False, False, False),  # shared with another company
+    (Viewer.of_channel("C0ENG", shared_outside=True), False, False, True),  # named in the audience itself
+])
+def test_who_sees_which_audience(viewer, everyone, admins, eng_list):
+    seen = [viewer.sees(a) for a in (EVERYONE_AUDIENCE, ADMINS_AUDIENCE, Audience(False, ("C0ENG",)))]
+    assert seen == [everyone, admins, eng_list]
+
+
+# -- the engine ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two(tmp_path, engine):
+    """`web` (open to everyone) and `vault` (open to #eng), and a project `all` of both; figures from git."""
+    web, vault = RepoBuilder(tmp_path / "web"), RepoBuilder(tmp_path / "vault")
+    web.commit(name="Ann", email="ann@corp.example", date="2024-03-04T10:00")
+    web.commit(name="Bob", email="bob@corp.example", date="2024-03-05T10:00")
+    vault.commit(name="Ann", email="ann@corp.example", date="2024-03-04T16:00")  # Ann's day again: counted once
+    vault.commit(name="Cy", email="cy@corp.example", date="2024-03-06T09:00", offset=120)
+    engine.track(str(web.path), "web")
+    engine.track(str(vault.path), "vault")
+    engine.set_access("vault", Audience(False, ("C0ENG",)))
+    engine.project_add("all", ["web", "vault"])
+    return engine, web, vault
+
+
+def _person_days(*builders) -> int:
+    return 2 * len(set().union(*(oracle_pairs(b.path) for b in builders)))
+
+
+def test_a_member_outside_the_audience_is_answered_as_if_it_were_not_tracked(two):
+    engine, web, vault = two
+    with pytest.raises(UnknownRepoError) as unknown:
+        engine.report(parse_query(["vault"], TODAY), TODAY, viewer=MEMBER)
+    # word for word what a name that was never tracked gets, offering only what the member may see
+    assert str(unknown.value) == str(UnknownRepoError("vault", ["web", "all"])) == \
+        "No repository or project named `vault` is tracked; did you mean `all`?"
+    assert "vault" not in engine.known_names(MEMBER) and "web" in engine.known_names(MEMBER)
+    assert [r.name for r in engine.repos(MEMBER)] == ["web"]
+    assert [r.name for r in engine.repos(GUEST)] == []  # a guest sees no `everyone` repository either
+
+
+def test_a_typo_never_suggests_what_the_person_may_not_see(two):
+    engine, _, _ = two
+    with pytest.raises(UnknownRepoError) as typo:
+        engine.report(parse_query(["vaul"], TODAY), TODAY, viewer=MEMBER)
+    assert "vault" not in str(typo.value)
+    with pytest.raises(UnknownRepoError) as insider:
+        engine.report(parse_query(["vaul"], TODAY), TODAY, viewer=ENG)
+    assert "vault" in str(insider.value)  # the same typo by someone in #eng is offered it
+
+
+def test_an_insider_reads_the_figures_git_gives(two):
+    engine, web, vault = two
+    report = engine.report(parse_query(["vault"], TODAY), TODAY, viewer=ENG)
+    assert report.totals.two_gad == _person_days(vault) == 4
+    assert report.notes == () or all("restricted" not in n for n in report.notes)
+
+
+def test_a_project_counts_only_what_the_viewer_may_see_and_says_how_many_it_left_out(two):
+    engine, web, vault = two
+    outside = engine.report(parse_query(["all"], TODAY), TODAY, viewer=MEMBER)
+    inside = engine.report(parse_query(["all"], TODAY), TODAY, viewer=ENG)
+    assert outside.totals.two_gad == _person_days(web) == 4
+    assert inside.totals.two_gad == _person_days(web, vault) == 6  # Ann's 2024-03-04 once
+    assert "1 of `all`'s repositories are left out: you are not in their audience." in outside.notes
+    assert not any("left out" in n for n in inside.notes)
+    assert engine.projects(MEMBER) == {"all": ["web"]} and engine.projects(ENG) == {"all": ["vault", "web"]}
+
+
+def test_a_compare_item_the_viewer_may_not_see_is_unknown(two):
+    from bot.engine.query import parse_command
+
+    engine, _, _ = two
+    command = parse_command("compare web vault", TODAY)
+    with pytest.raises(UnknownRepoError):
+        engine.compare(command, TODAY, viewer=MEMBER)
+    rows = engine.compare(command, TODAY, viewer=ENG).rows
+    assert [r.item for r in rows] == ["web", "vault"]
+
+
+def test_an_admin_sees_everything_and_is_told_what_is_restricted(two):
+    engine, _, vault = two
+    report = engine.report(parse_query(["vault"], TODAY), TODAY, viewer=ADMIN)
+    assert report.totals.two_gad == _person_days(vault)
+    assert any(n.startswith("`vault` is restricted (<#C0ENG>)") for n in report.notes)
+    cli = engine.report(parse_query(["vault"], TODAY), TODAY)  # the operator at the shell: no such note
+    assert not any("restricted" in n for n in cli.notes)
+
+
+def test_an_organization_or_project_audience_hides_the_project_name(two):
+    engine, _, _ = two
+    engine.set_access("all", ADMINS_AUDIENCE)
+    with pytest.raises(UnknownRepoError):
+        engine.report(parse_query(["all"], TODAY), TODAY, viewer=ENG)
+    assert "all" not in engine.known_names(ENG) and engine.projects(ENG) == {}
+    assert engine.report(parse_query(["all"], TODAY), TODAY, viewer=ADMIN).totals.two_gad == 6
+
+
+def test_access_reads_back_what_was_set(two):
+    engine, _, _ = two
+    access = engine.access("vault")
+    assert (access.kind, access.audience.text(), access.follows) == ("repository", "C0ENG", None)
+    assert engine.access("all").kind == "project"
+    with pytest.raises(UnknownRepoError):
+        engine.access("nosuch")
+
+
+def test_person_detail_for_admins_only(tmp_path, two):
+    engine, web, vault = two
+    strict = dataclasses.replace(engine.settings, person_detail="admins")
+    from bot.engine.engine import Engine
+
+    engine = Engine(strict, index=engine.index)
+    ann = Viewer("U5", member=True, emails=("ann@corp.example",))
+    by_person = engine.report(parse_query(["web", "by:person"], TODAY), TODAY, viewer=MEMBER)
+    assert by_person.rows == () and by_person.by is None and by_person.totals.two_gad == 4
+    assert any("Figures per person are for admins here" in n for n in by_person.notes)
+    with pytest.raises(PermissionDeniedError) as other:
+        engine.report(parse_query(["web", "author:bob@corp.example"], TODAY), TODAY, viewer=ann)
+    assert "for admins here" in str(other.value)
+    own = engine.report(parse_query(["web", "author:ann@corp.example", "by:person"], TODAY), TODAY, viewer=ann)
+    assert [(r.key, r.totals.two_gad) for r in own.rows] == [("ann@corp.example", 2)]
+    admin = engine.report(parse_query(["web", "by:person"], TODAY), TODAY, viewer=ADMIN)
+    assert sorted(r.key for r in admin.rows) == ["ann@corp.example", "bob@corp.example"]
+
+
+@pytest.mark.parametrize("source, env, audience", [
+    ("https://github.com/acme/web.git", {}, "everyone"),
+    ("https://github.com/acme/web.git", {"GAD_HTTPS_TOKENS": "github.com=t0ken"}, "admins"),
+    ("https://git.corp.example/acme/web.git", {"GAD_HTTPS_TOKENS": "github.com=t0ken"}, "everyone"),
+    ("https://ci:secret@git.corp.example/acme/web.git", {}, "admins"),  # a password in the URL
+    ("ssh://git@git.corp.example/acme/web.git", {"GAD_SSH_KEY": "/keys/id"}, "admins"),
+    ("git@git.corp.example:acme/web.git", {"GAD_SSH_KEY": "/keys/id"}, "admins"),
+    ("git://git.corp.example/acme/web.git", {}, "everyone"),
+    ("/srv/git/web", {}, "everyone"),  # a local path: the operator's own
+])
+def test_the_first_audience_of_a_repository(tmp_path, source, env, audience):
+    from bot.engine.engine import Engine
+
+    engine = Engine(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), **env}))
+    assert engine.tracking.first_audience(source, in_place=False).text() == audience
+
+
+def test_a_repository_tracked_from_a_local_path_is_open_to_everyone(tmp_path, engine):
+    web = RepoBuilder(tmp_path / "web")
+    web.commit()
+    engine.track(str(web.path), "web")
+    assert engine.repo("web").audience == "everyone"
+    assert [r.name for r in engine.repos(MEMBER)] == ["web"]
