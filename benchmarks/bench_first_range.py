@@ -92,7 +92,7 @@ def main() -> None:
         pool.start()
         try:
             time.sleep(args.idle)
-            job = ReportJob(parse_query(["synth", tokens], TODAY), f"synth {tokens}", "U1", TODAY)
+            job = ReportJob(parse_query(["synth", tokens], TODAY), f"synth {tokens}", "U1", TODAY, viewer=OPERATOR)
             for times in (firsts, seconds):
                 took, text = answer_seconds(pool, job)
                 if two_gad(text) != 2 * days:

@@ -22,3 +22,20 @@ def web_client(settings: Settings, token: str | None = None) -> "WebClient":
     client = WebClient(token=token if token is not None else settings.slack_bot_token, base_url=settings.slack_api_url)
     client.retry_handlers.extend([RateLimitErrorRetryHandler(max_retry_count=3), ServerErrorRetryHandler(max_retry_count=2)])
     return client
+
+
+def channel_facts(client, channel: str) -> tuple[bool, bool] | None:
+    """(shared outside the workspace, gad-bot is in it) from conversations.info; None when Slack did not say (then
+    nothing meant for `everyone` goes there: each caller says so in its own words)."""
+    import logging
+
+    try:
+        info = client.conversations_info(channel=channel)["channel"]
+    except Exception as error:  # SlackApiError or the network: Slack did not say
+        response = getattr(error, "response", None)
+        why = response.get("error") if response is not None else type(error).__name__
+        logging.getLogger(__name__).warning("conversations.info for %s failed: %s", channel, why)
+        return None
+    shared = bool(info.get("is_ext_shared") or info.get("is_shared") or info.get("is_pending_ext_shared")
+                  or info.get("is_org_shared"))
+    return shared, bool(info.get("is_member"))

@@ -25,6 +25,14 @@ from bot.engine.query import Subscribe, Unsubscribe, parse_query
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub
 
+
+def channel(channel_id: str):
+    """The channel a digest is posted in, not shared outside the workspace (audiences: tests/test_access_faces.py)."""
+    from bot.engine.audiences import Viewer
+
+    return Viewer.of_channel(channel_id, shared_outside=False)
+
+
 UTC = timezone.utc
 CREATED = datetime(2026, 10, 2, tzinfo=UTC)  # after the previous digest fell due: none is owed
 SHIFT = 56
@@ -138,7 +146,7 @@ def all_text(blocks) -> str:
 #   ann 09-22 + di 09-23 -> 4; every other week 0: average 10 / 12
 def test_digest_figures_are_the_weeks_worked_out_by_hand(world):
     sub = subs.get(world.index, "C1")
-    digest = build_digest(world, sub, WEEK)
+    digest = build_digest(world, sub, WEEK, viewer=channel(sub.channel_id))
     t = digest.total
     assert (t.week.person_days, t.week.developers, t.week.commits) == (4, 3, 6)
     assert (t.previous.person_days, t.previous.developers, t.previous.commits) == (2, 2, 2)
@@ -177,7 +185,7 @@ def test_new_contributor_in_one_repo_is_not_new_to_the_channel(tmp_path):
     for name, b in build_repos(tmp_path / "up", history).items():
         engine.track(str(b.path), name, in_place=True)
     subs.subscribe(engine, "C9", Subscribe(("a", "b")), now=CREATED)
-    digest = build_digest(engine, subs.get(engine.index, "C9"), WEEK)
+    digest = build_digest(engine, subs.get(engine.index, "C9"), WEEK, viewer=channel("C9"))
     assert {f.name: f.new_people for f in digest.repos}["b"] == ("yan@example.com", "zed@example.com")
     assert digest.total.new_people == ("yan@example.com",)
 
@@ -548,23 +556,24 @@ def test_untracked_repository_is_mentioned(world, stub):
 
 
 def test_preview_does_not_write_the_ledger(world, stub):
-    text, blocks = preview_digest(world, "C1", DUE - timedelta(hours=1))
+    text, blocks = preview_digest(world, "C1", DUE - timedelta(hours=1), viewer=channel("C1"))
     assert "Preview" in text and "2026-09-28" in text and len(blocks) <= 50
     assert Ledger(world.index).rows() == [] and stub.calls == []
     # mid-week: the next digest's week, so far
-    text, blocks = preview_digest(world, "C1", datetime(2026, 10, 1, 12, tzinfo=UTC))
+    text, blocks = preview_digest(world, "C1", datetime(2026, 10, 1, 12, tzinfo=UTC), viewer=channel("C1"))
     assert "2026-09-28" in text and "so far" in all_text(blocks)
     assert Ledger(world.index).rows() == []
     assert [r.state for r in run(world, stub, DUE)] == ["posted"]
     with pytest.raises(DigestError):
-        preview_digest(world, "C-none", DUE)
+        preview_digest(world, "C-none", DUE, viewer=channel("C-none"))
 
 
 def test_dry_run_claims_and_posts_nothing(world, stub):
     results = run(world, stub, DUE, dry_run=True)
     assert [r.state for r in results] == ["dry_run"] and results[0].blocks and results[0].text
     assert results[0].to_dict()["period_start"] == "2026-09-28"
-    assert Ledger(world.index).rows() == [] and stub.calls == []
+    # nothing written, posted or uploaded: Slack was only asked whether the channel is shared outside
+    assert Ledger(world.index).rows() == [] and [c.method for c in stub.calls] == ["conversations.info"]
     assert [r.state for r in run(world, stub, DUE)] == ["posted"]
 
 
@@ -609,14 +618,29 @@ def test_pacing_per_channel():
     assert slept == [1.0, 5.0]  # B waits out the Retry-After from the moment it was given
 
 
+class _ChannelKnown(WebClient):
+    """A client whose conversations.info answers (the channel is not shared outside) and whose posts go nowhere."""
+
+    def conversations_info(self, **kwargs):
+        return {"ok": True, "channel": {"id": kwargs["channel"], "is_ext_shared": False, "is_member": True}}
+
+
 def test_unreachable_slack_fails_without_posting_and_is_retried_later(world):
     sleeps = Sleeps()
-    dead = lambda: WebClient(base_url="http://127.0.0.1:1/api/", token="xoxb-x", timeout=2)  # noqa: E731
+    dead = lambda: _ChannelKnown(base_url="http://127.0.0.1:1/api/", token="xoxb-x", timeout=2)  # noqa: E731
     results = run_due_digests(world, dead, at=DUE, sleep=sleeps, pacer=ChannelPacer(0))
     assert [r.state for r in results] == ["failed"] and results[0].post_attempts == 5
     assert "could not reach Slack" in results[0].detail and len(sleeps.calls) == 4
     record = Ledger(world.index).get("C1", WEEK)
     assert record.state == "failed"  # verifiably not posted: a later run may claim it again
+
+
+def test_a_channel_slack_cannot_describe_gets_no_digest_until_it_can(world, stub):
+    """Who may see each repository depends on whether the channel is shared outside: unknown, nothing is posted."""
+    stub.fail_next("conversations.info", error="internal_error")
+    results = run(world, stub, DUE)
+    assert [r.state for r in results] == ["failed"] and "Slack could not say whether <#C1> is shared" in results[0].detail
+    assert posts(stub) == [] and Ledger(world.index).get("C1", WEEK).state == "failed"  # a later run tries again
 
 
 def test_nothing_left_to_report_is_recorded_not_retried_every_sweep(world, stub):
@@ -659,7 +683,7 @@ def test_friday_digest_covers_friday_to_thursday(world, stub):
     assert "▲ 2 (+50%) vs last week (4)" in text
     assert "2 developers active · 5 commits" in text
     assert "7 days Friday to Thursday in UTC" in text
-    digest = build_digest(world, subs.get(world.index, "CF"), date(2026, 9, 25))
+    digest = build_digest(world, subs.get(world.index, "CF"), date(2026, 9, 25), viewer=channel("CF"))
     assert [r.key for r in digest.total.trend][-2:] == ["2026-09-18", "2026-09-25"]
     assert digest.total.average_two_gad == pytest.approx(10 / 12)  # 07-13, 08-06, 08-19: 2 each; 09-18..24: 4
 
@@ -719,7 +743,9 @@ def test_cli_dry_run_right_after_subscribing_prints_the_digest(world, stub, tmp_
     text = run_cli("digest", "--dry-run", "--channel", "C7", "--at", at, data=tmp_path / "data")
     assert text.returncode == 0, text.stderr
     # Friday 10-02 covers 09-25..10-01 on web: ann 09-28, ann 09-29, bo 09-30 -> 2GAD 6
-    assert text.stdout.startswith("C7 2026-09-25 to 2026-10-01: dry_run: not posted (dry run)\n")
+    # no Slack token here: the operator's preview shows it all, and says that audiences were not checked
+    assert text.stdout.startswith("C7 2026-09-25 to 2026-10-01: dry_run: not posted (dry run); who may see each "
+                                  "repository was not checked (Slack could not say what the channel is)\n")
     assert "Weekly 2GAD digest, 2026-09-25 to 2026-10-01" in text.stdout
     assert "2GAD 6 person-days" in text.stdout and "&lt;" not in text.stdout and "*2GAD" not in text.stdout
     out = jsonlib.loads(run_cli("digest", "--dry-run", "--json", "--at", at, data=tmp_path / "data").stdout)

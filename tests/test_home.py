@@ -25,6 +25,8 @@ def stub():
 
 @pytest.fixture
 def bot(tmp_path, stub):
+    # the channels the forms post in: U123 and U456 are in them (a channel a person is not in: test_access_faces)
+    stub.memberships.update({"U123": ["C123", "C555", "C777"], "U456": ["C123", "C777"]})
     return Bot(tmp_path, stub)
 
 
@@ -115,7 +117,6 @@ def test_subscribe_a_channel_in_the_modal_then_see_it_among_my_channels_digests(
     message = posted(bot)
     assert message["channel"] == "C555" and "Fridays at 17:00 (Asia/Tokyo)" in read(message)
     assert subs.get(bot.engine.index, "C555").repos == ("web",)
-    stub.memberships["U123"] = ["C555", "C123"]
     mine = press(bot, "gad_home_digests")
     assert read(mine) == "<#C555>: `web` · Fridays at 17:00 (Asia/Tokyo)"
 

@@ -20,7 +20,9 @@ import pytest
 from slack_bolt.request import BoltRequest
 
 from bot.config import Settings
+from bot.engine.audiences import Audience
 from bot.engine.engine import Engine
+from bot.faces.links import LinksFace
 from bot.faces.slack import build_app
 from tests.faults import GitHttpServer
 from tests.slackstub import (SlackStub, block_actions_payload, event_callback, link_shared_event,
@@ -154,12 +156,18 @@ def test_a_tracked_organizations_link_unfurls_into_the_organizations_card(tmp_pa
                                       "GAD_FORGES": forge.forges_setting, "GAD_HTTPS_TOKENS": "127.0.0.1=forge-token"})
         engine = Engine.open(settings)
         org = engine.track_org(engine.org_owner(forge.owner_url("acme"))).org
-        app, _ = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
+        app, face = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
         # (ann, 03-01) counted once across both repositories, (bob, 03-01), (cy, 03-05): 3 pairs, 2GAD 6
         pairs = oracle_pairs(forge.base / "acme/web.git") | oracle_pairs(forge.base / "acme/api.git")
         assert 2 * len(pairs) == 6
         page, repo_page = forge.owner_url("acme"), forge.owner_url("acme") + "/web/pulls"
         event = event_callback(link_shared_event([page, repo_page, forge.owner_url("acme") + "-corp"]))
+        # tracked with the forge's token, so it may hold private work: admins only, until an admin opens it.
+        # The listener itself, called here and run to its end: Bolt would run it in a thread, after the ack.
+        LinksFace(settings, engine, lambda: TODAY, face.ask_privately, face.members).link_shared(event["event"],
+                                                                                                app.client)
+        assert engine.access(org).audience.text() == "admins" and stub.calls_to("chat.unfurl") == []
+        engine.set_access(org, Audience.parse("everyone"))
         body, headers = signed_event(SECRET, event)
         app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
         (call,) = stub.wait_for("chat.unfurl", timeout=15)

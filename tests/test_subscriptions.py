@@ -246,6 +246,15 @@ def test_confirmation_messages(engine):
     assert "Unsubscribed from" in body and "`zzz`" in body and "Still subscribed (1)" in body
 
 
+def as_member(channel: str) -> dict:
+    """A member of the workspace asking in a channel not shared outside it: every repository here is open to
+    everyone, so these tests are about the subscriptions themselves (audiences: tests/test_access_faces.py)."""
+    from bot.engine.audiences import Viewer
+
+    return {"viewer": Viewer("U0ANN1", member=True),
+            "channel_viewer": lambda: Viewer.of_channel(channel, shared_outside=False)}
+
+
 @pytest.mark.parametrize("change, announced", [
     ("subscribe web day:fri", "<@U0ANN1> moved this channel's weekly digest to Fridays at 09:00 (Europe/London)."),
     ("subscribe api", "<@U0ANN1> added `api` to this channel's digest."),
@@ -255,14 +264,14 @@ def test_confirmation_messages(engine):
 def test_every_change_is_announced_by_name(engine, change, announced):
     subs.subscribe(engine, "C1", command("subscribe web"), user_tz="Europe/London", now=NOW)
     face = DigestFace(engine.settings, engine, clock=lambda: NOW)
-    reply = face.handle(command(change), channel_id="C1", user_id="U0ANN1")
+    reply = face.handle(command(change), channel_id="C1", **as_member("C1"), user_id="U0ANN1")
     assert reply.public == (announced is not None)
     if announced:  # the notification text names the person by a mention and says what changed, not "it"
         assert reply.text == re.sub(r"`([^`]*)`", r"\1", announced)
         assert not re.search(r"(?<!<)@U|\bit\b", reply.text)
         assert json.dumps(reply.blocks).startswith(f'[{{"type": "section", "text": {{"type": "mrkdwn", "text": '
                                                    f'"{announced}')
-    reply = face.handle(command("unsubscribe all"), channel_id="C1", user_id="U<script>")
+    reply = face.handle(command("unsubscribe all"), channel_id="C1", **as_member("C1"), user_id="U<script>")
     assert reply.public and "U&lt;script&gt; unsubscribed this channel from its weekly digest" in json.dumps(reply.blocks)
 
 
@@ -279,21 +288,21 @@ def test_names_are_escaped(engine):
 def test_digest_face_handles_the_four_commands(engine):
     changes: list[int] = []
     face = DigestFace(engine.settings, engine, on_change=lambda: changes.append(1), clock=lambda: NOW)
-    reply = face.handle(command("subscribe web api time:10:00"), channel_id="C1", team_id="T1",
+    reply = face.handle(command("subscribe web api time:10:00"), channel_id="C1", **as_member("C1"), team_id="T1",
                         user_id="U0ANN1", user_tz="Europe/London")
     assert reply.public and "<@U0ANN1> subscribed this channel" in json.dumps(reply.blocks)
     assert "Mondays at 10:00 (Europe/London)" in json.dumps(reply.blocks) and changes == [1]
-    reply = face.handle(command("subscriptions"), channel_id="C1")
+    reply = face.handle(command("subscriptions"), channel_id="C1", **as_member("C1"))
     assert not reply.public and "Weekly digest" in json.dumps(reply.blocks) and changes == [1]
-    reply = face.handle(command("digest"), channel_id="C1")
+    reply = face.handle(command("digest"), channel_id="C1", **as_member("C1"))
     assert not reply.public and reply.text.startswith("Preview") and len(reply.blocks) <= 50
-    reply = face.handle(command("unsubscribe nosuch"), channel_id="C1")
+    reply = face.handle(command("unsubscribe nosuch"), channel_id="C1", **as_member("C1"))
     assert not reply.public and changes == [1]  # nothing removed, nothing to rebuild or announce
-    reply = face.handle(command("unsubscribe all"), channel_id="C1", user_id="U0BOB2")
+    reply = face.handle(command("unsubscribe all"), channel_id="C1", **as_member("C1"), user_id="U0BOB2")
     assert reply.public and reply.text == "<@U0BOB2> unsubscribed this channel from its weekly digest."
     assert changes == [1, 1] and subs.get(engine.index, "C1") is None
     with pytest.raises(Exception):
-        face.handle(command("digest"), channel_id="C1")
+        face.handle(command("digest"), channel_id="C1", **as_member("C1"))
 
 
 def test_a_failing_reload_does_not_fail_the_command(engine):
@@ -301,15 +310,15 @@ def test_a_failing_reload_does_not_fail_the_command(engine):
         raise RuntimeError("scheduler down")
 
     face = DigestFace(engine.settings, engine, on_change=broken, clock=lambda: NOW)
-    reply = face.handle(command("subscribe web"), channel_id="C1")
+    reply = face.handle(command("subscribe web"), channel_id="C1", **as_member("C1"))
     assert "Subscribed" in json.dumps(reply.blocks)
 
 
 def test_untracking_a_repository_removes_it_from_subscriptions(engine):
     changes: list[int] = []
     face = DigestFace(engine.settings, engine, on_change=lambda: changes.append(1), clock=lambda: NOW)
-    face.handle(command("subscribe web api"), channel_id="C1")
-    face.handle(command("subscribe web"), channel_id="C2")
+    face.handle(command("subscribe web api"), channel_id="C1", **as_member("C1"))
+    face.handle(command("subscribe web"), channel_id="C2", **as_member("C2"))
     changes.clear()
     engine.untrack("web")
     assert face.forget_repo("web") == ["C1", "C2"] and changes == [1]

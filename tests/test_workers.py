@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.engine.audiences import OPERATOR
 from bot.config import Settings
 from bot.engine.query import parse_query
 from bot.service.workers import BusyError, ReportAnswer, ReportJob, ReportPool
@@ -48,7 +49,7 @@ def graph_code_loaded(job: ReportJob) -> ReportAnswer:
 
 
 def _job(user: str, text: str = "") -> ReportJob:
-    return ReportJob(parse_query(["web"], TODAY), text, user, TODAY)
+    return ReportJob(parse_query(["web"], TODAY), text, user, TODAY, viewer=OPERATOR)
 
 
 class Inbox:
@@ -205,9 +206,9 @@ def test_real_reports_are_computed_and_rendered_in_a_worker(settings, tmp_path):
     pool.start()
     try:
         inbox = Inbox()
-        pool.submit(ReportJob(parse_query(["web", "format:csv"], TODAY), "web format:csv", "ann", TODAY, csv=True),
+        pool.submit(ReportJob(parse_query(["web", "format:csv"], TODAY), "web format:csv", "ann", TODAY, csv=True, viewer=OPERATOR),
                     inbox)
-        pool.submit(ReportJob(parse_query(["nosuch"], TODAY), "nosuch", "ann", TODAY), inbox)
+        pool.submit(ReportJob(parse_query(["nosuch"], TODAY), "nosuch", "ann", TODAY, viewer=OPERATOR), inbox)
         answers = sorted(inbox.wait(2), key=lambda a: a.failed)
         assert "4 person-days" in answers[0].text
         header, total = (line.split(",") for line in answers[0].csv.splitlines())  # no by: one row

@@ -220,6 +220,10 @@ def digest_blocks(digest: Digest, *, chart_file_id: str | None = None, next_due:
     if digest.untracked:
         notes.append(":warning: No longer tracked: " + ", ".join(code(n) for n in digest.untracked[:20])
                      + (f" and {len(digest.untracked) - 20} more" if len(digest.untracked) > 20 else ""))
+    if digest.restricted:
+        notes.append(":lock: Left out: this channel may no longer see " + ", ".join(code(n) for n in digest.restricted[:20])
+                     + (f" and {len(digest.restricted) - 20} more" if len(digest.restricted) > 20 else "")
+                     + " (an admin changed who may see them).")
     notes.append(f"{period_kind_words(digest.period_start)} in {escape_mrkdwn(digest.tz)} · "
                  "2GAD = active person-days x 2"
                  + (" · names shown (people:on)" if digest.people else ""))

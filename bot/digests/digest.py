@@ -60,7 +60,9 @@ from datetime import date, datetime, timedelta, timezone
 from ..errors import DigestError, GadError, UnknownRepoError
 from ..store.index import Index, RepoRow, _iso, parse_time, utcnow
 from ..metric import Row
+from ..engine.audiences import OPERATOR, Viewer
 from ..engine.query import Query
+from ..slackapi import channel_facts
 from . import subscriptions as subs
 from .rows import Digest, Figures
 from .subscriptions import DeliveryRecord, Subscription
@@ -241,18 +243,19 @@ class ReportCache:
         self._reports: dict = {}
         self._lock = threading.Lock()
 
-    def report(self, names: tuple[str, ...], since: date | None, until: date | None, by: str | None, today: date):
-        key = (names, since, until, by)
+    def report(self, names: tuple[str, ...], since: date | None, until: date | None, by: str | None, today: date,
+               viewer: Viewer):
+        key = (names, since, until, by, viewer)  # a channel may see less of a project than another
         with self._lock:
             found = self._reports.get(key)
         if found is None:
-            found = self.engine.report(Query(repos=names, since=since, until=until, by=by), today)
+            found = self.engine.report(Query(repos=names, since=since, until=until, by=by), today, viewer)
             with self._lock:
                 self._reports[key] = found
         return found
 
 
-def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today: date) -> list[Row]:
+def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today: date, viewer: Viewer) -> list[Row]:
     """The TREND_WEEKS + 1 seven-day periods ending with the one from `start`, oldest first.
 
     Periods starting on a Monday are ISO weeks: one `by:week` report gives them all. Others
@@ -260,12 +263,12 @@ def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today:
     """
     end = start + timedelta(days=6)
     if start.weekday() == 0:
-        rows = list(cache.report(names, start - timedelta(weeks=TREND_WEEKS), end, "week", today).rows)
+        rows = list(cache.report(names, start - timedelta(weeks=TREND_WEEKS), end, "week", today, viewer).rows)
     else:
         rows = []
         for k in range(TREND_WEEKS, -1, -1):
             first = start - timedelta(weeks=k)
-            totals = cache.report(names, first, first + timedelta(days=6), None, today).totals
+            totals = cache.report(names, first, first + timedelta(days=6), None, today, viewer).totals
             rows.append(Row(first.isoformat(), totals, first))
     if len(rows) != TREND_WEEKS + 1:  # by_period always fills the span; be loud if that ever changes
         raise DigestError(f"The weekly trend for {', '.join(names)} has {len(rows)} weeks instead of "
@@ -274,10 +277,10 @@ def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today:
 
 
 def _figures(cache: ReportCache, name: str, names: tuple[str, ...], start: date, today: date,
-             before_people: set[str]) -> tuple[Figures, object]:
+             before_people: set[str], viewer: Viewer) -> tuple[Figures, object]:
     end = start + timedelta(days=6)
-    week = cache.report(names, start, end, "person", today)
-    rows = _period_rows(cache, names, start, today)
+    week = cache.report(names, start, end, "person", today, viewer)
+    rows = _period_rows(cache, names, start, today, viewer)
     earlier = rows[:TREND_WEEKS]
     average = sum(r.totals.two_gad for r in earlier) / TREND_WEEKS
     week_people = tuple(r.key for r in week.rows)
@@ -285,47 +288,66 @@ def _figures(cache: ReportCache, name: str, names: tuple[str, ...], start: date,
     return Figures(name, week.totals, earlier[-1].totals, average, tuple(rows[1:]), tuple(week.rows), new), week
 
 
-def _resolve(engine, names: Iterable[str]) -> tuple[list[RepoRow], list[str]]:
+def channel_viewer(client_factory: ClientFactory | None, channel: str) -> Viewer:
+    """The channel a digest is posted in, as audiences see it (conversations.info: shared outside the workspace?).
+    When Slack cannot say, nothing is posted: a DigestError, recorded and tried again by a later run."""
+    if client_factory is None:
+        raise DigestError("No Slack client is configured; set SLACK_BOT_TOKEN.")
+    facts = channel_facts(client_factory(), channel)
+    if facts is None:
+        raise DigestError(f"Slack could not say whether <#{channel}> is shared outside the workspace, so its digest "
+                          "waits until it can (who may see each repository depends on it).")
+    return Viewer.of_channel(channel, shared_outside=facts[0])
+
+
+def _resolve(engine, names: Iterable[str], viewer: Viewer) -> tuple[list[RepoRow], list[str], list[str]]:
+    """The repositories the channel (`viewer`) may see, the names untracked since, the names it may not see."""
     repos: dict[int, RepoRow] = {}
-    missing = []
+    missing, closed = [], []
     for name in names:
         try:
-            for repo in engine.resolve([name]):
+            for repo in engine.resolve([name], viewer):
                 repos[repo.id] = repo
         except UnknownRepoError:
-            missing.append(name)
-    return sorted(repos.values(), key=lambda r: r.name), missing
+            (closed if engine.catalog.unseen(viewer, [name]) else missing).append(name)
+    return sorted(repos.values(), key=lambda r: r.name), missing, closed
 
 
-def build_digest(engine, sub: Subscription, period_start: date, *, cache: ReportCache | None = None,
+def build_digest(engine, sub: Subscription, period_start: date, *, viewer: Viewer, cache: ReportCache | None = None,
                  stale: dict[str, str] | None = None, preview: bool = False, now: datetime | None = None) -> Digest:
-    """The digest of `sub` for the week starting on Monday `period_start` (figures equal `engine.report`'s)."""
+    """The digest of `sub` for the week starting on Monday `period_start` (figures equal `engine.report`'s), of
+    what `viewer` (the channel it is posted in) may see; a name it may no longer see is left out, and said."""
     cache = cache or ReportCache(engine)
     now = now or utcnow()
     today = now.astimezone(sub.zone).date()
-    repos, missing = _resolve(engine, sub.repos)
+    repos, missing, closed = _resolve(engine, sub.repos, viewer)
+    if not repos and closed:
+        raise DigestError("This channel may no longer see " + ", ".join(f"`{n}`" for n in closed)
+                          + " (an admin changed who may see them), so its digest has nothing to show; subscribe to "
+                            "others or `unsubscribe all`.")
     if not repos:
         raise DigestError("None of this channel's repositories is tracked any more ("
                           + ", ".join(f"`{n}`" for n in sub.repos) + "); subscribe to others or `unsubscribe all`.")
     before: dict[str, set[str]] = {}
     for repo in repos:
-        earlier = cache.report((repo.name,), None, period_start - timedelta(days=1), "person", today)
+        earlier = cache.report((repo.name,), None, period_start - timedelta(days=1), "person", today, viewer)
         before[repo.name] = {r.key for r in earlier.rows}
     per_repo = []
     for repo in repos:
-        figures, _ = _figures(cache, repo.name, (repo.name,), period_start, today, before[repo.name])
+        figures, _ = _figures(cache, repo.name, (repo.name,), period_start, today, before[repo.name], viewer)
         per_repo.append(figures)
     names = tuple(r.name for r in repos)
     if len(repos) == 1:
         total = per_repo[0]
-        week_report = cache.report(names, period_start, period_start + timedelta(days=6), "person", today)
+        week_report = cache.report(names, period_start, period_start + timedelta(days=6), "person", today, viewer)
     else:
         everyone_before = set().union(*before.values())
-        total, week_report = _figures(cache, "all", names, period_start, today, everyone_before)
+        total, week_report = _figures(cache, "all", names, period_start, today, everyone_before, viewer)
     stale = stale or {}
     end = period_start + timedelta(days=6)
     return Digest(channel_id=sub.channel_id, period_start=period_start, period_end=end, tz=sub.tz,
                   people=sub.people, total=total, repos=tuple(per_repo), untracked=tuple(missing),
+                  restricted=tuple(closed),
                   scope_words=week_report.scope_words, data_as_of=week_report.data_as_of,
                   stale=tuple((n, stale[n]) for n in names if n in stale), preview=preview,
                   so_far=today if preview and today < end else None)
@@ -624,7 +646,7 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
     if at.tzinfo is None:
         raise DigestError("The time to deliver at needs a time zone, e.g. 2026-11-30T09:00+00:00 or ...Z.")
     if dry_run:
-        return preview_due_digests(engine, at, channels=channels, workers=workers)
+        return preview_due_digests(engine, at, channels=channels, workers=workers, client_factory=client_factory)
     if at > now + timedelta(minutes=1):
         raise DigestError("Digests can only be delivered for times that have come: "
                           f"{_iso(at)} is in the future.")
@@ -669,7 +691,7 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
     if sync:
         repos: dict[int, RepoRow] = {}
         for sub, _, _ in work:
-            for repo in _resolve(engine, sub.repos)[0]:
+            for repo in _resolve(engine, sub.repos, OPERATOR)[0]:  # fetched whoever may see them
                 repos[repo.id] = repo
         stale = sync_repos(engine, repos.values(), now)
     cache = ReportCache(engine)
@@ -678,7 +700,10 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
     def one(item: tuple[Subscription, date, datetime]) -> DeliveryResult:
         sub, period, due_at = item
         try:
-            digest = build_digest(engine, sub, period, cache=cache, stale=stale, now=at)
+            # Slack is asked about the channel only when there is something to show in it
+            viewer = channel_viewer(client_factory, sub.channel_id) if _resolve(engine, sub.repos, OPERATOR)[0] \
+                else OPERATOR
+            digest = build_digest(engine, sub, period, viewer=viewer, cache=cache, stale=stale, now=at)
         except Exception as error:
             if not isinstance(error, GadError):
                 log.exception("building the digest for %s failed", sub.channel_id)
@@ -702,7 +727,7 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
 
 
 def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None = None,
-                        workers: int = 8) -> list[DeliveryResult]:
+                        workers: int = 8, client_factory: ClientFactory | None = None) -> list[DeliveryResult]:
     """For each subscription (or those of `channels`), the digest as it would be posted at `at`.
 
     `gad-bot digest --dry-run`: the period is the newest one due at `at` (a future `at` previews a
@@ -720,12 +745,18 @@ def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None 
         period = sub.period_due_before(at)
         due_at = sub.due_at(period)
         try:
-            digest = build_digest(engine, sub, period, cache=cache, now=min(at, utcnow()))
+            try:
+                viewer, unchecked = channel_viewer(client_factory, sub.channel_id), False
+            except DigestError:  # the operator's preview: everything, and a word that audiences were not checked
+                viewer, unchecked = OPERATOR, True
+            digest = build_digest(engine, sub, period, viewer=viewer, cache=cache, now=min(at, utcnow()))
         except GadError as error:
             return DeliveryResult(sub.channel_id, period, due_at, "failed", str(error))
         text, blocks = digest_blocks(digest, chart_file_id=None)
         record = ledger.get(sub.channel_id, period)
         notes = ["not posted (dry run)"]
+        if unchecked:
+            notes.append("who may see each repository was not checked (Slack could not say what the channel is)")
         if record is not None:
             notes.append(f"the ledger says {record.shown_state}")
         if sub.paused:
@@ -740,7 +771,7 @@ def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None 
         return list(pool.map(one, chosen))
 
 
-def preview_digest(engine, channel_id: str, now: datetime | None = None) -> tuple[str, list[dict]]:
+def preview_digest(engine, channel_id: str, now: datetime | None = None, *, viewer: Viewer) -> tuple[str, list[dict]]:
     """`/gad digest`: the channel's next digest as it stands now (text, blocks), for an ephemeral answer.
 
     The week shown is the one the next scheduled delivery will cover; while that week is still in
@@ -753,5 +784,5 @@ def preview_digest(engine, channel_id: str, now: datetime | None = None) -> tupl
     if sub is None:
         raise DigestError("This channel has no digest subscription; subscribe with `/gad subscribe REPO`.")
     period, due = sub.next_due(now)
-    digest = build_digest(engine, sub, period, preview=True, now=now)
+    digest = build_digest(engine, sub, period, viewer=viewer, preview=True, now=now)
     return digest_blocks(digest, chart_file_id=None, next_due=due)

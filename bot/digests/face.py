@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .digest import last_delivery, preview_digest
-from ..errors import UnknownRepoError
+from ..engine.audiences import Viewer
+from ..errors import PermissionDeniedError, UnknownRepoError, command, literal
 from ..store.index import utcnow
 from ..engine.query import ListSubscriptions, PreviewDigest, Subscribe, Unsubscribe
 from . import blocks as render
@@ -74,10 +75,19 @@ class DigestFace:
             except Exception:  # the scheduler also notices changes by itself within a minute
                 log.exception("rebuilding the digest jobs failed")
 
-    def handle(self, parsed, *, channel_id: str, team_id: str | None = None, user_id: str | None = None,
-               user_tz: str | None = None) -> DigestReply:
+    def handle(self, parsed, *, channel_id: str, viewer: Viewer, channel_viewer: Callable[[], Viewer],
+               team_id: str | None = None, user_id: str | None = None, user_tz: str | None = None) -> DigestReply:
+        """`viewer`: who asks; `channel_viewer()`: the channel the digest is posted in (asked of Slack only when a
+        digest is subscribed to or shown). A digest goes only where the channel may see all it names."""
         now = self.clock()
         if isinstance(parsed, Subscribe):
+            self.engine.resolve(parsed.repos, viewer)  # what the person may not see is, to them, not tracked
+            hidden = self.engine.catalog.unseen(channel_viewer(), parsed.repos)
+            if hidden:
+                raise PermissionDeniedError(
+                    f"Not everyone in this channel may see {literal(hidden[0])} (or the channel is shared outside "
+                    "the workspace), so its digest cannot be posted here; subscribe a channel of its audience, "
+                    f"or ask an admin who may see it ({command('access ' + hidden[0])}).")
             result = subscribe(self.engine, channel_id, parsed, user_tz=user_tz, user_id=user_id, team_id=team_id,
                                now=now)
             self._changed()
@@ -90,8 +100,9 @@ class DigestFace:
             return DigestReply(*render.unsubscribe_blocks(result, by=user_id), public=bool(result.removed))
         if isinstance(parsed, ListSubscriptions):
             return DigestReply(*render.subscriptions_blocks(channel_view(self.engine, channel_id, now), parsed.page))
-        if isinstance(parsed, PreviewDigest):
-            return DigestReply(*preview_digest(self.engine, channel_id, now))
+        if isinstance(parsed, PreviewDigest):  # shown to one person: what the channel would get, that they may see
+            return DigestReply(*preview_digest(self.engine, channel_id, now,
+                                               viewer=viewer.posting_in(channel_viewer())))
         raise TypeError(f"not a digest command: {parsed!r}")
 
     def forget_repo(self, name: str) -> list[str]:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import logging
 
+from ..engine.audiences import Viewer
+from ..engine.catalog import Catalog
 from ..render import blocks as kit
+from ..slackapi import channel_facts
 from ..store.orgindex import OrgIndex
 
 log = logging.getLogger(__name__)
@@ -21,12 +24,13 @@ log = logging.getLogger(__name__)
 MAX_CHANGES_SHOWN = 20  # an organization that moved 500 repositories at once gets a short message
 
 
-def org_news(result) -> str | None:
-    """The message for one OrgSyncResult (None when nothing changed)."""
-    if not result.changes:
+def org_news(result, changes=None) -> str | None:
+    """The message for one OrgSyncResult (None when nothing changed); `changes`: those of it to tell."""
+    changes = result.changes if changes is None else changes
+    if not changes:
         return None
-    lines = [change.sentence() for change in result.changes[:MAX_CHANGES_SHOWN]]
-    more = len(result.changes) - MAX_CHANGES_SHOWN
+    lines = [change.sentence() for change in changes[:MAX_CHANGES_SHOWN]]
+    more = len(changes) - MAX_CHANGES_SHOWN
     if more > 0:
         lines.append(f"… and {more:,} more changes (`/gad repos` lists every repository).")
     return f"{result.org} changed on its forge:\n" + "\n".join(f"• {line}" for line in lines)
@@ -36,11 +40,22 @@ def announce_org_changes(index, client, results) -> list[tuple[str, str]]:
     """Post each organization's changes in the channels subscribed to it; return the (channel, text) posted."""
     posted = []
     rows = OrgIndex(index)
+    catalog = Catalog(index)
     for result in results:
-        text = org_news(result)
-        if text is None:
+        if not result.changes:
             continue
         for channel in rows.subscribed_channels(result.org):
+            # told only what the channel may see: the organization, and each repository named
+            facts = channel_facts(client, channel)
+            if facts is None:  # Slack cannot say who reads it: the next digest shows the changes anyway
+                continue
+            where = Viewer.of_channel(channel, shared_outside=facts[0])
+            if catalog.unseen(where, [result.org]):
+                continue
+            text = org_news(result, [c for c in result.changes
+                                     if not catalog.unseen(where, [n for n in (c.name, c.old_name) if n])])
+            if text is None:
+                continue
             try:
                 client.chat_postMessage(channel=channel, text=text, blocks=[kit.section(kit.escape_mrkdwn(text))],
                                         unfurl_links=False, unfurl_media=False)

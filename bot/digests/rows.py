@@ -35,6 +35,7 @@ class Digest:
     total: Figures
     repos: tuple[Figures, ...]
     untracked: tuple[str, ...] = ()
+    restricted: tuple[str, ...] = ()  # subscribed, but this channel may no longer see them: left out, and said
     scope_words: str = ""
     data_as_of: datetime | None = None
     stale: tuple[tuple[str, str], ...] = ()  # (repository, why its data may be old)

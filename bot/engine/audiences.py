@@ -16,6 +16,7 @@ are never part of `everyone`; a channel shared outside the workspace is not eith
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -132,13 +133,27 @@ class Viewer:
     operator: bool = False  # the shell: gad-bot's operator sees everything
     guest: bool = False  # a guest or a member of another organization: said in refusals
     channel: bool = False  # a channel an answer would be posted in (not a person)
+    also: "Viewer | None" = None  # an answer a person posts in a channel: the channel must see it too
 
     def sees(self, audience: Audience) -> bool:
+        return self._sees(audience) and (self.also is None or self.also.sees(audience))
+
+    def _sees(self, audience: Audience) -> bool:
         if self.operator or (self.admin and not self.channel):
             return True
         if audience.everyone:
             return self.member
         return bool(self.within.intersection(audience.ids))
+
+    def posting_in(self, channel: "Viewer") -> "Viewer":
+        """This person's answer, posted in a channel: it shows only what both the person and the channel may see."""
+        return dataclasses.replace(self, also=channel)
+
+    @property
+    def reads_people(self) -> bool:
+        """Whether person-level answers about anyone may go to this viewer (GAD_PERSON_DETAIL=admins): the
+        operator, and an admin reading privately (not in a channel, whose members are not all admins)."""
+        return self.operator or (self.admin and not self.channel and self.also is None)
 
     @classmethod
     def of_channel(cls, channel_id: str, *, shared_outside: bool) -> "Viewer":

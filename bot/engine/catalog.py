@@ -66,6 +66,17 @@ class Catalog:
             return self.index.repo_names() + list(self.index.projects())
         return [r.name for r in self.repos(viewer)] + [p for p in self.project_audiences_seen(viewer)]
 
+    def unseen(self, viewer: Viewer, names) -> list[str]:
+        """Of these names (repositories or projects), those `viewer` may not see; untracked names are not listed."""
+        hidden = []
+        for name in dict.fromkeys(names):
+            repo = self.index.repo(name)
+            stored = repo.audience if repo is not None else self.index.project_audience(name)
+            if (repo is not None or stored is not None) and not viewer.operator \
+                    and not viewer.sees(audience_of(stored)):
+                hidden.append(name)
+        return hidden
+
     def project_audiences_seen(self, viewer: Viewer) -> list[str]:
         """The projects whose own audience admits the viewer (their repositories are checked one by one)."""
         return sorted(name for name, stored in self.index.project_audiences().items()

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import columns as col
 from ..config import Settings
+from ..errors import QueryError
 from ..metric import Report
 from ..store.index import Index, RepoRow
 from .audiences import OPERATOR, Audience, Viewer
@@ -84,6 +85,21 @@ class Engine:
     def sees(self, viewer: Viewer, repo: RepoRow) -> bool:
         """Whether `viewer` (a person, or a channel an answer would be posted in) may see `repo`."""
         return self.catalog.sees(viewer, repo)
+
+    def aliases(self, user: str) -> list[str]:
+        """The addresses an admin added for a Slack member, beside their profile's (`gad-bot teams alias`)."""
+        return self.index.slack_aliases(user)
+
+    def set_aliases(self, user: str, addresses: Iterable[str], *, remove: bool = False) -> None:
+        """Add (or remove) addresses a Slack member commits with; each must look like an e-mail address."""
+        from ..metric import person_key
+
+        wanted = [person_key(a.strip()) for a in addresses]
+        bad = [a for a in wanted if "@" not in a or len(a) > 320 or any(c.isspace() for c in a)]
+        if bad:
+            raise QueryError(f"`{bad[0][:100]}` is not an e-mail address; give the address as git records it, "
+                             "e.g. ana@home.example.")
+        self.index.set_slack_aliases(user, wanted, remove=remove)
 
     def access(self, name: str) -> Access:
         """Who may see a repository, project or organization (admins read it)."""
@@ -200,6 +216,10 @@ class Engine:
     def report(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
         """Answer a Query from the index alone, over what `viewer` may see (bot/engine/audiences.py)."""
         return self.reporting.report(query, today, viewer)
+
+    def me(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
+        """The viewer's own 2GAD (`/gad me`), found by their addresses through each repository's mailmap."""
+        return self.reporting.me(query, today, viewer)
 
     def compare(self, command: Compare, today: date | None = None, viewer: Viewer = OPERATOR):
         """One row per item over the same tokens (each item's report, by month, boiled down)."""

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import GadError, QueryError
+from .audiences import OPERATOR, Viewer
+from .catalog import Catalog
 from .query import EXAMPLES, NamesAnExample, is_ref_word
 from .refs import family, is_prerelease, version_key
 from .releases import families, is_release_tag
@@ -51,24 +53,27 @@ class Tracked:
 log = logging.getLogger(__name__)
 
 
-def tracked_or_generic(index: "Index", repos: "list[RepoRow] | None" = None) -> Tracked | None:
+def tracked_or_generic(index: "Index", viewer: Viewer = OPERATOR,
+                       repos: "list[RepoRow] | None" = None) -> Tracked | None:
     """`tracked`, or None (the generic examples) when the index cannot be read: help, answered in Slack's ack
     and on the terminal, must still help when the index is damaged or locked."""
     try:
-        return tracked(index, repos)
+        return tracked(index, viewer, repos)
     except (sqlite3.Error, GadError, OSError) as error:
         log.warning("help examples fall back to the generic ones: the index could not be read (%s)",
                     type(error).__name__)
         return None
 
 
-def tracked(index: "Index", repos: "list[RepoRow] | None" = None) -> Tracked | None:
-    """What is tracked, for the examples (a few rows read); None with nothing tracked. `repos`: every tracked
-    repository, when the caller has just read them (the Home tab lists them too), else read here."""
-    repos = sorted(index.repos() if repos is None else repos, key=lambda r: (-r.commits, r.name))
+def tracked(index: "Index", viewer: Viewer = OPERATOR, repos: "list[RepoRow] | None" = None) -> Tracked | None:
+    """What is tracked that `viewer` may see, for the examples (a few rows read); None with nothing. `repos`: those
+    repositories, when the caller has just read them for this viewer (the Home tab lists them too), else read here.
+    An example names only what the person it is for may see: a name is a fact about a repository."""
+    catalog = Catalog(index)
+    repos = sorted(catalog.repos(viewer) if repos is None else repos, key=lambda r: (-r.commits, r.name))
     if not repos:
         return None
-    projects = tuple(name for name, members in index.projects().items() if members)
+    projects = tuple(name for name, members in catalog.projects(viewer).items() if members)
     return Tracked(repos=tuple(r.name for r in repos), projects=projects, tags=_releases(index.stored_tips(repos[0].id)))
 
 

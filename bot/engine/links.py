@@ -14,6 +14,7 @@ import urllib.parse
 from dataclasses import dataclass
 from datetime import date
 
+from .audiences import OPERATOR, Viewer
 from .query import parse_query
 
 MAX_URL_CHARS = 2000  # longer "links" in a message are not links gad-bot could know
@@ -66,13 +67,14 @@ def urls_in(text: str, limit: int = 10) -> list[str]:
     return [m.group(0).rstrip(".,;:!?)]}") for m in _URL.finditer(text or "")][:limit]
 
 
-def tracked_link(engine, url: str) -> LinkTarget | None:
-    """The tracked repository (longest matching source) or organization a link names; None for anything else."""
+def tracked_link(engine, url: str, viewer: Viewer = OPERATOR) -> LinkTarget | None:
+    """The tracked repository (longest matching source) or organization a link names, of those `viewer` may see;
+    None for anything else (what they may not see is, to them, not tracked)."""
     place = Place.of(url)
     if place is None or not url.lower().startswith(("http://", "https://")):
         return None
     best: tuple[int, str] | None = None
-    for repo in engine.repos():
+    for repo in engine.repos(viewer):
         source = Place.of(str(repo.source))
         if source and source.host == place.host and place.segments[:len(source.segments)] == source.segments:
             if best is None or len(source.segments) > best[0]:
@@ -80,7 +82,9 @@ def tracked_link(engine, url: str) -> LinkTarget | None:
     if best is not None:
         return LinkTarget(url, best[1], "repository")
     organization = engine.org_of(place.host, "/".join(place.segments))
-    return LinkTarget(url, organization, "organization") if organization else None
+    if organization and (viewer.operator or organization in engine.known_names(viewer)):
+        return LinkTarget(url, organization, "organization")
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,10 +106,11 @@ class CardFigures:
 CARD_WEEKS = 12
 
 
-def card_figures(engine, target: LinkTarget, today: date) -> CardFigures:
-    """The card's figures, by the one grammar: `NAME` and `NAME since:12w by:week`."""
-    whole = engine.report(parse_query([target.name], today), today)
-    recent = engine.report(parse_query([target.name, f"since:{CARD_WEEKS}w", "by:week"], today), today)
+def card_figures(engine, target: LinkTarget, today: date, viewer: Viewer = OPERATOR) -> CardFigures:
+    """The card's figures, by the one grammar: `NAME` and `NAME since:12w by:week`, over what `viewer` (a person,
+    and the channel the card is posted in) may see."""
+    whole = engine.report(parse_query([target.name], today), today, viewer)
+    recent = engine.report(parse_query([target.name, f"since:{CARD_WEEKS}w", "by:week"], today), today, viewer)
     weekly = tuple(2 * row.totals.person_days for row in recent.rows)
     return CardFigures(name=target.name, kind=target.kind, two_gad=whole.totals.two_gad,
                        developers=whole.totals.developers, commits=whole.totals.commits,

@@ -198,6 +198,23 @@ class PreviewDigest:
 
 
 @dataclass(frozen=True)
+class SetAccess:
+    """`access NAME [everyone|admins|ID...]`: read (no words) or set who may see a repository, project or
+    organization (bot/engine/audiences.py parses the words). Admins only."""
+
+    name: str
+    words: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Me:
+    """`me [tokens]`: the asker's own 2GAD over what they may see (or the repositories named), found by the
+    addresses of their Slack profile through each repository's mailmap."""
+
+    query: Query
+
+
+@dataclass(frozen=True)
 class ProjectAdd:
     name: str
     repos: tuple[str, ...]
@@ -243,7 +260,7 @@ class Compare:
         return replace(query, range=item.range) if item.range else query
 
 
-Command = Union[Help, ListRepos, ShowReport, Track, Untrack, Sync, Subscribe, Unsubscribe,
+Command = Union[Help, ListRepos, ShowReport, Track, Untrack, Sync, Subscribe, Unsubscribe, SetAccess, Me,
                 ListSubscriptions, PreviewDigest, ProjectAdd, ProjectRemove, ListProjects, Compare]
 
 @dataclass(frozen=True)
@@ -447,8 +464,8 @@ def query_words(args: list[str] | tuple[str, ...]) -> list[str]:
     return words
 
 
-def parse_query(words: list[str], today: date) -> Query:
-    """Parse report words (repositories then tokens, in any order) into a Query."""
+def parse_query(words: list[str], today: date, *, repos_required: bool = True) -> Query:
+    """Parse report words (repositories then tokens, in any order) into a Query (`me` may name none)."""
     repos: list[str] = []
     seen: dict[str, str] = {}
     authors: list[str] = []
@@ -560,7 +577,7 @@ def parse_query(words: list[str], today: date) -> Query:
             if value.lower() not in ("csv",):
                 raise QueryError(f"`format:{value}` is not a format gad-bot writes; use `format:csv`.")
             options["format"] = value.lower()
-    if not repos:
+    if not repos and repos_required:
         raise NamesAnExample(f"Name at least one repository, e.g. `{{question}}`; {command('repos')} lists them.")
     if "range" in options and "scope" in seen:
         raise QueryError(f"A range replaces the scope: `range:{seen['range']}` counts what git's "
@@ -784,6 +801,17 @@ def parse_command(text: str, today: date) -> Command:
         return PreviewDigest()
     if head == "projects":
         return ListProjects()
+    if head == "access":
+        if not rest:
+            raise NamesAnExample("Name what to read or open, e.g. `access {repo}` or `access {repo} everyone`.")
+        return SetAccess(_check_repo_word(rest[0]), tuple(rest[1:]))
+    if head == "me":
+        query = parse_query(rest, today, repos_required=False)
+        if query.authors:
+            raise QueryError("`me` counts your own addresses already; leave out `author:`.")
+        if query.by == "person":
+            raise QueryError("`me` is one person's figure; leave out `by:person` (try `by:month` or `by:repo`).")
+        return Me(query)
     if head == "project":
         sub = rest[0].lower() if rest else ""
         if sub == "add" and len(rest) >= 3:

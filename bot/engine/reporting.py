@@ -24,6 +24,7 @@ from ..store.index import Index, RepoRow, utcnow
 from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
 from .audiences import OPERATOR, Viewer
 from .catalog import Catalog, audience_of
+from .identities import Identities
 from .filters import Active, author_zero_words, check_authors, check_filters
 from .periods import from_epoch_day, mark_partial, to_epoch_day
 from .query import Compare, Query, RefRange
@@ -42,6 +43,7 @@ class Reporting:
         self.index = index
         self.catalog = catalog
         self.snapshots = snapshots
+        self.identities = Identities(index)
         self._lock = threading.Lock()
 
     def report(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
@@ -53,7 +55,7 @@ class Reporting:
     def _person_level(self, query: Query, viewer: Viewer) -> tuple[Query, str | None]:
         """GAD_PERSON_DETAIL=admins: person-level answers only to admins and to a person about themselves;
         by:person asked by anyone else becomes the totals, with a sentence; `author:` someone else is refused."""
-        if self.settings.person_detail != "admins" or viewer.operator or viewer.admin:
+        if self.settings.person_detail != "admins" or viewer.reads_people:
             return query, None
         about_themselves = bool(query.authors) and set(query.authors) <= set(viewer.emails)
         if query.authors and not about_themselves:
@@ -66,9 +68,41 @@ class Reporting:
                     f"{command('me')} shows your own.")
         return query, None
 
-    def _report(self, query: Query, today: date | None, viewer: Viewer = OPERATOR) -> Report:
+    def me(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
+        """`/gad me`: the viewer's own 2GAD over what they may see (or the repositories named), found by their
+        own addresses through each repository's mailmap (bot/engine/identities.py)."""
+        from glob import escape
+
+        from .filters import _people
+
+        if not viewer.emails:
+            raise QueryError("Slack shows gad-bot no e-mail address of yours (the app needs the `users:read.email` "
+                             "scope, and your profile an address), so it cannot find your commits; an admin can add "
+                             f"the address you commit with: `gad-bot teams alias {viewer.user or 'U…'} ADDRESS`.")
+        names = query.repos or tuple(r.name for r in self.catalog.repos(viewer))
+        if not names:
+            raise QueryError("There is no repository you may see yet, so there is nothing of yours to count.")
+        repos = self.catalog.resolve_seen(names, viewer).repos
+        mapped = set().union(*self.identities.people(repos, viewer.emails).values())
+        committed = _people(self.index, repos, query.mailmap)
+        mine = sorted(p for p in mapped if p in committed and (query.bots or not committed[p]))
+        if not mine:
+            first = viewer.emails[0]
+            where = f"{literal(names[0])} has" if len(query.repos) == 1 else "The repositories you may see have"
+            raise QueryError(f"{where} no commits by {', '.join(viewer.emails)}; if you commit with another address, a "
+                             f"`.mailmap` line such as `Your Name <{first}> <you@other.example>` in the repository "
+                             "joins them, or an admin can add it to your addresses "
+                             f"(`gad-bot teams alias {viewer.user or 'U…'} you@other.example`).")
+        asked = dataclasses.replace(query, repos=tuple(names), authors=tuple(escape(p) for p in mine))
+        with self.snapshots.masks.staged():
+            report = self._report(asked, today, viewer, about_themselves=True)
+        return dataclasses.replace(report, notes=report.notes + (
+            f"Counted as you: {', '.join(mine)} (your Slack profile's address, through each repository's mailmap).",))
+
+    def _report(self, query: Query, today: date | None, viewer: Viewer = OPERATOR,
+                about_themselves: bool = False) -> Report:
         today = today or datetime.now(timezone.utc).date()
-        query, person_note = self._person_level(query, viewer)
+        query, person_note = (query, None) if about_themselves else self._person_level(query, viewer)
         resolved = self.catalog.resolve_seen(query.repos, viewer)
         repos = resolved.repos
         scope_bit = {"default": IN_DEFAULT, "all": IN_ALL, "branch": IN_HEAD}[query.scope.kind]
@@ -190,7 +224,7 @@ class Reporting:
             report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table, active))
         access_notes = [f"{hidden:,} of {literal(project)}'s repositories are left out: you are not in their audience."
                         for project, hidden in resolved.hidden]
-        if viewer.admin and not viewer.operator:  # an admin sees everything: say what others would not
+        if viewer.admin and not viewer.operator and viewer.also is None:  # an admin sees all: say what others would not
             access_notes += [f"{literal(r.name)} is restricted ({audience_of(r.audience).words()}): this answer is "
                              "yours, and Share posts it only in a channel of that audience."
                              for r in repos if not audience_of(r.audience).everyone][:3]

@@ -556,6 +556,86 @@ def projects():
     project.callback(("list",))
 
 
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("name")
+@click.argument("audience", nargs=-1)
+@friendly
+def access(name, audience):
+    """Who may see NAME (a repository, project or organization); with AUDIENCE, set it: `everyone`, `admins`, or
+    Slack ids of channels (C…), user groups (S…) and people (U…)."""
+    from ..engine.audiences import Audience
+
+    engine = _engine()
+    if audience:
+        found = engine.set_access(name, Audience.from_words(list(audience)))
+    else:
+        found = engine.access(name)
+    click.echo(_access_words(found, _settings()))
+
+
+def _access_words(access, settings: Settings) -> str:
+    """`web (repository) is seen by: everyone ...`, with each id's name beside it where Slack answers."""
+    audience = access.audience
+    if audience.everyone or not audience.ids:
+        who = "everyone in the workspace (not guests, not other organizations)" if audience.everyone else "admins only"
+    else:
+        names = _slack_names(audience.ids, settings)
+        who = ", ".join(f"{i} ({names[i]})" if names.get(i) else i for i in audience.ids)
+    lines = [f"{access.name} ({access.kind}) is seen by: {who}."]
+    if access.follows:
+        lines.append(f"It follows the audience of its organization `{access.follows}`; "
+                     f"`gad-bot access {access.name} ...` gives it one of its own.")
+    if access.own:
+        lines.append(f"{len(access.own):,} of its repositories keep an audience of their own (private on the forge, "
+                     "or set by an admin): " + ", ".join(access.own[:20]) + (" ..." if len(access.own) > 20 else ""))
+    return "\n".join(lines)
+
+
+def _slack_names(ids, settings: Settings) -> dict[str, str]:
+    """#channel, @group and people's names for Slack ids, where Slack answers (no token, or an error: none)."""
+    if not settings.slack_bot_token:
+        return {}
+    from ..slackapi import web_client
+
+    client, names = web_client(settings), {}
+    for slack_id in ids:
+        try:
+            if slack_id[0] in "CG":
+                names[slack_id] = "#" + client.conversations_info(channel=slack_id)["channel"]["name"]
+            elif slack_id[0] == "S":
+                groups = client.usergroups_list()["usergroups"]
+                names.update({g["id"]: "@" + g.get("handle", "") for g in groups if g.get("id") in ids})
+            else:
+                user = client.users_info(user=slack_id)["user"]
+                names[slack_id] = user.get("real_name") or user.get("name") or ""
+        except Exception as error:  # a name is a courtesy: the id stands without it
+            log.info("Slack did not name %s: %s", slack_id, type(error).__name__)
+    return names
+
+
+@cli.group()
+def teams():
+    """Slack members and the addresses they commit with (`teams alias`)."""
+
+
+@teams.command("alias")
+@click.argument("user")
+@click.argument("addresses", nargs=-1)
+@click.option("--remove", is_flag=True, help="Forget these addresses instead.")
+@friendly
+def teams_alias(user, addresses, remove):
+    """Add addresses a Slack member (U…) commits with, beside their profile's; alone, list them."""
+    from ..engine.audiences import slack_id
+
+    if slack_id(user) is None or user[0] not in "UW":
+        raise QueryError(f"`{user}` is not a Slack member id; it starts with U (or W), e.g. U0123ABCD.")
+    engine = _engine()
+    if addresses:
+        engine.set_aliases(user, addresses, remove=remove)
+    kept = engine.aliases(user)
+    click.echo(f"{user} commits as: " + (", ".join(kept) if kept else "(their Slack profile's address only)"))
+
+
 def _check_slack_settings(settings: Settings, socket_mode: bool) -> None:
     """One clear line for each missing or malformed Slack setting, before anything starts."""
     if not settings.slack_bot_token:
@@ -620,7 +700,8 @@ def digest(at, dry_run, channels, as_json):
 
     settings = _settings()
     engine = _engine()
-    results = run_due_digests(engine, slack_client_factory(settings), at=parse_at(at) if at else None,
+    client_factory = slack_client_factory(settings) if settings.slack_bot_token else None  # none: nothing asked
+    results = run_due_digests(engine, client_factory, at=parse_at(at) if at else None,
                               dry_run=dry_run, channels=channels or None)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2, default=str))

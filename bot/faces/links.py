@@ -23,6 +23,8 @@ from ..engine.links import LinkTarget, card_figures, tracked_link, urls_in
 from ..errors import GadError
 from ..render import blocks as kit
 from ..render.card import CARD_MORE_ACTION_ID, card_blocks, card_text
+from ..engine.audiences import Viewer
+from ..service.members import Members
 from .slacktext import decode
 
 log = logging.getLogger(__name__)
@@ -36,8 +38,9 @@ class LinksFace:
     """Registered next to the /gad face; `ask(text, body, respond, client)` answers a query like /gad does."""
 
     def __init__(self, settings: Settings, engine, today: Callable[[], date],
-                 ask: Callable[[str, dict, Callable, WebClient], None]):
+                 ask: Callable[[str, dict, Callable, WebClient], None], members: Members):
         self.settings, self.engine, self.today, self.ask = settings, engine, today, ask
+        self.members = members  # a card shows only what both the person and the channel it lands in may see
 
     def register(self, app) -> None:
         app.event("link_shared")(self.link_shared)
@@ -51,22 +54,29 @@ class LinksFace:
     def link_shared(self, event: dict, client: WebClient) -> None:
         if not self.settings.unfurls:
             return
+        channel = str(event.get("channel") or "")
+        if not channel or not channel[0] in "CGD" or not event.get("message_ts"):
+            # a draft (the composer): its card would go wherever the message is sent, which is not known yet
+            return
+        try:
+            reader = self.members.viewer(str(event.get("user") or "")).posting_in(self.members.channel_viewer(channel))
+        except GadError as error:  # Slack cannot say who pasted it: no card, as for an untracked link
+            log.info("no cards in %s: %s", channel, type(error).__name__)
+            return
         unfurls = {}
         for link in (event.get("links") or [])[:MAX_UNFURLS]:
             url = str(link.get("url") or "") if isinstance(link, dict) else ""
-            target = tracked_link(self.engine, url)
+            target = tracked_link(self.engine, url, reader)  # what the channel may not see stays a plain link
             if target is None:
                 continue
             try:
-                unfurls[url] = {"blocks": card_blocks(card_figures(self.engine, target, self.today()))}
+                unfurls[url] = {"blocks": card_blocks(card_figures(self.engine, target, self.today(), reader))}
             except GadError as error:  # e.g. not indexed yet: no card rather than a wrong one
                 log.info("no card for a link to %s: %s", target.name, type(error).__name__)
         if not unfurls:
             return  # an untracked link stays as Slack shows it
-        where = ({"channel": event["channel"], "ts": event["message_ts"]} if event.get("channel")
-                 and event.get("message_ts") else {"unfurl_id": event.get("unfurl_id"), "source": event.get("source")})
         try:
-            client.chat_unfurl(unfurls=unfurls, **where)
+            client.chat_unfurl(unfurls=unfurls, channel=channel, ts=event["message_ts"])
         except SlackApiError as error:
             log.info("chat.unfurl refused: %s", error.response.get("error"))
 
@@ -76,14 +86,19 @@ class LinksFace:
         channel = (body.get("channel") or {}).get("id", "")
         message = body.get("message") or {}
         thread = message.get("thread_ts") or message.get("ts") or body.get("message_ts")
-        target = self._target_of(decode(str(message.get("text") or "")))
+        try:  # the answer lands in the message's thread: the person and that channel must both may see it
+            reader = self.members.viewer(user).posting_in(self.members.channel_viewer(channel))
+        except GadError as error:
+            client.chat_postMessage(channel=user, text=str(error), blocks=[kit.section(kit.escape_mrkdwn(str(error)))])
+            return
+        target = self._target_of(decode(str(message.get("text") or "")), reader)
         if target is None:
             text = ("That message links to no tracked repository or organization and names none; "
                     "`/gad repos` lists what is tracked.")
             blocks = [kit.section(text)]
         else:
             try:
-                card = card_figures(self.engine, target, self.today())
+                card = card_figures(self.engine, target, self.today(), reader)
                 text, blocks = card_text(card), card_blocks(card)
             except GadError as error:
                 text = str(error)
@@ -94,13 +109,14 @@ class LinksFace:
             log.info("shortcut answer in %s refused (%s); sent to the DM", channel, error.response.get("error"))
             client.chat_postMessage(channel=user, text=text, blocks=blocks)
 
-    def _target_of(self, text: str) -> LinkTarget | None:
-        """The first tracked thing a message links to, else the first tracked name it mentions."""
+    def _target_of(self, text: str, reader: Viewer) -> LinkTarget | None:
+        """The first tracked thing a message links to, else the first tracked name it mentions (of what `reader`
+        may see: the rest is, to them, not tracked)."""
         for url in urls_in(text):
-            target = tracked_link(self.engine, url)
+            target = tracked_link(self.engine, url, reader)
             if target is not None:
                 return target
-        names = set(self.engine.known_names())
+        names = set(self.engine.known_names(reader))
         for word in _WORD.findall(text):
             name = word.strip("./-")
             if name in names:

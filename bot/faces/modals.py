@@ -25,10 +25,12 @@ from slack_sdk.errors import SlackApiError
 
 from ..config import Settings
 from ..engine import query as q
-from ..errors import PermissionDeniedError, QueryError, UnknownRepoError
+from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError
 from ..render import blocks as kit
 from ..render import modals as ui
+from . import posting
 from .failures import answered_failures
+from ..service.members import Members
 from ..service.workers import BusyError, ReportAnswer, ReportJob, ReportPool, queued_words
 
 log = logging.getLogger(__name__)
@@ -90,9 +92,10 @@ def _ref_token(value: str | None) -> str | None:
 class ModalsFace:
     def __init__(self, settings: Settings, engine, digests, today: Callable[[], date], *,
                  require_admin: Callable[[WebClient, str, str], None], user_tz: Callable[[WebClient, str], str | None],
-                 reports: ReportPool | None = None):
+                 members: Members, reports: ReportPool | None = None):
         self.settings, self.engine, self.digests, self.today = settings, engine, digests, today
         self.require_admin, self.user_tz = require_admin, user_tz
+        self.members = members  # who may see what: every name offered and every answer posted passes it
         self.reports = reports  # serve's report workers; None: answers are computed here, in Bolt's threads
 
     def register(self, app) -> None:
@@ -110,6 +113,10 @@ class ModalsFace:
         def open_modal(ack, body, client: WebClient) -> None:
             ack()
             client.views_open(trigger_id=body["trigger_id"], view=build())
+            try:  # what Slack says of the person, asked now: the name search, answered in acks, reads it cached
+                self.members.viewer(body.get("user", {}).get("id", ""))
+            except GadError:
+                pass  # the search offers nothing until Slack can say; the answer says why
         return open_modal
 
     def open_digests(self, ack, body, client: WebClient) -> None:
@@ -121,30 +128,25 @@ class ModalsFace:
             lines = ["Digests are not enabled on this gad-bot."]
         else:
             try:
-                mine = set(self._channels_of(client, user))
+                mine = self.members.channels_of(user, strict=True)
                 from ..digests import subscriptions as subs
 
                 lines = [ui.digest_line(s.channel_id, s.repos, s.schedule_words(), s.paused)
                          for s in subs.all_subscriptions(self.engine.index) if s.channel_id in mine]
-            except SlackApiError as error:
-                lines = [f"I cannot list your channels (Slack said `{kit.escape_mrkdwn(str(error.response.get('error')))}`"
-                         "); `/gad subscriptions` in a channel shows its digest."]
+            except GadError as error:
+                lines = [f"{kit.escape_mrkdwn(str(error))} `/gad subscriptions` in a channel shows its digest."]
         client.views_open(trigger_id=trigger, view=ui.digests_modal(lines))
 
-    def _channels_of(self, client: WebClient, user: str, limit: int = 2000) -> list[str]:
-        channels: list[str] = []
-        cursor = None
-        while len(channels) < limit:
-            page = client.users_conversations(user=user, types="public_channel,private_channel", limit=200,
-                                              exclude_archived=True, cursor=cursor)
-            channels += [c["id"] for c in page.get("channels") or []]
-            cursor = (page.get("response_metadata") or {}).get("next_cursor")
-            if not cursor:
-                break
-        return channels
-
     def name_options(self, ack, payload) -> None:
-        ack(**ui.name_options(self.engine.known_names(), str(payload.get("value") or "")))
+        """The name search: only names the person may see (what Slack says of them is usually cached: the modal's
+        opener asked it); none when Slack cannot say."""
+        user = (payload.get("user") or {}).get("id", "")
+        try:
+            viewer = self.members.cached_viewer(user) or self.members.viewer(user)
+            names = self.engine.known_names(viewer)
+        except GadError:  # Slack cannot say who asks: nothing is offered
+            names = []
+        ack(**ui.name_options(names, str(payload.get("value") or "")))
 
     # -- checking (in the ack: errors next to their field) ------------------------------------------
     def _form(self, view: dict, kind: str):
@@ -164,6 +166,18 @@ class ModalsFace:
         text, parsed = command_text("", [(ui.NAMES, head), *fields], self.today())
         return text, parsed, values.get(ui.WHERE)
 
+    def _may_post_here(self, user: str, where: str | None, names) -> None:
+        """A form's answer goes to a channel only when the person is in it and the channel may see all it names
+        (bot/faces/posting.py); else one sentence next to the channel field."""
+        if not where:
+            return
+        if where not in self.members.channels_of(user):
+            raise FormError(ui.WHERE, f"You are not in <#{where}> (or gad-bot cannot see it): choose a channel you "
+                                      "are in, or leave it empty to get the answer in your direct messages.")
+        why = posting.refusal(self.engine, self.members, where, names, person=self.members.viewer(user))
+        if why is not None:
+            raise FormError(ui.WHERE, why)
+
     @staticmethod
     def _ack(ack, check: Callable[[], object]) -> None:
         """Close the modal, or keep it open with the sentence next to the field it is about."""
@@ -180,19 +194,34 @@ class ModalsFace:
     def check_compare(self, ack, body, client: WebClient) -> None:
         self._check_answer(ack, body, client, "compare")
 
+    def _checked(self, body: dict, kind: str):
+        """The form, the channel rule and the person's viewer (for a channel: the channel's too)."""
+        user = body.get("user", {}).get("id", "")
+        text, parsed, where = self._form(body["view"], kind)
+        try:
+            viewer = self.members.viewer(user)
+        except GadError as error:
+            raise FormError(ui.NAMES, str(error)) from None
+        names = [i.name for i in parsed.items] if kind == "compare" else list(parsed.query.repos)
+        self._may_post_here(user, where, names)
+        if where:
+            viewer = viewer.posting_in(self.members.channel_viewer(where))
+        return text, parsed, where, viewer
+
     def _check_answer(self, ack, body: dict, client: WebClient, kind: str) -> None:
         """Check the form; with workers also queue it here, as `/gad` does, and say where it stands."""
         if self.reports is None:
-            self._ack(ack, lambda: self._form(body["view"], kind))
+            self._ack(ack, lambda: self._checked(body, kind))
             return
         try:
-            text, parsed, where = self._form(body["view"], kind)
+            text, parsed, where, viewer = self._checked(body, kind)
         except FormError as error:
             ack(response_action="errors", errors={error.block: error.sentence[:500]})
             return
         user = body.get("user", {}).get("id", "")
         compare = parsed if kind == "compare" else None
-        job = ReportJob(parsed.query, text, user, self.today(), compare=compare, public=True, channel=where)
+        job = ReportJob(parsed.query, text, user, self.today(), compare=compare, public=True, channel=where,
+                        shared_by=user if where else None, viewer=viewer)
         try:
             ahead = self.reports.submit(job, lambda answer: self._deliver(answer, client, user, where))
         except BusyError as error:  # the modal stays open with the sentence: nothing was queued
@@ -232,6 +261,16 @@ class ModalsFace:
                 self.require_admin(client, body.get("user", {}).get("id", ""), "change a channel's digest")
             except PermissionDeniedError as error:
                 raise FormError(ui.CHANNEL, str(error)) from None
+        channel, user = form[2], body.get("user", {}).get("id", "")
+        if channel not in self.members.channels_of(user):
+            raise FormError(ui.CHANNEL, f"You are not in <#{channel}> (or gad-bot cannot see it): choose a channel "
+                                        "you are in.")
+        if not self.members.bot_is_in(channel):
+            raise FormError(ui.CHANNEL, f"gad-bot is not in <#{channel}>, so it cannot post the digest there; "
+                                        "`/invite @gad-bot` in that channel first.")
+        why = posting.refusal(self.engine, self.members, channel, form[1].repos, person=self.members.viewer(user))
+        if why is not None:
+            raise FormError(ui.CHANNEL, why)
         return form
 
     def check_subscribe(self, ack, body, client: WebClient) -> None:
@@ -258,19 +297,21 @@ class ModalsFace:
         user = body.get("user", {}).get("id", "")
         with answered_failures(lambda text, blocks: self._post(client, user, None, text, blocks), "answering a modal"):
             try:
-                text, parsed, where = self._form(body["view"], kind)
+                text, parsed, where, viewer = self._checked(body, kind)
             except FormError:
                 return  # shown next to its field by the ack; the modal is still open
+            asker = user if where else None  # a channel reads who asked, as a shared answer says
             if kind == "compare":
                 from ..render.compare import compare_blocks
 
-                answer = compare_blocks(self.engine.compare(parsed, self.today()), text, public=True)
+                answer = compare_blocks(self.engine.compare(parsed, self.today(), viewer), text, public=True,
+                                        shared_by=asker)
             else:
                 try:
-                    report = self.engine.report(parsed.query, self.today())
+                    report = self.engine.report(parsed.query, self.today(), viewer)
                 except UnknownRepoError as error:
                     raise q.explain_unknown(error, text) from None
-                answer = kit.report_blocks(report, text, public=True)
+                answer = kit.report_blocks(report, text, public=True, shared_by=asker)
             self._post(client, user, where, *answer)
 
     def answer_report(self, body, client) -> None:
@@ -288,5 +329,7 @@ class ModalsFace:
             except FormError:
                 return  # shown next to its field by the ack; the modal is still open
             reply = self.digests.handle(parsed, channel_id=channel, team_id=(body.get("team") or {}).get("id"),
-                                        user_id=user, user_tz=self.user_tz(client, user))
+                                        user_id=user, user_tz=self.user_tz(client, user),
+                                        viewer=self.members.viewer(user),
+                                        channel_viewer=lambda: self.members.channel_viewer(channel))
             self._post(client, user, channel if reply.public else None, reply.text, reply.blocks)

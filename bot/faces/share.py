@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from ..errors import QueryError
+from ..errors import PermissionDeniedError, QueryError
 from ..render import blocks as kit
 from ..render.words import as_of_words
 from ..store import answers
@@ -43,9 +43,16 @@ def keep_answer(index: Index, share_id: str, *, user: str, query_text: str, text
 AttachFn = Callable[[str, str, str], str]
 
 
-def share(index: Index, value: str, user: str, responder, attach: AttachFn | None = None) -> None:
+def share(index: Index, value: str, user: str, responder, attach: AttachFn | None = None,
+          refusal: Callable[[answers.KeptAnswer], str | None] | None = None) -> None:
     """Handle a click on a Share button whose value is `value`; `responder` answers on its response_url,
-    `attach` posts a kept answer's CSV in the channel (without it, the file is not shared)."""
+    `attach` posts a kept answer's CSV in the channel (without it, the file is not shared); `refusal` says why
+    the answer may not be posted there (bot/faces/posting.py): then nothing is claimed, nothing posted."""
+    waiting = answers.peek(index, value, user)
+    if waiting is not None and refusal is not None:
+        why = refusal(waiting)
+        if why is not None:
+            raise PermissionDeniedError(why)
     kept = answers.claim(index, value, user)
     if kept is None:
         if answers.known(index, value):

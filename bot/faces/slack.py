@@ -29,6 +29,7 @@ from ..engine import query as q
 from ..config import Settings
 from ..slackapi import web_client  # noqa: F401 (faces and tests make their clients here)
 from ..engine.engine import Engine
+from ..engine.audiences import Audience, Viewer
 from ..errors import GadError, PermissionDeniedError, QueryError, UnknownRepoError, for_member
 from ..metric import CompareReport
 from ..engine import examples, periods
@@ -37,9 +38,11 @@ from ..render import words
 from ..engine.rows import HomeRow, RepoSummary
 from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
+from . import posting
 from . import share as sharing
 from ..service.commands import Command, CommandFailed, IndexPaths, SyncRepos, TrackOrg, TrackRepo, run_command
 from .failures import answered_failures
+from ..service.members import Members
 from ..service.homeweeks import HomeWeeks, last_full_week
 from .links import LinksFace
 from .modals import ModalsFace
@@ -52,7 +55,7 @@ log = logging.getLogger(__name__)
 RESPONSE_URL_LIFETIME = timedelta(minutes=29)  # Slack keeps a response_url for 30 minutes ...
 RESPONSE_URL_USES = 5  # ... and 5 uses
 PROGRESS_EVERY_SECONDS = 10.0
-ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove)
+ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove, q.SetAccess)
 CSV_INLINE_LIMIT = 2500  # characters of CSV shown in the answer when no file could be delivered
 CSV_IN_CHANNEL = "The CSV is attached in this channel."
 # A resolver that vouches for every host: the ack checks a /gad track source for everything but DNS
@@ -165,9 +168,13 @@ class SlackFace:
     """The /gad command, the Share button and the Home tab."""
 
     def __init__(self, settings: Settings, engine: Engine, digests=None, today: Callable[[], date] = _today,
-                 reports: ReportPool | None = None, syncs=None):
+                 reports: ReportPool | None = None, syncs=None, client: WebClient | None = None):
         self.settings = settings
         self.engine = engine
+        # What Slack says of people and channels, cached a few minutes: every answer passes their audience
+        # (bot/engine/audiences.py); an ack only ever uses what is cached already.
+        self.members = Members(settings, engine.index, client if client is not None else web_client(settings))
+        self._answered_in_ack: dict[str, float] = {}  # request ids the ack answered or queued: the lazy work skips them
         self.reports = reports  # worker processes for reports (serve); None: reports run in Bolt's threads
         self.syncs = syncs  # bot.service.syncs.SyncQueue (serve): /gad track and sync run in its workers; None: here
         self.digests = digests  # bot.digests.subscriptions face, when digests are enabled
@@ -175,7 +182,6 @@ class SlackFace:
         self.policy = SourcePolicy(allowed_hosts=settings.allowed_hosts, denied_hosts=settings.denied_hosts,
                                    allow_ssh=settings.ssh_key is not None)
         self._ack_policy = dataclasses.replace(self.policy, resolver=lambda host: list(_NO_DNS))
-        self._admin_cache: dict[str, tuple[float, bool]] = {}
         # The Home tab's weekly figures, kept per (repository id, generation, Monday); serve also computes them in
         # a thread of its own (home_weeks.start()), so the first open after its start does not compute them all.
         self.home_weeks = HomeWeeks(engine, today)
@@ -188,32 +194,38 @@ class SlackFace:
         app.event("app_home_opened")(self.home_opened)
         app.action(kit.UNTRACK_ACTION_ID)(ack=self.ack_button, lazy=[self.run_untrack])
         app.action(kit.UNTRACK_CANCEL_ACTION_ID)(self.cancel_untrack)
-        LinksFace(self.settings, self.engine, self.today, self.ask_privately).register(app)
+        LinksFace(self.settings, self.engine, self.today, self.ask_privately, self.members).register(app)
         WorkflowStep(self.engine, self.today, reports=self.reports).register(app)
         ModalsFace(self.settings, self.engine, self.digests, self.today, require_admin=self._require_admin,
-                   user_tz=self._user_tz, reports=self.reports).register(app)
+                   user_tz=self._user_tz, reports=self.reports, members=self.members).register(app)
         app.error(self.on_error)
 
     def ack_command(self, ack, command, respond, client) -> None:
-        """Parse and reject in the ack; help is answered right here; reports are queued right here."""
+        """Parse and reject in the ack; help and reports are answered or queued right here when what Slack says
+        of the person is cached (an ack never waits on Slack), else by the lazy work that asks it."""
+        user = command.get("user_id", "")
+        viewer = self.members.cached_viewer(user)
         try:
             parsed = q.parse_command(typed(command), self.today())
-            log.info("/gad %s from %s in %s", type(parsed).__name__, command.get("user_id"), command.get("channel_id"),
+            log.info("/gad %s from %s in %s", type(parsed).__name__, user, command.get("channel_id"),
                      extra={"request_id": request_id(command)})
         except QueryError as error:  # the sentence quotes what the user typed: it goes to them, not to the log
             log.info("/gad rejected in the ack (%s)", type(error).__name__, extra={"request_id": request_id(command)})
-            error = examples.name_tracked(error, examples.tracked_or_generic(self.engine.index))  # as help names them
+            # as help names them: only what this person may see, and the generic examples until that is known
+            found = examples.tracked_or_generic(self.engine.index, viewer) if viewer is not None else None
+            error = examples.name_tracked(error, found)
             text, blocks = kit.error_blocks(str(error))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
-        if isinstance(parsed, q.Help):
-            # examples name what is tracked: a few rows of the index (WAL: a reader never waits for a sync)
-            text, blocks = kit.help_blocks(examples.tracked_or_generic(self.engine.index))
+        if isinstance(parsed, q.Help) and viewer is not None:
+            # examples name what this person may see: a few rows of the index (WAL: a reader never waits for a sync)
+            self._answered_in_ack[request_id(command)] = time.monotonic()
+            text, blocks = kit.help_blocks(examples.tracked_or_generic(self.engine.index, viewer))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
         if isinstance(parsed, ADMIN_COMMANDS):
             try:  # a refusal after "Tracking ..." or "Untrack?" would read as a change of mind
-                self._require_admin(client, command.get("user_id", ""))
+                self._require_admin(client, user)
             except PermissionDeniedError as error:
                 log.info("/gad %s refused in the ack (not an admin)", type(parsed).__name__,
                          extra={"request_id": request_id(command)})
@@ -232,36 +244,43 @@ class SlackFace:
             ack(text=f"Tracking {kit.code(redact(parsed.source))} — I will update this message as it goes.",
                 response_type="ephemeral")
             return
-        if isinstance(parsed, q.ShowReport) and self.reports is not None:
-            self._queue_report(parsed.query, command, ack, respond, client)
-            return
-        if isinstance(parsed, q.Compare) and self.reports is not None:  # as much work as reports: the same turns
-            self._queue_report(parsed.query, command, ack, respond, client, compare=parsed)
+        if isinstance(parsed, (q.ShowReport, q.Compare, q.Me)) and self.reports is not None and viewer is not None \
+                and not parsed.query.public:  # a public answer asks Slack about the channel: the lazy work does
+            self._answered_in_ack[request_id(command)] = time.monotonic()
+            self._queue_report(parsed, command, respond, client, viewer, ack=ack)
             return
         ack()
 
-    def _queue_report(self, query: q.Query, command: dict, ack, respond, client: WebClient,
-                      compare: q.Compare | None = None) -> None:
-        """Queue the report (or compare) for a worker process and acknowledge at once: where it stands, or why not."""
+    def _queue_report(self, parsed, command: dict, respond, client: WebClient, viewer: Viewer, ack=None) -> None:
+        """Queue a report, compare or `me` for a worker process; say where it stands (in the ack, when given)."""
         user, channel, text = command.get("user_id", ""), command.get("channel_id", ""), typed(command)
+        query = parsed.query
+        compare = parsed if isinstance(parsed, q.Compare) else None
         responder = Responder(respond, client, user)
-        share_id = None if query.public else sharing.new_share_id()
+        share_id = None if query.public or isinstance(parsed, q.Me) else sharing.new_share_id()
         job = ReportJob(query, text, user, self.today(), csv=query.format == "csv", compare=compare,
-                        share_id=share_id)
+                        share_id=share_id, viewer=self.answering(viewer, query, channel), me=isinstance(parsed, q.Me))
         try:
             ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
                                                                          text, share_id))
         except BusyError as error:
             log.info("/gad report refused: the queue is full for this user or for everyone",
                      extra={"request_id": request_id(command)})
-            ack(*kit.error_blocks(str(error)), response_type="ephemeral")
+            if ack is not None:
+                ack(*kit.error_blocks(str(error)), response_type="ephemeral")
+            else:
+                responder.final(*kit.error_blocks(str(error)))
             return
         waiting = queued_words(ahead, self.reports.workers)
         if waiting is None:
-            ack()
+            if ack is not None:
+                ack()
             return
-        ack(text=f"Queued: {waiting}. I will answer here.", response_type="ephemeral",
-            blocks=[kit.context([f":hourglass_flowing_sand: Queued: {waiting}. I will answer here."])])
+        said = f"Queued: {waiting}. I will answer here."
+        if ack is not None:
+            ack(text=said, response_type="ephemeral", blocks=[kit.context([f":hourglass_flowing_sand: {said}"])])
+        else:
+            responder.notice(said)
 
     def _deliver(self, answer: ReportAnswer, responder: Responder, client: WebClient, channel: str, user: str,
                  query_text: str, share_id: str | None = None) -> None:
@@ -294,8 +313,7 @@ class SlackFace:
                 parsed = q.parse_command(typed(command), self.today())
             except QueryError:
                 return  # ack_command already answered it: once is enough
-            if isinstance(parsed, q.Help) or (isinstance(parsed, (q.ShowReport, q.Compare))
-                                               and self.reports is not None):
+            if self._answered_in_ack.pop(request_id(command), None) is not None:
                 return  # answered in the ack, or queued there for a worker
             if isinstance(parsed, q.Track):
                 try:
@@ -304,7 +322,13 @@ class SlackFace:
                     return  # refused in the ack already
             if isinstance(parsed, ADMIN_COMMANDS) and not self._may_administer(client, user):
                 return  # refused in the ack already
-            self._dispatch(parsed, command, responder, client)
+            viewer = self.members.viewer(user)  # what Slack says of them; it cannot say: one sentence, nothing shown
+            if isinstance(parsed, q.Help):
+                responder.final(*kit.help_blocks(examples.tracked_or_generic(self.engine.index, viewer)))
+            elif isinstance(parsed, (q.ShowReport, q.Compare, q.Me)) and self.reports is not None:
+                self._queue_report(parsed, command, respond, client, viewer)
+            else:
+                self._dispatch(parsed, command, responder, client, viewer)
             log.info("/gad %s answered in %.0f ms", type(parsed).__name__, 1000 * (time.perf_counter() - started),
                      extra={"request_id": request_id(command)})
         except GadError as error:
@@ -320,17 +344,28 @@ class SlackFace:
             text, blocks = kit.error_blocks("Something went wrong on gad-bot's side; the operator can find "
                                             "the details in the logs.", reference)
             responder.final(text, blocks, replace=isinstance(parsed, q.Track))
+        finally:
+            self._forget_old_acks()
 
-    def _dispatch(self, parsed, command: dict, responder: Responder, client: WebClient) -> None:
+    def _forget_old_acks(self) -> None:
+        """Request ids of acks whose lazy work never came (a lost retry) go after 15 minutes: the dict stays small."""
+        cutoff = time.monotonic() - 900
+        for key, at in list(self._answered_in_ack.items()):
+            if at < cutoff:
+                self._answered_in_ack.pop(key, None)
+
+    def _dispatch(self, parsed, command: dict, responder: Responder, client: WebClient, viewer: Viewer) -> None:
         channel, user = command.get("channel_id", ""), command.get("user_id", "")
-        if isinstance(parsed, q.ShowReport):
-            self._report(parsed.query, typed(command), responder, client, channel, user)
+        if isinstance(parsed, (q.ShowReport, q.Me)):
+            self._report(parsed, typed(command), responder, client, channel, user, viewer)
         elif isinstance(parsed, q.Compare):
-            self._compare(parsed, typed(command), responder, client, channel, user)
+            self._compare(parsed, typed(command), responder, client, channel, user, viewer)
         elif isinstance(parsed, q.ListRepos):
-            paths = self._may_administer(client, user)  # where repositories live on the server is the admins' business
+            paths = viewer.admin  # where repositories live on the server is the admins' business
             responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths, missing_objects=self.engine.damage(r))
-                                               for r in self.engine.repos()]))
+                                               for r in self.engine.repos(viewer)]))
+        elif isinstance(parsed, q.SetAccess):
+            self._access(parsed, responder, client, user)
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
         elif isinstance(parsed, q.Untrack):  # asked first: the buttons land in run_untrack
@@ -352,7 +387,7 @@ class SlackFace:
             self.engine.project_remove(parsed.name)
             responder.final(f"Removed project {parsed.name}.", [kit.section(f"Removed project {kit.code(parsed.name)}.")])
         elif isinstance(parsed, q.ListProjects):
-            projects = self.engine.projects()
+            projects = self.engine.projects(viewer)
             lines = [f"{kit.code(n)}: " + ", ".join(kit.code(r) for r in repos) for n, repos in projects.items()]
             responder.final(words.projects_words(projects), [kit.section("\n".join(lines) or "No projects yet; create one with "
                                                      "`/gad project add NAME REPO...`.")])
@@ -362,19 +397,28 @@ class SlackFace:
             if isinstance(parsed, (q.Subscribe, q.Unsubscribe)) and self.settings.subscribers == "admins":
                 self._require_admin(client, user, "change this channel's digest")
             reply = self.digests.handle(parsed, channel_id=channel, team_id=command.get("team_id"),
-                                        user_id=user, user_tz=self._user_tz(client, user))
+                                        user_id=user, user_tz=self._user_tz(client, user), viewer=viewer,
+                                        channel_viewer=lambda: self.members.channel_viewer(channel))
             responder.final(reply.text, reply.blocks, public=reply.public)
 
     # -- reports ---------------------------------------------------------------
-    def _report(self, query: q.Query, query_text: str, responder: Responder, client: WebClient,
-                channel: str, user: str) -> None:
+    def answering(self, viewer: Viewer, query: q.Query, channel: str) -> Viewer:
+        """Who an answer is for: the person, and the channel too when it is posted there (`public`): a public
+        answer shows only what both may see (bot/engine/audiences.py)."""
+        return viewer.posting_in(self.members.channel_viewer(channel)) if query.public else viewer
+
+    def _report(self, parsed, query_text: str, responder: Responder, client: WebClient,
+                channel: str, user: str, viewer: Viewer) -> None:
+        query = parsed.query
+        reader = self.answering(viewer, query, channel)
         try:
-            report = self.engine.report(query, self.today())
+            report = (self.engine.me(query, self.today(), reader) if isinstance(parsed, q.Me)
+                      else self.engine.report(query, self.today(), reader))
         except UnknownRepoError as error:
             raise q.explain_unknown(error, query_text) from None
         from ..render.csvout import report_to_csv
 
-        share_id = None if query.public else sharing.new_share_id()
+        share_id = None if query.public or isinstance(parsed, q.Me) else sharing.new_share_id()
         text, blocks = kit.report_blocks(report, query_text, public=query.public, share_id=share_id)
         csv = report_to_csv(report) if query.format == "csv" else None
         if share_id is not None:  # Share posts it without the CSV's place, and attaches the CSV where it is shared
@@ -394,10 +438,10 @@ class SlackFace:
                             csv=(_csv_name(report), csv) if csv is not None else None)
 
     def _compare(self, parsed: q.Compare, query_text: str, responder: Responder, client: WebClient,
-                 channel: str, user: str) -> None:
+                 channel: str, user: str, viewer: Viewer) -> None:
         from ..render.compare import compare_blocks, compare_to_csv
 
-        report = self.engine.compare(parsed, self.today())
+        report = self.engine.compare(parsed, self.today(), self.answering(viewer, parsed.query, channel))
         share_id = None if parsed.query.public else sharing.new_share_id()
         text, blocks = compare_blocks(report, query_text, public=parsed.query.public, share_id=share_id)
         csv = compare_to_csv(report) if parsed.query.format == "csv" else None
@@ -471,9 +515,15 @@ class SlackFace:
             return (f"I could not attach the CSV in this channel (Slack said `{kit.escape_mrkdwn(why)}`); invite me "
                     f"with `/invite`, then ask {kit.code('/gad ' + query_text + ' public', 200)} to have it here.")
 
+        def refusal(kept) -> str | None:  # only where the channel may see all it counts (bot/faces/posting.py)
+            names = [*posting.names_asked(kept.query, self.today()), *kept.generations]
+            return posting.refusal(self.engine, self.members, channel, names, person=self.members.viewer(user),
+                                   about_people=posting.person_level(kept.query, self.today()))
+
         with answered_failures(responder.final, "sharing a report",
                                is_admin=lambda: self._may_administer(client, user)):
-            sharing.share(self.engine.index, str(body["actions"][0].get("value", "")), user, responder, attach)
+            sharing.share(self.engine.index, str(body["actions"][0].get("value", "")), user, responder, attach,
+                          refusal=refusal)
 
     def ask_privately(self, text: str, body: dict, respond, client: WebClient) -> None:
         """A report asked by a button (a link card's): answered as `/gad text` would be, to that person only."""
@@ -485,7 +535,8 @@ class SlackFace:
             parsed = q.parse_command(text, self.today())
             if not isinstance(parsed, q.ShowReport):
                 raise QueryError("That button asks for a report only; type `/gad help` for the rest.")
-            self._report(dataclasses.replace(parsed.query, public=False), text, responder, client, channel, user)
+            self._report(dataclasses.replace(parsed, query=dataclasses.replace(parsed.query, public=False)), text,
+                         responder, client, channel, user, self.members.viewer(user))
 
     # -- untracking --------------------------------------------------------------
     def _digest_channels(self, name: str) -> list[str]:
@@ -612,10 +663,8 @@ class SlackFace:
         return kit.error_blocks(str(error), mentions=mentions)
 
     def _may_administer(self, client: WebClient, user: str) -> bool:
-        """GAD_ADMINS when the operator set it, workspace admins otherwise."""
-        if self.settings.admins:
-            return user in self.settings.admins
-        return self._is_workspace_admin(client, user)
+        """GAD_ADMINS when the operator set it, workspace admins otherwise (bot/service/members.py)."""
+        return self.members.is_admin(user)
 
     def _require_admin(self, client: WebClient, user: str, what: str = "do that") -> None:
         if self._may_administer(client, user):
@@ -627,25 +676,21 @@ class SlackFace:
         raise PermissionDeniedError(f"Only workspace admins can {what} here; ask an admin, or ask the operator to "
                                     "add you to GAD_ADMINS.")
 
-    def _is_workspace_admin(self, client: WebClient, user: str) -> bool:
-        with self._lock:
-            cached = self._admin_cache.get(user)
-        if cached and time.monotonic() - cached[0] < 300:
-            return cached[1]
-        try:
-            info = client.users_info(user=user)["user"]
-            answer = bool(info.get("is_admin") or info.get("is_owner"))
-        except SlackApiError:
-            answer = False
-        with self._lock:
-            self._admin_cache[user] = (time.monotonic(), answer)
-        return answer
-
     def _user_tz(self, client: WebClient, user: str) -> str | None:
         try:
-            return client.users_info(user=user)["user"].get("tz")
-        except (SlackApiError, KeyError, TypeError):
+            return self.members.person(user).tz
+        except GadError:
             return None
+
+    # -- who may see what -----------------------------------------------------------
+    def _access(self, parsed: q.SetAccess, responder: Responder, client: WebClient, user: str) -> None:
+        """`/gad access NAME [everyone|admins|ID...]` (admins only: refused in the ack for others)."""
+        if parsed.words:
+            access = self.engine.set_access(parsed.name, Audience.from_words(parsed.words))
+            log.info("access of %s set to %s by %s", access.name, access.audience.text(), user)
+        else:
+            access = self.engine.access(parsed.name)
+        responder.final(*kit.access_blocks(access, changed=bool(parsed.words)))
 
     # -- App Home ----------------------------------------------------------------
     def home_opened(self, event, client) -> None:
@@ -655,15 +700,19 @@ class SlackFace:
         today = self.today()
         monday = last_full_week(today)
         week = periods.bucket_label(monday, "week")
-        tracked = self.engine.repos()  # read once: the rows and the examples both name them
+        try:
+            viewer = self.members.viewer(user)
+        except GadError as error:  # Slack cannot say who this is: the tab shows nothing tracked, and why
+            client.views_publish(user_id=user, view=kit.home_view([], is_admin=False, unknown=str(error)))
+            return
+        tracked = self.engine.repos(viewer)  # read once: the rows and the examples both name them
         figures, computed = self.home_weeks.for_open(tracked, monday, today)
         rows = [HomeRow(name=repo.name, weekly_two_gad=figures[repo.id], week=week, last_error=repo.last_error)
                 for repo in tracked]
         log.info("Home tab for %s: %s, %s computed (the others were kept)", user,
                  words.plural(len(tracked), "repository", "repositories"), words.plural(computed, "weekly figure"))
-        found = examples.tracked_or_generic(self.engine.index, tracked)
-        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=self._may_administer(client, user),
-                                                              found=found))
+        found = examples.tracked_or_generic(self.engine.index, viewer, tracked)
+        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=viewer.admin, found=found))
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]
@@ -872,6 +921,6 @@ def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebCl
     app = App(client=client or web_client(settings), signing_secret=settings.slack_signing_secret or "unused",
               request_verification_enabled=not socket_mode, token_verification_enabled=True,
               process_before_response=False, logger=bolt_log)
-    face = SlackFace(settings, engine, digests=digests, today=today, reports=reports, syncs=syncs)
+    face = SlackFace(settings, engine, digests=digests, today=today, reports=reports, syncs=syncs, client=app.client)
     face.register(app)
     return app, face

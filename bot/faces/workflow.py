@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from datetime import date
 
+from ..engine.audiences import Viewer
 from ..engine import query as q
 from ..engine.links import tracked_link
 from ..errors import GadError, QueryError, UnknownRepoError
@@ -34,6 +35,8 @@ STEP_CALLBACK_ID = "effort_of_a_repository"
 PERIOD_TOKENS = ("since:", "until:")
 MAX_INPUT_CHARS = 500
 WORKFLOW_PARTY = "workflow-steps"  # whose turn a step's report takes in the workers (no Slack id looks like it)
+# A step's outputs go wherever its workflow sends them, which gad-bot cannot know: only what everyone may see.
+WORKFLOW_VIEWER = Viewer(user=WORKFLOW_PARTY, member=True)
 
 
 def internal_error_sentence(reference: str) -> str:
@@ -59,7 +62,7 @@ class WorkflowStep:
         if not isinstance(raw_period, str) or len(raw_repo) > MAX_INPUT_CHARS or len(raw_period) > MAX_INPUT_CHARS:
             raise QueryError(f"The step's inputs are too long (at most {MAX_INPUT_CHARS} characters each).")
         repository = decode(raw_repo).strip()
-        target = tracked_link(self.engine, repository) if "://" in repository else None
+        target = tracked_link(self.engine, repository, WORKFLOW_VIEWER) if "://" in repository else None
         name = target.name if target else repository
         if len(name.split()) != 1:
             raise QueryError(f"`{name[:100]}` is not one repository or project; put one name in Repository "
@@ -90,7 +93,7 @@ class WorkflowStep:
     def outputs(self, inputs: dict) -> dict:
         text, parsed = self.parsed(inputs)
         try:
-            report = self.engine.report(parsed.query, self.today())
+            report = self.engine.report(parsed.query, self.today(), WORKFLOW_VIEWER)
         except UnknownRepoError as error:
             raise q.explain_unknown(error, text) from None
         return self.outputs_of(parsed, report)
@@ -102,7 +105,7 @@ class WorkflowStep:
                 return
             text, parsed = self.parsed(inputs or {})
             job = ReportJob(parsed.query, text, WORKFLOW_PARTY, self.today(), keep_report=True,
-                            asker="gad-bot's workflow steps")
+                            asker="gad-bot's workflow steps", viewer=WORKFLOW_VIEWER)
             self.reports.submit(job, lambda answer: self.finish(answer, parsed, complete, fail))
         except GadError as error:  # BusyError included: the sentence says why and when to run it again
             log.info("workflow step failed on its inputs (%s)", type(error).__name__)

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ..metric import Report, Row
 from ..engine.examples import Tracked, examples as tracked_examples
 from ..engine.query import GRAMMAR
 from ..engine.rows import HomeRow, RepoSummary
+
+if TYPE_CHECKING:
+    from ..engine.catalog import Access
 from . import words
 
 MAX_BLOCKS = 50
@@ -412,6 +416,25 @@ def _repo_line(row: RepoSummary) -> str:
     return line
 
 
+def access_blocks(access: "Access", *, changed: bool) -> tuple[str, list[dict]]:
+    """`/gad access NAME [...]`: who may see a repository, project or organization (now, when `changed`)."""
+    name, who = code(access.name), access.audience.words()
+    text = f"{access.name} ({access.kind}) is seen by {who}."
+    lines = [f"{'Done: ' if changed else ''}{name} ({access.kind}) is seen by {who}."]
+    if access.follows:
+        lines.append(f"It follows the audience of its organization {code(access.follows)}; setting its own here "
+                     "stops that.")
+    if access.own:
+        shown = ", ".join(code(n) for n in access.own[:10]) + (f" and {len(access.own) - 10:,} more"
+                                                              if len(access.own) > 10 else "")
+        lines.append(f"{words.plural(len(access.own), 'repository', 'repositories')} of it keep an audience of "
+                     f"their own (private on the forge, or set by an admin), which this does not change: {shown}.")
+    example = escape_mrkdwn(access.name)
+    lines.append(f"Change it with `/gad access {example} everyone`, `/gad access {example} admins`, or name channels, "
+                 f"user groups and people: `/gad access {example} #channel @group @person`.")
+    return text, [section("\n".join(lines))]
+
+
 def repos_blocks(rows: Sequence[RepoSummary]) -> tuple[str, list[dict]]:
     """`/gad repos`: one line per tracked repository (name, commits, last sync, source, last error)."""
     if not rows:
@@ -486,9 +509,11 @@ def _home_buttons() -> dict:
         button(HOME_SUBSCRIBE, "Subscribe a channel"), button(HOME_DIGESTS, "Digests of my channels")]}
 
 
-def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool, found: Tracked | None = None) -> dict:
+def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool, found: Tracked | None = None,
+              unknown: str | None = None) -> dict:
     """The App Home tab (views.publish): how to use /gad (its example about what is tracked, `found`) and
-    each tracked repository's last full week in 2GAD."""
+    each tracked repository the person may see, with its last full week in 2GAD; `unknown`: why none is shown
+    (Slack could not say who the person is)."""
     blocks: list[dict] = [
         header("gad-bot: effort in 2GAD"),
         _home_buttons(),
@@ -505,7 +530,10 @@ def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool, found: Tra
         room = MAX_HOME_BLOCKS - len(blocks) - len(tail)
         blocks += _packed([_home_line(r) for r in rows_with_weekly], room,
                           lambda n: f"… and {words.number(n)} more; `/gad repos` lists them all")
+    elif unknown is not None:
+        blocks.append(section(escape_mrkdwn(unknown)))
     else:
+        # the same words whether nothing is tracked or nothing is open to this person: to them, it is not tracked
         blocks.append(section("Nothing is tracked yet." + (" Add a repository with `/gad track URL`."
                                                            if is_admin else " Ask an admin to track one.")))
     return {"type": "home", "blocks": fit_blocks([*blocks, *tail], MAX_HOME_BLOCKS)}

@@ -40,13 +40,14 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 from ..config import Settings
 from ..store import graph
 from ..errors import GadError, for_member
 from ..metric import CompareReport, Report
+from ..engine.audiences import Viewer
 from ..engine.query import Compare, Query
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,9 @@ class ReportJob:
     #                             a timeout's or cut-off's sentence names the channel
     keep_report: bool = False  # the face builds its answer from `report` (the Workflow step's outputs)
     asker: str = "You"  # who a refusal for too many questions names: a person, or "gad-bot's workflow steps"
+    me: bool = False  # `/gad me`: the viewer's own figures
+    # whom the answer is for (bot/engine/audiences.py): every face says it; there is no default to forget
+    viewer: Viewer = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -489,7 +493,8 @@ def run_report(job: ReportJob) -> ReportAnswer:
         if job.compare is not None:
             return _run_compare(job)
         try:
-            report = _engine.report(job.query, job.today)  # type: ignore[union-attr]
+            report = (_engine.me(job.query, job.today, job.viewer) if job.me  # type: ignore[union-attr]
+                      else _engine.report(job.query, job.today, job.viewer))  # type: ignore[union-attr]
         except UnknownRepoError as error:
             raise explain_unknown(error, job.query_text) from None
         public = job.public or job.shared_by is not None or job.query.public
@@ -517,7 +522,7 @@ def _run_compare(job: ReportJob) -> ReportAnswer:
     """Compute and render one `compare` (errors are answered by run_report)."""
     from ..render.compare import compare_blocks, compare_to_csv
 
-    report = _engine.compare(job.compare, job.today)  # type: ignore[union-attr]
+    report = _engine.compare(job.compare, job.today, job.viewer)  # type: ignore[union-attr]
     public = job.public or job.shared_by is not None or job.query.public
     text, blocks = compare_blocks(report, job.query_text, shared_by=job.shared_by, public=public,
                                   share_id=job.share_id)

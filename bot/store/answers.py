@@ -67,6 +67,20 @@ def keep(index: Index, answer: KeptAnswer, now: datetime | None = None) -> None:
                     _iso(answer.data_as_of), json.dumps(answer.generations), _iso(now), answer.csv_name, answer.csv))
 
 
+def peek(index: Index, answer_id: str, user_id: str) -> KeptAnswer | None:
+    """The answer a Share click would claim (asked by `user_id`, not shared yet), without claiming it."""
+    row = index.execute("SELECT id, user_id, query, text, blocks, data_as_of, generations, created_at, csv_name, csv "
+                        "FROM kept_answers WHERE id = ? AND user_id = ? AND shared_at IS NULL",
+                        (answer_id, user_id)).fetchone()
+    return _answer(row) if row else None
+
+
+def _answer(row) -> KeptAnswer:
+    return KeptAnswer(id=row[0], user_id=row[1], query=row[2], text=row[3], blocks=json.loads(row[4]),
+                      data_as_of=parse_time(row[5]), generations=json.loads(row[6]), created_at=parse_time(row[7]),
+                      csv_name=row[8], csv=row[9])
+
+
 def claim(index: Index, answer_id: str, user_id: str, now: datetime | None = None) -> KeptAnswer | None:
     """The answer, if this is the first Share click on it by the person who asked; None otherwise."""
     with index.transaction() as db:
@@ -77,9 +91,7 @@ def claim(index: Index, answer_id: str, user_id: str, now: datetime | None = Non
             return None
         row = db.execute("SELECT id, user_id, query, text, blocks, data_as_of, generations, created_at, csv_name, csv "
                          "FROM kept_answers WHERE id = ?", (answer_id,)).fetchone()
-    return KeptAnswer(id=row[0], user_id=row[1], query=row[2], text=row[3], blocks=json.loads(row[4]),
-                      data_as_of=parse_time(row[5]), generations=json.loads(row[6]), created_at=parse_time(row[7]),
-                      csv_name=row[8], csv=row[9])
+    return _answer(row)
 
 
 def known(index: Index, answer_id: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .base import IndexFile
+from .base import IndexFile, _iso, utcnow
 
 
 class People(IndexFile):
@@ -74,3 +74,16 @@ class People(IndexFile):
             marks = ",".join("?" * len(chunk))
             found.update(self.conn.execute(f"SELECT id, email FROM people WHERE id IN ({marks})", chunk).fetchall())
         return found
+
+    # -- addresses an admin added for a Slack member (migration 17) --------------------------------------
+    def slack_aliases(self, user_id: str) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT email FROM slack_aliases WHERE user_id = ? ORDER BY email",
+                                                (user_id,))]
+
+    def set_slack_aliases(self, user_id: str, emails: Iterable[str], *, remove: bool = False) -> None:
+        with self.transaction() as db:
+            for email in emails:
+                if remove:
+                    db.execute("DELETE FROM slack_aliases WHERE user_id = ? AND email = ?", (user_id, email))
+                else:
+                    db.execute("INSERT OR IGNORE INTO slack_aliases VALUES (?, ?, ?)", (user_id, email, _iso(utcnow())))

@@ -362,7 +362,7 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", I
         "ALTER TABLE projects ADD COLUMN audience TEXT NOT NULL DEFAULT 'everyone'",
         # whether the forge lists a repository as private: it starts as `admins` until an admin opens it
         "ALTER TABLE forge_org_repos ADD COLUMN private INTEGER NOT NULL DEFAULT 0",
-        # addresses an admin added for a Slack member (`gad-bot people alias`), beside their profile's
+        # addresses an admin added for a Slack member (`gad-bot teams alias`), beside their profile's
         """CREATE TABLE slack_aliases (
             user_id TEXT NOT NULL,
             email TEXT NOT NULL,
