@@ -25,8 +25,9 @@ def web_client(settings: Settings, token: str | None = None) -> "WebClient":
 
 
 def channel_facts(client, channel: str) -> tuple[bool, bool] | None:
-    """(shared outside the workspace, gad-bot is in it) from conversations.info; None when Slack did not say (then
-    nothing meant for `everyone` goes there: each caller says so in its own words)."""
+    """(shared outside the workspace, gad-bot can post there) from conversations.info; None when Slack did not say
+    (then nothing meant for `everyone` goes there: each caller says so in its own words). gad-bot posts in a channel
+    it is in, and in any public one (the manifest's chat:write.public)."""
     import logging
 
     try:
@@ -38,4 +39,4 @@ def channel_facts(client, channel: str) -> tuple[bool, bool] | None:
         return None
     shared = bool(info.get("is_ext_shared") or info.get("is_shared") or info.get("is_pending_ext_shared")
                   or info.get("is_org_shared"))
-    return shared, bool(info.get("is_member"))
+    return shared, bool(info.get("is_member") or not info.get("is_private"))

@@ -62,6 +62,8 @@ DEFAULT_SCOPES = (
     "commands",
     "chat:write",
     "users:read",
+    "users:read.email",
+    "usergroups:read",
     "channels:read",
     "groups:read",
     "im:read",
@@ -81,6 +83,9 @@ METHOD_SCOPES: dict[str, str] = {
     "users.info": "users:read",
     "chat.unfurl": "links:write",
     "users.conversations": "channels:read",
+    "conversations.list": "channels:read",
+    "usergroups.list": "usergroups:read",
+    "usergroups.users.list": "usergroups:read",
     "files.getUploadURLExternal": "files:write",
     "files.completeUploadExternal": "files:write",
 }
@@ -563,6 +568,7 @@ class SlackStub:
         self.home_views: dict[str, dict[str, Any]] = {}
         self.opened_views: list[dict[str, Any]] = []  # views.open, in order (modals as Slack stores them)
         self.memberships: dict[str, list[str]] = {}  # user id -> channel ids (users.conversations)
+        self.usergroups: dict[str, dict[str, Any]] = {}  # group id -> {"handle", "name", "users"} (add_usergroup)
         self._ids = itertools.count(1)
         self._ts_lock = threading.Lock()
         self._last_ts = (0, 0)
@@ -698,8 +704,10 @@ class SlackStub:
         is_member: bool = True,
         is_archived: bool = False,
         is_general: bool = False,
+        shared_outside: bool = False,
     ) -> dict[str, Any]:
-        """Declare a conversation's state (unknown C/G/D ids count as joined and live)."""
+        """Declare a conversation's state (unknown C/G/D ids count as joined and live); `shared_outside`: a Slack
+        Connect channel, shared with another organization."""
         info = {
             "id": channel_id,
             "name": name or channel_id.lower(),
@@ -707,9 +715,35 @@ class SlackStub:
             "is_member": is_member,
             "is_archived": is_archived,
             "is_general": is_general,
+            "shared_outside": shared_outside,
         }
         self.channels[channel_id] = info
         return info
+
+    def add_user(self, user_id: str, *, email: str | None = None, guest: str | None = None,
+                 team_id: str | None = None, admin: bool = False, name: str | None = None,
+                 channels: list[str] | tuple[str, ...] = ()) -> None:
+        """Declare a person as users.info describes them: their profile's e-mail (shown only with
+        users:read.email), a guest (`single`: is_ultra_restricted, `multi`: is_restricted), a member of
+        another organization (Slack Connect: another `team_id`), an admin; and the channels they are in."""
+        fields: dict[str, Any] = {"is_restricted": guest in ("multi", "single"),
+                                  "is_ultra_restricted": guest == "single"}
+        if team_id is not None:
+            fields["team_id"] = team_id
+        if name is not None:
+            fields["name"] = name
+            fields["real_name"] = name.title()
+        if email is not None:
+            fields["_email"] = email
+        self.users[user_id] = {**self.users.get(user_id, {}), **fields}
+        if admin:
+            self.admins.add(user_id)
+        if channels:
+            self.memberships[user_id] = list(channels)
+
+    def add_usergroup(self, group_id: str, handle: str, users: list[str] | tuple[str, ...] = ()) -> None:
+        """A user group (`@handle`) and its members, as usergroups.list and usergroups.users.list answer."""
+        self.usergroups[group_id] = {"handle": handle, "name": handle.title(), "users": list(users)}
 
     # ------------------------------------------------------------------ recording
 
@@ -1223,8 +1257,37 @@ class SlackStub:
             "is_email_confirmed": not is_bot,
             "who_can_share_contact_card": "EVERYONE",
         }
-        user.update(self.users.get(uid, {}))
+        overrides = dict(self.users.get(uid, {}))
+        email = overrides.pop("_email", None)
+        user.update(overrides)
+        if email is not None and "users:read.email" in self.scopes:  # Slack shows it only with that scope
+            user["profile"] = {**user["profile"], "email": email}
         return {"ok": True, "user": user}
+
+    def _m_conversations_list(self, args):
+        channels = [{"id": c["id"], "name": c["name"], "is_channel": not c["is_private"], "is_private": c["is_private"],
+                     "is_archived": c["is_archived"], "is_member": c["is_member"],
+                     "is_ext_shared": bool(c.get("shared_outside"))}
+                    for c in self.channels.values() if not c.get("is_im") and (not c["is_private"] or c["is_member"])]
+        return {"ok": True, "channels": channels, "response_metadata": {"next_cursor": ""}}
+
+    def _m_usergroups_list(self, args):
+        include = args.get("include_users") in (True, "true", "1", 1)
+        groups = []
+        for gid, group in self.usergroups.items():
+            entry = {"id": gid, "team_id": self.team_id, "is_usergroup": True, "name": group["name"],
+                     "handle": group["handle"], "description": "", "date_delete": 0, "is_external": False,
+                     "user_count": len(group["users"])}
+            if include:
+                entry["users"] = list(group["users"])
+            groups.append(entry)
+        return {"ok": True, "usergroups": groups}
+
+    def _m_usergroups_users_list(self, args):
+        group = self.usergroups.get(str(args.get("usergroup") or ""))
+        if group is None:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"ok": True, "users": list(group["users"])}
 
     def _m_conversations_info(self, args):
         ch = args.get("channel")
@@ -1253,7 +1316,7 @@ class SlackStub:
             "is_general": info["is_general"],
             "unlinked": 0,
             "name_normalized": info["name"],
-            "is_shared": False,
+            "is_shared": bool(info.get("shared_outside")),
             "is_org_shared": False,
             "is_pending_ext_shared": False,
             "pending_shared": [],
@@ -1261,8 +1324,8 @@ class SlackStub:
             "updated": 1700000000000,
             "parent_conversation": None,
             "creator": "U123",
-            "is_ext_shared": False,
-            "shared_team_ids": [self.team_id],
+            "is_ext_shared": bool(info.get("shared_outside")),
+            "shared_team_ids": [self.team_id] + (["T0OTHERORG"] if info.get("shared_outside") else []),
             "pending_connected_team_ids": [],
             "is_member": info["is_member"],
             "topic": {"value": "", "creator": "", "last_set": 0},

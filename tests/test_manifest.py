@@ -20,7 +20,9 @@ EXPECTED_BOT_SCOPES = {
     "chat:write",  # answers and digests
     "chat:write.public",  # digests in public channels the bot was not invited to
     "files:write",  # digest charts, CSV exports
-    "users:read",  # subscriber's time zone, is the user a workspace admin
+    "users:read",  # subscriber's time zone, is the user a workspace admin, a guest, of another organization
+    "users:read.email",  # /gad me and teams: a member's commits found by their profile's e-mail
+    "usergroups:read",  # user groups in audiences, and team:@group
     "channels:read",  # Home: the public channels a person is in, for their digests
     "groups:read",  # ... and the private ones
     "links:read",  # link_shared: links of the unfurl domains pasted in messages

@@ -225,8 +225,8 @@ class Reporting:
         access_notes = [f"{hidden:,} of {literal(project)}'s repositories are left out: you are not in their audience."
                         for project, hidden in resolved.hidden]
         if viewer.admin and not viewer.operator and viewer.also is None:  # an admin sees all: say what others would not
-            access_notes += [f"{literal(r.name)} is restricted ({audience_of(r.audience).words()}): this answer is "
-                             "yours, and Share posts it only in a channel of that audience."
+            access_notes += [f"{literal(r.name)} is restricted: this answer is yours, and Share posts it only in a "
+                             f"channel of its audience ({command('access ' + r.name)} says who may see it)."
                              for r in repos if not audience_of(r.audience).everyone][:3]
         if person_note or access_notes:
             report = dataclasses.replace(report, notes=report.notes + tuple(access_notes)

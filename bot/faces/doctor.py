@@ -13,8 +13,10 @@ from ..store.index import integrity_pragma, integrity_problems
 from ..store.sources import redact
 
 # What the features use; manifest.yml asks for exactly these (tests/test_manifest.py checks both).
-NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read", "channels:read",
-                 "groups:read", "links:read", "links:write")
+# users:read.email and usergroups:read came with audiences (who may see what) and `/gad me`: an app installed
+# before needs them added and a reinstall (docs/operations.md).
+NEEDED_SCOPES = ("commands", "chat:write", "chat:write.public", "files:write", "users:read", "users:read.email",
+                 "usergroups:read", "channels:read", "groups:read", "links:read", "links:write")
 UNFURL_SCOPES = ("links:read", "links:write")  # needed only while GAD_UNFURLS is on
 
 

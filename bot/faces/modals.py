@@ -172,7 +172,7 @@ class ModalsFace:
         if not where:
             return
         if where not in self.members.channels_of(user):
-            raise FormError(ui.WHERE, f"You are not in <#{where}> (or gad-bot cannot see it): choose a channel you "
+            raise FormError(ui.WHERE, "You are not in that channel (or gad-bot cannot see it): choose a channel you "
                                       "are in, or leave it empty to get the answer in your direct messages.")
         why = posting.refusal(self.engine, self.members, where, names, person=self.members.viewer(user))
         if why is not None:
@@ -263,11 +263,11 @@ class ModalsFace:
                 raise FormError(ui.CHANNEL, str(error)) from None
         channel, user = form[2], body.get("user", {}).get("id", "")
         if channel not in self.members.channels_of(user):
-            raise FormError(ui.CHANNEL, f"You are not in <#{channel}> (or gad-bot cannot see it): choose a channel "
+            raise FormError(ui.CHANNEL, "You are not in that channel (or gad-bot cannot see it): choose a channel "
                                         "you are in.")
-        if not self.members.bot_is_in(channel):
-            raise FormError(ui.CHANNEL, f"gad-bot is not in <#{channel}>, so it cannot post the digest there; "
-                                        "`/invite @gad-bot` in that channel first.")
+        if not self.members.bot_can_post(channel):
+            raise FormError(ui.CHANNEL, "gad-bot cannot post in that channel (a private channel it is not in); "
+                                        "`/invite @gad-bot` there first.")
         why = posting.refusal(self.engine, self.members, channel, form[1].repos, person=self.members.viewer(user))
         if why is not None:
             raise FormError(ui.CHANNEL, why)

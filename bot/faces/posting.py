@@ -57,6 +57,6 @@ def refusal(engine: Engine, members: Members, channel: str, names: Iterable[str]
     hidden = engine.catalog.unseen(where, names)
     if hidden:
         shared = "" if where.member else " (it is shared outside the workspace, or Slack could not say)"
-        return (f"Not everyone in <#{channel}>{shared} may see {literal(hidden[0])}, so this answer is not posted "
+        return (f"Not everyone in this channel{shared} may see {literal(hidden[0])}, so this answer is not posted "
                 "there; it stays with you.")
     return None

@@ -365,7 +365,9 @@ class SlackFace:
             responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths, missing_objects=self.engine.damage(r))
                                                for r in self.engine.repos(viewer)]))
         elif isinstance(parsed, q.SetAccess):
-            self._access(parsed, responder, client, user)
+            # the words as Slack sent them: `<#C…|eng>` keeps the id that decoding the text for the grammar drops
+            raw = (command.get("text") or "").split()[2:]
+            self._access(dataclasses.replace(parsed, words=tuple(raw)), responder, client, user)
         elif isinstance(parsed, q.Track):
             self._track(parsed, responder)
         elif isinstance(parsed, q.Untrack):  # asked first: the buttons land in run_untrack
@@ -404,8 +406,19 @@ class SlackFace:
     # -- reports ---------------------------------------------------------------
     def answering(self, viewer: Viewer, query: q.Query, channel: str) -> Viewer:
         """Who an answer is for: the person, and the channel too when it is posted there (`public`): a public
-        answer shows only what both may see (bot/engine/audiences.py)."""
-        return viewer.posting_in(self.members.channel_viewer(channel)) if query.public else viewer
+        answer shows only what both may see (bot/engine/audiences.py), and names nothing the channel may not see
+        (bot/faces/posting.py: one sentence instead)."""
+        if not query.public:
+            return viewer
+        try:
+            self.engine.resolve(query.repos, viewer)  # what the person may not see is, to them, not tracked
+        except UnknownRepoError as error:
+            raise q.explain_unknown(error, " ".join(query.repos)) from None
+        why = posting.refusal(self.engine, self.members, channel, query.repos,
+                              about_people=query.by == "person" or bool(query.authors))
+        if why is not None:
+            raise PermissionDeniedError(why + " Ask without `public` for your own answer.")
+        return viewer.posting_in(self.members.channel_viewer(channel))
 
     def _report(self, parsed, query_text: str, responder: Responder, client: WebClient,
                 channel: str, user: str, viewer: Viewer) -> None:
@@ -686,7 +699,12 @@ class SlackFace:
     def _access(self, parsed: q.SetAccess, responder: Responder, client: WebClient, user: str) -> None:
         """`/gad access NAME [everyone|admins|ID...]` (admins only: refused in the ack for others)."""
         if parsed.words:
-            access = self.engine.set_access(parsed.name, Audience.from_words(parsed.words))
+            try:
+                words = self.members.ids_of(list(parsed.words))
+            except Exception as error:  # Slack could not list channels or groups: ids still work
+                log.info("names in /gad access were not looked up: %s", type(error).__name__)
+                words = list(parsed.words)
+            access = self.engine.set_access(parsed.name, Audience.from_words(words))
             log.info("access of %s set to %s by %s", access.name, access.audience.text(), user)
         else:
             access = self.engine.access(parsed.name)

@@ -66,7 +66,7 @@ class Members:
         self._people: TTLCache = TTLCache(MAX_PEOPLE, ttl, timer=clock)
         self._channels_of: TTLCache = TTLCache(MAX_PEOPLE, ttl, timer=clock)  # user -> frozenset of channel ids
         self._group_members: TTLCache = TTLCache(MAX_GROUPS, ttl, timer=clock)  # group -> frozenset of user ids
-        self._shared: TTLCache = TTLCache(MAX_CHANNELS, ttl, timer=clock)  # channel -> (shared outside?, bot in it?)
+        self._shared: TTLCache = TTLCache(MAX_CHANNELS, ttl, timer=clock)  # channel -> (shared outside?, can post?)
         self._team: str | None = None
         self._lock = threading.Lock()
 
@@ -150,8 +150,8 @@ class Members:
         shared, _ = self._channel_facts(channel)
         return Viewer.of_channel(channel, shared_outside=shared)
 
-    def bot_is_in(self, channel: str) -> bool:
-        """Whether gad-bot is a member of the channel (it posts only where it is; Slack unsure: no)."""
+    def bot_can_post(self, channel: str) -> bool:
+        """Whether gad-bot can post in the channel: it is in it, or it is public (Slack unsure: no)."""
         return self._channel_facts(channel)[1]
 
     def channels_of(self, user: str, *, strict: bool = False) -> frozenset[str]:
@@ -160,7 +160,7 @@ class Members:
         return self._channels(user, strict=strict)
 
     def _channel_facts(self, channel: str) -> tuple[bool, bool]:
-        """(shared outside the workspace, gad-bot is in it), kept a few minutes; Slack unsure: (True, False)."""
+        """(shared outside the workspace, gad-bot can post there), kept a few minutes; Slack unsure: (True, False)."""
         with self._lock:
             known = self._shared.get(channel)
         if known is not None:
@@ -171,6 +171,27 @@ class Members:
         with self._lock:
             self._shared[channel] = facts
         return facts
+
+    def ids_of(self, words: list[str]) -> list[str]:
+        """What an admin typed for an audience, with `#channel` and `@group` names turned into Slack's ids (the
+        escaped forms Slack sends, `<#C…|eng>`, are kept: bot/engine/audiences.py reads them); a name Slack does
+        not know stays as typed, for the audience's own sentence about it."""
+        channels = groups = None
+        out = []
+        for word in words:
+            if word.startswith("#") and len(word) > 1:
+                if channels is None:
+                    channels = {}
+                    for page in _pages(lambda cursor: self.client.conversations_list(
+                            types="public_channel,private_channel", exclude_archived=True, limit=1000, cursor=cursor)):
+                        channels.update({c.get("name"): c.get("id") for c in page.get("channels") or []})
+                word = channels.get(word[1:], word)
+            elif word.startswith("@") and len(word) > 1:
+                if groups is None:
+                    groups = {g.get("handle"): g.get("id") for g in self.client.usergroups_list()["usergroups"] or []}
+                word = groups.get(word[1:], word)
+            out.append(word)
+        return out
 
     def named_ids(self) -> frozenset[str]:
         """Every channel, group and person some audience names (only these are ever looked up)."""
