@@ -158,7 +158,8 @@ def test_an_admin_sees_everything_and_is_told_what_is_restricted(two):
     engine, _, vault = two
     report = engine.report(parse_query(["vault"], TODAY), TODAY, viewer=ADMIN)
     assert report.totals.two_gad == _person_days(vault)
-    assert any(n.startswith("`vault` is restricted (<#C0ENG>)") for n in report.notes)
+    assert "`vault` is restricted: this answer is yours, and Share posts it only in a channel of its audience " \
+           "(`/gad access vault` says who may see it)." in report.notes
     cli = engine.report(parse_query(["vault"], TODAY), TODAY)  # the operator at the shell: no such note
     assert not any("restricted" in n for n in cli.notes)
 
@@ -223,3 +224,67 @@ def test_a_repository_tracked_from_a_local_path_is_open_to_everyone(tmp_path, en
     engine.track(str(web.path), "web")
     assert engine.repo("web").audience == "everyone"
     assert [r.name for r in engine.repos(MEMBER)] == ["web"]
+
+
+# -- the upgrade, doctor and the operator's CLI ----------------------------------------------------------
+
+
+def test_an_upgrade_keeps_what_was_tracked_open_says_so_once_and_doctor_says_it_until_an_admin_looks(
+        tmp_path, monkeypatch, caplog):
+    import bot.store.tables.schema as schema
+    from bot.engine.engine import Engine
+    from bot.faces.doctor import check_audiences
+    from bot.store.index import Index
+    from tests.faults import run_cli
+
+    data = tmp_path / "data"
+    old = [m for m in schema.MIGRATIONS if m[1] != "audiences"]
+    monkeypatch.setattr(schema, "MIGRATIONS", old)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", old[-1][0])
+    before = Index(data / "index.sqlite")  # as the release before audiences wrote it
+    for name in ("web", "api"):
+        before.execute("INSERT INTO repos (name, source, mirror_path, in_place, created_at) VALUES "
+                       "(?, ?, ?, 0, '2026-01-01T00:00:00+00:00')", (name, f"https://github.com/acme/{name}",
+                                                                    f"mirrors/{name}"))
+    before.close()
+    monkeypatch.undo()
+    with caplog.at_level("WARNING"):
+        engine = Engine(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+        Engine(Settings.from_env({"GAD_DATA_DIR": str(data)}))  # opened again: said once only
+    said = [r.getMessage() for r in caplog.records if "before audiences existed" in r.getMessage()]
+    assert said == ["2 repositories tracked before audiences existed stay open to everyone in the workspace, as they "
+                    "were; review who may see each with `gad-bot access NAME` (docs/operations.md)"]
+    assert [r.audience for r in engine.repos()] == ["everyone", "everyone"]  # as before the upgrade
+    (check,) = check_audiences(engine)
+    assert check.warning and check.what.startswith("2 repositories tracked before audiences existed are open")
+    done = run_cli("access", "web", "admins", data=data)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "web (repository) is seen by: admins only.\n"
+    assert check_audiences(Engine(Settings.from_env({"GAD_DATA_DIR": str(data)}))) == []
+    shown = run_cli("access", "api", data=data)
+    assert shown.stdout.startswith("api (repository) is seen by: everyone in the workspace")
+    wrong = run_cli("access", "api", "#eng", data=data)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("gad-bot: `#eng` is not a channel, user group or person")
+    assert run_cli("access", "api", "C0ENG", "U0ANA", data=data).stdout == "api (repository) is seen by: C0ENG, U0ANA.\n"
+
+
+def test_an_organizations_private_repositories_keep_admins_while_it_opens(tmp_path):
+    """A forge org tracked with a token starts as admins; opened to everyone, its public repositories follow and its
+    private one keeps `admins` of its own (tests/forgestub.py serves GitHub's REST API on loopback)."""
+    from bot.engine.engine import Engine
+    from tests.forgestub import ForgeStub
+
+    with ForgeStub(tmp_path / "srv", "github", token="forge-token") as forge:
+        forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01")])
+        forge.add("acme/secret", commits=[("bob@acme.example", "2024-03-02")], private=True)
+        engine = Engine(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "GAD_FORGES": forge.forges_setting,
+                                           "GAD_HTTPS_TOKENS": "127.0.0.1=forge-token"}))
+        org = engine.track_org(engine.org_owner(forge.owner_url("acme"))).org
+    assert {r.name: (r.audience, r.audience_own) for r in engine.repos()} == {
+        "acme/web": ("admins", False), "acme/secret": ("admins", True)}
+    opened = engine.set_access(org, EVERYONE_AUDIENCE)
+    assert (opened.kind, opened.own) == ("organization", ("acme/secret",))
+    assert [r.name for r in engine.repos(MEMBER)] == ["acme/web"]
+    assert engine.access("acme/web").follows == org and engine.access("acme/secret").follows is None
+    report = engine.report(parse_query([org], TODAY), TODAY, viewer=MEMBER)
+    assert "1 of `acme`'s repositories are left out: you are not in their audience." in report.notes

@@ -153,3 +153,22 @@ def test_under_serve_too_many_steps_at_once_fail_naming_the_workflow_steps(tmp_p
     error = run_step(app, stub, {"repository": "web"}, "functions.completeError")["error"]
     assert error == ("gad-bot's workflow steps already have 1 question waiting or computing (at most 1 at a time); "
                      "wait for some of them to be answered, then ask again.")
+
+
+def test_the_step_counts_only_what_everyone_may_see(tmp_path, stub):
+    """A step's outputs go wherever its workflow sends them, which gad-bot cannot know: a repository open only to a
+    channel is, to the step, not tracked (issue 31); opened to everyone, it answers."""
+    from bot.engine.audiences import Audience
+
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                  "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
+    engine = Engine.open(settings)
+    engine.track(str(build(tmp_path / "web", WEB).path), "web")
+    engine.set_access("web", Audience.parse("C0ENG"))
+    app, _ = build_app(settings, engine, socket_mode=False, today=lambda: TODAY)
+    error = run_step(app, stub, {"repository": "web"}, "functions.completeError")["error"]
+    assert error == "No repository or project named `web` is tracked; nothing is tracked yet; track one first with " \
+                    "`/gad track URL`."  # word for word what a step gets when nothing is tracked
+    engine.set_access("web", Audience.parse("everyone"))
+    outputs = run_step(app, stub, {"repository": "web"}, "functions.completeSuccess")["outputs"]
+    assert outputs["two_gad_person_days"] == 16

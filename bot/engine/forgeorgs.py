@@ -336,7 +336,8 @@ class OrgTracker:
                              private=repo.private)
             if row is None or row.state in (PENDING, FAILED):
                 to_track.append(OrgRepoRow(org.id, repo.forge_id, repo.full_name, repo.clone_url,
-                                           row.repo_id if row else None, PENDING, repo.archived, None))
+                                           row.repo_id if row else None, PENDING, repo.archived, None,
+                                           private=repo.private))
                 continue
             if row.state == DROPPED:
                 continue
@@ -390,12 +391,11 @@ class OrgTracker:
         return ADMINS_AUDIENCE if org.host.partition(":")[0] in self.settings.https_tokens else EVERYONE_AUDIENCE
 
     def _repo_audience(self, org: OrgRow, row: OrgRepoRow) -> tuple[Audience, bool]:
-        """A new repository of the organization: it follows the organization's audience, except that one the forge
-        lists as private keeps `admins` of its own while the organization is open to everyone."""
-        audience = self._audience(org)
-        if row.private and audience.everyone:
+        """A new repository of the organization follows the organization's audience; one the forge lists as private
+        starts as `admins` of its own, until an admin opens it (opening the organization does not)."""
+        if row.private:
             return ADMINS_AUDIENCE, True
-        return audience, False
+        return self._audience(org), False
 
     # -- tracking many repositories at once ------------------------------------------------------------
     def _track_rows(self, org: OrgRow, rows: list[OrgRepoRow], progress: OrgProgressFn | None,

@@ -286,8 +286,24 @@ def check_webhooks(engine, now: datetime) -> list[Check]:
     return checks
 
 
+def check_audiences(engine) -> list[Check]:
+    """Who may see what: repositories tracked before audiences existed stay open to everyone, as they were, until an
+    admin says otherwise (said once in the log at the upgrade; here until then)."""
+    from ..store.tables.schema import OPEN_BEFORE_AUDIENCES
+
+    count = engine.index.get_meta(OPEN_BEFORE_AUDIENCES)
+    if not count:
+        return []
+    return [Check(False, f"{count} repositories tracked before audiences existed are open to everyone in the "
+                         "workspace, as they were",
+                  "review who may see each with `gad-bot access NAME` (`gad-bot access NAME admins` or a channel's id "
+                  "closes one); the first change an admin makes ends this warning (docs/operations.md, Audiences)",
+                  warning=True)]
+
+
 def run_checks(settings: Settings, engine, client_factory, now: datetime | None = None) -> list[Check]:
     now = now or datetime.now(timezone.utc)
     return [check_data_dir(settings), check_disk(settings), check_git(), check_counter(), check_serve(settings),
             *check_index(engine), *check_slack(settings, client_factory), *check_mirrors(engine, now),
-            check_leftovers(engine), *check_schedule(engine, now), *check_webhooks(engine, now)]
+            check_leftovers(engine), *check_schedule(engine, now), *check_webhooks(engine, now),
+            *check_audiences(engine)]
