@@ -315,7 +315,8 @@ PERIOD is {periods}. `range:v1.0..v2.0` counts what git's `v1.0..v2.0` lists (`r
 Side by side: `compare ITEM ITEM... [tokens]`, an ITEM being a repository, a project or `REPO:PATH` (up to {most}).
 Other commands: `help`, `repos`, `track URL [as:NAME]`, `untrack NAME`, `sync NAME...`, \
 `subscribe REPO... [day:mon] [time:09:00] [tz:Europe/London] [people:on]`, `unsubscribe REPO...|all`, \
-`subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`.""".format(
+`subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`, \
+`me [tokens]` (your own 2GAD), `access NAME [everyone|admins|#channel @group @person]` (admins: who may see it).""".format(
     tokens=" ".join(f"[{t.form}]" for t in TOKENS), periods=PERIOD_FORMS, most=MAX_COMPARE_ITEMS)
 
 EXAMPLES = (
