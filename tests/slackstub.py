@@ -81,6 +81,7 @@ METHOD_SCOPES: dict[str, str] = {
     "chat.postEphemeral": "chat:write",
     "chat.update": "chat:write",
     "users.info": "users:read",
+    "users.list": "users:read",
     "chat.unfurl": "links:write",
     "users.conversations": "channels:read",
     "conversations.list": "channels:read",
@@ -1270,6 +1271,12 @@ class SlackStub:
                      "is_ext_shared": bool(c.get("shared_outside"))}
                     for c in self.channels.values() if not c.get("is_im") and (not c["is_private"] or c["is_member"])]
         return {"ok": True, "channels": channels, "response_metadata": {"next_cursor": ""}}
+
+    def _m_users_list(self, args):
+        known = sorted(set(self.users) | set(self.memberships) | self.admins
+                       | {u for g in self.usergroups.values() for u in g["users"]})
+        members = [self._m_users_info({"user": uid})["user"] for uid in known if uid[:1] in "UW"]
+        return {"ok": True, "members": members, "cache_ts": 1700000000, "response_metadata": {"next_cursor": ""}}
 
     def _m_usergroups_list(self, args):
         include = args.get("include_users") in (True, "true", "1", 1)

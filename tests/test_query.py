@@ -274,7 +274,7 @@ def test_straighten():
     assert straighten("plain 'text' \"here\"") == "plain 'text' \"here\""
 
 
-ONE_OF_KEYS = ("`since:`, `until:`, `branch:`, `refs:`, `range:`, `author:`, `org:`, `path:`, `by:`, `tags:`, `prereleases:`, `mailmap:`, "
+ONE_OF_KEYS = ("`since:`, `until:`, `branch:`, `refs:`, `range:`, `author:`, `org:`, `team:`, `path:`, `by:`, `tags:`, `prereleases:`, `mailmap:`, "
                "`bots:`, `top:`, `coauthors:`, `vs:`, `cocomo:`, `format:` (`/gad help` has examples).")
 NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
 
@@ -337,7 +337,7 @@ NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
     ("gst branch:*", "`branch:*` is not a branch name; use e.g. `branch:main` or `branch:HEAD`."),
     ('gst "branch:a b"', "`branch:a b` is not a branch name; use e.g. `branch:main` or `branch:HEAD`."),
     ("gst by:day", "`by:day` is not a breakdown; use one of `by:week`, `by:month`, `by:quarter`, `by:year`, "
-     "`by:person`, `by:repo`, `by:org`, `by:release`."),
+     "`by:person`, `by:repo`, `by:org`, `by:team`, `by:release`."),
     ("gst mailmap:maybe", "`mailmap:maybe` is not understood; use `mailmap:on` or `mailmap:off`."),
     ("gst bots:2", "`bots:2` is not understood; use `bots:on` or `bots:off`."),
     ("gst vs:fpa", "`vs:fpa` is not a model gad-bot compares with; use `vs:cocomo`."),

@@ -477,12 +477,10 @@ def distinct_persons(keys: np.ndarray) -> np.ndarray:
     return persons[np.concatenate(([True], persons[1:] != persons[:-1]))]
 
 
-def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, str], *,
-              disjoint: bool = False) -> list[Row]:
-    """One row per person, most active days first (ties by name)."""
+def _per_person(selections: list[Selection], keys: np.ndarray, *,
+                disjoint: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(person ids, their active days, their commits) over sorted (person, day) keys, each person once."""
     persons = keys >> DAY_BITS  # sorted: keys are sorted by (person, day)
-    if not len(persons):
-        return []
     starts = np.flatnonzero(np.concatenate(([True], persons[1:] != persons[:-1])))
     ids = persons[starts]
     person_days = np.diff(np.append(starts, len(persons)))
@@ -496,9 +494,41 @@ def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, st
         fresh[1:] = (persons_sorted[1:] != persons_sorted[:-1]) | (commits_sorted[1:] != commits_sorted[:-1])
         all_persons = persons_sorted[fresh]
     commit_counts = np.bincount(all_persons, minlength=int(ids.max()) + 1)[ids]
+    return ids, person_days, commit_counts
+
+
+def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, str], *,
+              disjoint: bool = False) -> list[Row]:
+    """One row per person, most active days first (ties by name)."""
+    if not len(keys):
+        return []
+    ids, person_days, commit_counts = _per_person(selections, keys, disjoint=disjoint)
     rows = [Row(names.get(p, f"person {p}"), Totals(n, 1, c))
             for p, n, c in zip(ids.tolist(), person_days.tolist(), commit_counts.tolist())]
     rows.sort(key=lambda r: (-r.totals.person_days, r.key))
+    return rows
+
+
+def by_team(selections: list[Selection], keys: np.ndarray, teams: list[tuple[str, np.ndarray]], *,
+            disjoint: bool = False, shared_commits: bool = False) -> list[Row]:
+    """One row per team (label, its people's ids) with someone in the keys: its people's active days summed (each
+    (person, day) pair is one person's, so a team's is the sum of its people's), its developers, its commits.
+    A person in two teams counts in both. shared_commits (co-authors counted): a commit may be in two people's
+    records, so a team's commits are counted distinct over its records instead of summed."""
+    if not len(keys):
+        return []
+    ids, person_days, commit_counts = _per_person(selections, keys, disjoint=disjoint)
+    rows = []
+    for label, members in teams:
+        at = np.isin(ids, members)
+        if not at.any():
+            continue
+        if shared_commits:
+            commits = _distinct_count(np.concatenate(
+                [s.commit_ids[np.isin(s.persons, members)] for s in selections]))
+        else:
+            commits = int(commit_counts[at].sum())
+        rows.append(Row(label, Totals(int(person_days[at].sum()), int(at.sum()), int(commits))))
     return rows
 
 

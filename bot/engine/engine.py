@@ -32,6 +32,7 @@ from .catalog import Access, Catalog
 from .query import Compare, Query, RefRange
 from .reporting import Reporting
 from .snapshots import Snapshots
+from .teams import Teams
 from .tracking import Progress, SyncResult, Tracking
 
 if TYPE_CHECKING:
@@ -213,17 +214,20 @@ class Engine:
         return self.snapshots.resolve_ref(repo, columns, name)
 
     # -- reporting ------------------------------------------------------------------
-    def report(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
-        """Answer a Query from the index alone, over what `viewer` may see (bot/engine/audiences.py)."""
-        return self.reporting.report(query, today, viewer)
+    def report(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR,
+               teams: Teams | None = None) -> Report:
+        """Answer a Query from the index alone, over what `viewer` may see (bot/engine/audiences.py); `teams`: Slack's
+        user groups, for `team:` and `by:team` (bot/engine/teams.py)."""
+        return self.reporting.report(query, today, viewer, teams)
 
     def me(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
         """The viewer's own 2GAD (`/gad me`), found by their addresses through each repository's mailmap."""
         return self.reporting.me(query, today, viewer)
 
-    def compare(self, command: Compare, today: date | None = None, viewer: Viewer = OPERATOR):
+    def compare(self, command: Compare, today: date | None = None, viewer: Viewer = OPERATOR,
+                teams: Teams | None = None):
         """One row per item over the same tokens (each item's report, by month, boiled down)."""
-        return self.reporting.compare(command, today, viewer)
+        return self.reporting.compare(command, today, viewer, teams)
 
     def domains(self, query: Query, today: date | None = None) -> list:
         return self.reporting.domains(query, today)

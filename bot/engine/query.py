@@ -20,8 +20,8 @@ from ..errors import QueryError, command, literal, nearest
 from ..metric import person_key
 from .periods import PERIOD_FORMS, since_date, until_date
 
-BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo", "org", "release")
-TOP_BREAKDOWNS = ("person", "org", "repo", "release")  # the tables `top:N` can cut
+BREAKDOWNS = ("week", "month", "quarter", "year", "person", "repo", "org", "team", "release")
+TOP_BREAKDOWNS = ("person", "org", "repo", "team", "release")  # the tables `top:N` can cut
 MAX_RELEASE_ROWS = 100  # the newest releases a by:release table shows at most (bot/engine/releases.py)
 MAX_TAGS_GLOB = 100  # characters of a `tags:GLOB`
 COCOMO_MODES = ("organic", "semidetached", "embedded")  # bot/engine/cocomo.py MODES
@@ -94,6 +94,7 @@ class Query:
     format: str | None = None  # "csv" attaches a CSV file
     range: RefRange | None = None  # replaces the scope: `range:A..B`
     orgs: tuple[str, ...] = ()  # globs on the organization (lower-cased); any may match
+    teams: tuple[str, ...] = ()  # Slack user groups, by handle (`backend`) or id (`S0123`): only their members count
     top: int | None = None  # `top:N`: the first N rows of a by:person, by:org or by:repo table
     cocomo_mode: str = "organic"  # `cocomo:MODE`: Basic COCOMO's mode for vs:cocomo
     coauthors: bool = False  # `coauthors:on`: Co-authored-by trailers earn person-days (METRIC.md rule 7)
@@ -113,6 +114,8 @@ class Query:
             parts.append("paths " + ", ".join(map(_literal, self.paths)))
         if self.exclude_paths:
             parts.append("excluding " + ", ".join(map(_literal, self.exclude_paths)))
+        if self.teams:
+            parts.append("teams " + " or ".join(_literal(t if _TEAM_ID.fullmatch(t) else "@" + t) for t in self.teams))
         if self.orgs:
             parts.append("organizations " + " or ".join(map(_literal, self.orgs)))
         return ", ".join(parts)
@@ -125,6 +128,7 @@ class Query:
         tokens += [self.range.token()] if self.range else [] if self.scope.kind == "default" else [self.scope.token()]
         tokens += [f"path:{p}" for p in self.paths] + [f"path:!{p}" for p in self.exclude_paths]
         tokens += [f"org:{o}" for o in self.orgs]
+        tokens += [f"team:@{t}" for t in self.teams]
         tokens += ([] if self.mailmap else ["mailmap:off"]) + (["bots:on"] if self.bots else [])
         return tokens
 
@@ -282,17 +286,20 @@ TOKENS: tuple[Token, ...] = (
     Token("author:GLOB", "people whose mailmapped, lower-cased e-mail matches; repeatable", "author:*@example.com"),
     Token("org:GLOB", "people whose organization (their e-mail's domain, or the operator's rules) matches; "
           "repeatable", "org:intel*"),
+    Token("team:@GROUP", "people of that Slack user group, found by their profile's e-mail through the mailmap; "
+          "repeatable (a union)", "team:@backend"),
     Token("path:DIR", "only commits that changed something under DIR (path:!DIR: outside it); repeatable; "
           "merges are not counted", "path:src/net"),
-    Token("by:week|month|quarter|year|person|repo|org|release", "a breakdown table; by:release: one row per "
-          "release of one repository, what git's previous..this lists", "by:month"),
+    Token("by:week|month|quarter|year|person|repo|org|team|release", "a breakdown table; by:team: one row per Slack "
+          "user group (a person in two counts in both, once in the total); by:release: one row per release of one "
+          "repository, what git's previous..this lists", "by:month"),
     Token("tags:GLOB", "with by:release: the tags that are releases (default: tags that look like versions, of "
           "their most-used family: v* or release-*, not both)", "tags:v*"),
     Token("prereleases:on", "with by:release: release candidates and betas as rows of their own (by default "
           "they fold into the release that follows)", "prereleases:on"),
     Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),
     Token("bots:on", "keep [bot] authors (left out by default)", "bots:on"),
-    Token("top:N", "only the first N rows of a by:person, by:org or by:repo table", "top:10"),
+    Token("top:N", "only the first N rows of a by:person, by:org, by:repo or by:team table", "top:10"),
     Token("coauthors:on", "people named in Co-authored-by: trailers earn the commit's day too (off by default)",
           "coauthors:on"),
     Token("vs:cocomo", "Basic COCOMO (organic) from the source lines at the head, beside 2GAD", "vs:cocomo"),
@@ -471,6 +478,7 @@ def parse_query(words: list[str], today: date, *, repos_required: bool = True) -
     seen: dict[str, str] = {}
     authors: list[str] = []
     orgs: list[str] = []
+    teams: list[str] = []
     paths: list[str] = []
     excluded: list[str] = []
     options: dict[str, object] = {}
@@ -497,6 +505,8 @@ def parse_query(words: list[str], today: date, *, repos_required: bool = True) -
             authors.append(person_key(value))  # people are ASCII-lower-cased e-mails
         elif key == "org":
             orgs.append(value.lower())
+        elif key == "team":
+            teams.append(team_word(value))
         elif key == "range":
             _one(key, seen, value)
             options["range"] = _parse_range(value)
@@ -584,14 +594,32 @@ def parse_query(words: list[str], today: date, *, repos_required: bool = True) -
         raise QueryError(f"A range replaces the scope: `range:{seen['range']}` counts what git's "
                          f"`{seen['range']}` lists whatever the branches, so leave out `{seen['scope']}`.")
     if "top" in options and options.get("by") not in TOP_BREAKDOWNS:
-        raise QueryError(f"`top:{seen['top']}` limits a table of people, organizations or repositories; add "
+        raise QueryError(f"`top:{seen['top']}` limits a table of people, organizations, repositories or teams; add "
                          f"`by:person`, `by:org` or `by:repo`, e.g. `by:person top:{seen['top']}`.")
     _check_release_tokens(options, seen, repos)
     since, until = options.get("since"), options.get("until")
     if since and until and since > until:
         raise QueryError(f"`since:{seen['since']}` starts after `until:{seen['until']}` ends; swap them or widen the period.")
     return Query(repos=tuple(dict.fromkeys(repos)), authors=tuple(authors), paths=tuple(paths),
-                 exclude_paths=tuple(excluded), orgs=tuple(dict.fromkeys(orgs)), **options)  # type: ignore[arg-type]
+                 exclude_paths=tuple(excluded), orgs=tuple(dict.fromkeys(orgs)), teams=tuple(dict.fromkeys(teams)),
+                 **options)  # type: ignore[arg-type]
+
+
+_TEAM_HANDLE = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
+_TEAM_ID = re.compile(r"S[A-Z0-9]{2,20}")
+
+
+def team_word(value: str) -> str:
+    """`team:@backend` (or `team:backend`, or a group's id `S0123`, which Slack sends as `<!subteam^S0123|@backend>`,
+    decoded to `@backend`): the handle, lower-cased, or the id."""
+    word = value.strip()
+    if _TEAM_ID.fullmatch(word):
+        return word
+    handle = word.removeprefix("@").lower()
+    if not _TEAM_HANDLE.fullmatch(handle):
+        raise QueryError(f"`team:{value[:80]}` is not a Slack user group; pick one with `@` in Slack, e.g. "
+                         "`team:@backend`.")
+    return handle
 
 
 def _tags_glob(value: str) -> str:

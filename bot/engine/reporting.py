@@ -25,6 +25,7 @@ from ..store.store import IN_ALL, IN_DEFAULT, IN_HEAD
 from .audiences import OPERATOR, Viewer
 from .catalog import Catalog, audience_of
 from .identities import Identities
+from .teams import NO_TEAM, Matched, Teams, no_committer_error, unmatched_note
 from .filters import Active, author_zero_words, check_authors, check_filters
 from .periods import from_epoch_day, mark_partial, to_epoch_day
 from .query import Compare, Query, RefRange
@@ -46,11 +47,13 @@ class Reporting:
         self.identities = Identities(index)
         self._lock = threading.Lock()
 
-    def report(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR) -> Report:
+    def report(self, query: Query, today: date | None = None, viewer: Viewer = OPERATOR,
+               teams: Teams | None = None) -> Report:
         """Answer a Query from the index alone (reachability over its graph for `branch:`), over what `viewer`
-        may see (bot/engine/audiences.py; the operator, the default, sees everything)."""
+        may see (bot/engine/audiences.py; the operator, the default, sees everything). `teams`: the workspace's user
+        groups as Slack lists them, for `team:` and `by:team` (bot/engine/teams.py)."""
         with self.snapshots.masks.staged():  # a refused question caches nothing
-            return self._report(query, today, viewer)
+            return self._report(query, today, viewer, teams=teams)
 
     def _person_level(self, query: Query, viewer: Viewer) -> tuple[Query, str | None]:
         """GAD_PERSON_DETAIL=admins: person-level answers only to admins and to a person about themselves;
@@ -99,8 +102,33 @@ class Reporting:
         return dataclasses.replace(report, notes=report.notes + (
             f"Counted as you: {', '.join(mine)} (your Slack profile's address, through each repository's mailmap).",))
 
+    def _team_people(self, repos: list[RepoRow], query: Query, teams: Teams | None) -> list[Matched]:
+        """The groups `team:` names (all of them for by:team) with the people each matches in these repositories."""
+        from .filters import _people
+
+        if teams is None:
+            raise QueryError("`team:` and `by:team` read Slack's user groups, which this face cannot ask; ask in Slack, "
+                             "or give the command line SLACK_BOT_TOKEN (scopes usergroups:read, users:read.email).")
+        groups = teams.find(query.teams) if query.teams else list(teams.groups)
+        emails = {e for g in groups for m in g.members for e in m.emails}
+        persons = self.identities.people(repos, emails)
+        committed = _people(self.index, repos, query.mailmap)
+        matched = []
+        for group in groups:
+            people, unmatched = set(), []
+            for member in group.members:
+                mine = {p for e in member.emails for p in persons.get(e, ()) if p in committed}
+                people |= mine
+                if not mine:
+                    unmatched.append(member)
+            matched.append(Matched(group, frozenset(people), tuple(unmatched)))
+        return matched
+
+    def _person_ids(self, emails) -> np.ndarray:
+        return np.array(sorted(self.index.people_with_emails(emails).values()), np.int64)
+
     def _report(self, query: Query, today: date | None, viewer: Viewer = OPERATOR,
-                about_themselves: bool = False) -> Report:
+                about_themselves: bool = False, teams: Teams | None = None) -> Report:
         today = today or datetime.now(timezone.utc).date()
         query, person_note = (query, None) if about_themselves else self._person_level(query, viewer)
         resolved = self.catalog.resolve_seen(query.repos, viewer)
@@ -110,11 +138,20 @@ class Reporting:
             self.snapshots.require_other_refs(repos, "`refs:all`")
         check_filters(self.index, repos, query, self.snapshots.touches(repos))  # `path:nosuch` is a typo, not a quiet period
         unmatched_author = check_authors(self.index, repos, query)  # `author:nobody@x` is a typo too
+        matched = self._team_people(repos, query, teams) if (query.teams or query.by == "team") else []
+        allowed = self.snapshots.allowed_people(query.authors) if query.authors else None
+        if query.teams:  # only the records of the groups' people (a union), with author: too if given
+            members = self._person_ids(set().union(*(m.people for m in matched)))
+            if not len(members):
+                raise no_committer_error([m.team for m in matched])
+            newest = self.index.execute("SELECT coalesce(max(id), 0) FROM people").fetchone()[0]
+            in_team = np.zeros(max(newest + 1, len(allowed) if allowed is not None else 0), bool)  # by person id
+            in_team[members] = True
+            allowed = in_team if allowed is None else in_team & np.pad(allowed, (0, len(in_team) - len(allowed)))
         flt = col.Filter(scope_bit=scope_bit,
                          since_day=to_epoch_day(query.since) if query.since else None,
                          until_day=to_epoch_day(query.until) if query.until else None,
-                         mailmap=query.mailmap, bots=query.bots,
-                         allowed_people=self.snapshots.allowed_people(query.authors) if query.authors else None)
+                         mailmap=query.mailmap, bots=query.bots, allowed_people=allowed)
         released = None  # by:release's ranges, over its one repository's columns (in the loop below)
         if query.by == "release":
             refuse_releases_of_several(repos, query)
@@ -181,6 +218,12 @@ class Reporting:
             for name in dict.fromkeys(s.name for s in author_selections):
                 repo_totals, _ = col.totals([s for s in selections if s.name == name])
                 rows.append(col.Row(name, repo_totals))
+        elif query.by == "team":
+            grouped = [(m.team.label, self._person_ids(m.people)) for m in matched]
+            everyone = col.distinct_persons(keys)
+            in_some = np.concatenate([ids for _, ids in grouped] or [np.zeros(0, np.int64)])
+            grouped.append((NO_TEAM, everyone[~np.isin(everyone, in_some)]))
+            rows = col.by_team(selections, keys, grouped, disjoint=disjoint, shared_commits=query.coauthors)
         elif query.by == "org":
             rows = col.by_org(selections, keys, org_table, disjoint=disjoint)
         more_rows = 0
@@ -189,10 +232,10 @@ class Reporting:
             rows = release_rows(self.snapshots, repos[0], all_columns[0], query, flt, released, org_table)
             more_rows = released.more
             notes = released.notes
-        if query.by in ("person", "org", "repo"):
+        if query.by in ("person", "org", "repo", "team"):
             # the order every face shows (CSV and JSON take rows as they come), and so the rows top:N keeps
             rows.sort(key=table_order)
-        if query.top is not None and query.by in ("person", "org", "repo"):  # by:release: _release_ranges
+        if query.top is not None and query.by in ("person", "org", "repo", "team"):  # by:release: _release_ranges
             more_rows = max(0, len(rows) - query.top)
             rows = rows[:query.top]
         trend_bucket = self._trend_bucket(query, keys, today)
@@ -228,6 +271,10 @@ class Reporting:
             access_notes += [f"{literal(r.name)} is restricted: this answer is yours, and Share posts it only in a "
                              f"channel of its audience ({command('access ' + r.name)} says who may see it)."
                              for r in repos if not audience_of(r.audience).everyone][:3]
+        team_notes = [n for n in [unmatched_note(matched)] if n]
+        if query.by == "team":
+            team_notes.append("A person in two groups counts in both rows and once in the total.")
+        access_notes += team_notes
         if person_note or access_notes:
             report = dataclasses.replace(report, notes=report.notes + tuple(access_notes)
                                          + ((person_note,) if person_note else ()))
@@ -398,10 +445,11 @@ class Reporting:
         return out
 
     # -- side by side: `compare` ------------------------------------------------
-    def _compare_item(self, command: Compare, item, today: date | None, viewer: Viewer = OPERATOR) -> Report:
+    def _compare_item(self, command: Compare, item, today: date | None, viewer: Viewer = OPERATOR,
+                      teams: Teams | None = None) -> Report:
         """One item's report; a mistake in its `NAME:PATH` is told in the form typed (`git:bultin`, not `path:`)."""
         try:
-            return self.report(dataclasses.replace(command.item_query(item), by="month"), today, viewer)
+            return self.report(dataclasses.replace(command.item_query(item), by="month"), today, viewer, teams)
         except QueryError as error:
             if item.path is None or item.path in command.query.paths:
                 raise
@@ -411,12 +459,13 @@ class Reporting:
             raise QueryError(str(error).replace(typed, f"`{item.label}`")
                              .replace("`path:", f"`{item.name}:")) from None
 
-    def compare(self, command: Compare, today: date | None = None, viewer: Viewer = OPERATOR):
+    def compare(self, command: Compare, today: date | None = None, viewer: Viewer = OPERATOR,
+                teams: Teams | None = None):
         """One row per item over the same tokens (each item's report, by month, boiled down)."""
         from ..metric import CompareReport, CompareRow
 
         with self.snapshots.masks.staged():  # one item refused: nothing cached for the others either
-            reports = [self._compare_item(command, item, today, viewer) for item in command.items]
+            reports = [self._compare_item(command, item, today, viewer, teams) for item in command.items]
         rows = [CompareRow.from_report(item.label, report) for item, report in zip(command.items, reports)]
         query = command.query
         as_of = [r.data_as_of for r in reports]

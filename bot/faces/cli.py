@@ -340,7 +340,8 @@ def report(query, as_json, as_csv):
     engine = _engine()
     parsed = dataclasses.replace(parsed, repos=tuple(dict.fromkeys(_track_on_the_fly(engine, list(parsed.repos)))))
     try:
-        result = engine.report(parsed, _today())
+        result = engine.report(parsed, _today(), teams=_teams(engine) if (parsed.teams or parsed.by == "team")
+                               else None)
     except GadError as error:
         from ..errors import UnknownRepoError
 
@@ -409,7 +410,8 @@ def compare(words, as_json, as_csv):
 
     parsed = parse_compare(query_words(words), _today())
     _one_format(as_json, as_csv, parsed.query.format)
-    result = _engine().compare(parsed, _today())
+    engine = _engine()
+    result = engine.compare(parsed, _today(), teams=_teams(engine) if parsed.query.teams else None)
     from ..render import compare as view
 
     if as_json:
@@ -613,9 +615,43 @@ def _slack_names(ids, settings: Settings) -> dict[str, str]:
     return names
 
 
-@cli.group()
-def teams():
-    """Slack members and the addresses they commit with (`teams alias`)."""
+def _teams(engine):
+    """Slack's user groups with their members' addresses, read with SLACK_BOT_TOKEN (scopes usergroups:read,
+    users:read, users:read.email), as `/gad` reads them."""
+    settings = _settings()
+    if not settings.slack_bot_token:
+        raise ConfigError("`team:` and `by:team` read the workspace's user groups from Slack: set SLACK_BOT_TOKEN "
+                          "(scopes usergroups:read and users:read.email) for the command line too.")
+    from ..service.members import Members
+    from ..slackapi import web_client
+
+    return Members(settings, engine.index, web_client(settings)).teams()
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+@friendly
+def teams(ctx):
+    """Slack's user groups: each with its members' addresses, matched to committers or not (`teams alias` adds one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    engine = _engine()
+    groups = _teams(engine)
+    repos = engine.repos()
+    persons = engine.reporting.identities.people(repos, {e for g in groups.groups for m in g.members
+                                                         for e in m.emails})
+    committed = set(engine.index.people_with_emails({p for found in persons.values() for p in found}))
+    if not groups.groups:
+        click.echo("This workspace has no user groups yet.")
+    for group in groups.groups:
+        click.echo(f"{group.label} ({len(group.members)} member{'s' * (len(group.members) != 1)})")
+        for member in group.members:
+            matched = sorted({p for e in member.emails for p in persons.get(e, ()) if p in committed})
+            addresses = ", ".join(member.emails) or "no address (the app needs users:read.email)"
+            said = f"matched: {', '.join(matched)}" if matched else (
+                "unmatched: no commit by these addresses in the tracked repositories; a .mailmap line or "
+                f"`gad-bot teams alias {member.user} ADDRESS` joins the address they commit with")
+            click.echo(f"  {member.name or member.user} ({member.user}) <{addresses}>: {said}")
 
 
 @teams.command("alias")

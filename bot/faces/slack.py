@@ -160,6 +160,11 @@ class Responder:
 
 
 
+def uses_teams(query: q.Query) -> bool:
+    """Whether a question needs Slack's user groups (`team:`, `by:team`)."""
+    return bool(query.teams) or query.by == "team"
+
+
 def _csv_name(report) -> str:
     """The file name a report's (or a compare's) CSV is uploaded and kept under."""
     return "gad-compare.csv" if isinstance(report, CompareReport) else "gad-report.csv"
@@ -245,7 +250,8 @@ class SlackFace:
                 response_type="ephemeral")
             return
         if isinstance(parsed, (q.ShowReport, q.Compare, q.Me)) and self.reports is not None and viewer is not None \
-                and not parsed.query.public:  # a public answer asks Slack about the channel: the lazy work does
+                and not parsed.query.public and not (uses_teams(parsed.query) and self.members.cached_teams() is None):
+            # (a public answer asks Slack about the channel, and teams about the user groups: the lazy work does)
             self._answered_in_ack[request_id(command)] = time.monotonic()
             self._queue_report(parsed, command, respond, client, viewer, ack=ack)
             return
@@ -259,7 +265,8 @@ class SlackFace:
         responder = Responder(respond, client, user)
         share_id = None if query.public or isinstance(parsed, q.Me) else sharing.new_share_id()
         job = ReportJob(query, text, user, self.today(), csv=query.format == "csv", compare=compare,
-                        share_id=share_id, viewer=self.answering(viewer, query, channel), me=isinstance(parsed, q.Me))
+                        share_id=share_id, viewer=self.answering(viewer, query, channel), me=isinstance(parsed, q.Me),
+                        teams=self.members.teams() if uses_teams(query) else None)
         try:
             ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
                                                                          text, share_id))
@@ -426,7 +433,8 @@ class SlackFace:
         reader = self.answering(viewer, query, channel)
         try:
             report = (self.engine.me(query, self.today(), reader) if isinstance(parsed, q.Me)
-                      else self.engine.report(query, self.today(), reader))
+                      else self.engine.report(query, self.today(), reader,
+                                              self.members.teams() if uses_teams(query) else None))
         except UnknownRepoError as error:
             raise q.explain_unknown(error, query_text) from None
         from ..render.csvout import report_to_csv
@@ -454,7 +462,8 @@ class SlackFace:
                  channel: str, user: str, viewer: Viewer) -> None:
         from ..render.compare import compare_blocks, compare_to_csv
 
-        report = self.engine.compare(parsed, self.today(), self.answering(viewer, parsed.query, channel))
+        report = self.engine.compare(parsed, self.today(), self.answering(viewer, parsed.query, channel),
+                                     self.members.teams() if uses_teams(parsed.query) else None)
         share_id = None if parsed.query.public else sharing.new_share_id()
         text, blocks = compare_blocks(report, query_text, public=parsed.query.public, share_id=share_id)
         csv = compare_to_csv(report) if parsed.query.format == "csv" else None

@@ -28,6 +28,7 @@ from cachetools import TTLCache
 from ..config import Settings
 from ..slackapi import channel_facts
 from ..engine.audiences import Audience, Viewer
+from ..engine.teams import Team, TeamMember, Teams
 from ..errors import GadError
 from ..store.index import Index
 
@@ -67,6 +68,7 @@ class Members:
         self._channels_of: TTLCache = TTLCache(MAX_PEOPLE, ttl, timer=clock)  # user -> frozenset of channel ids
         self._group_members: TTLCache = TTLCache(MAX_GROUPS, ttl, timer=clock)  # group -> frozenset of user ids
         self._shared: TTLCache = TTLCache(MAX_CHANNELS, ttl, timer=clock)  # channel -> (shared outside?, can post?)
+        self._teams: TTLCache = TTLCache(1, ttl, timer=clock)  # the workspace's user groups, as Teams
         self._team: str | None = None
         self._lock = threading.Lock()
 
@@ -192,6 +194,44 @@ class Members:
                 word = groups.get(word[1:], word)
             out.append(word)
         return out
+
+    # -- teams: user groups and their members' addresses (METRIC.md rule 8) -------------------------------
+    def teams(self) -> Teams:
+        """The workspace's user groups with each member's addresses (their profile's e-mail, from users.list, and any
+        an admin added), kept GAD_MEMBERSHIP_CACHE_SECONDS; MembershipUnknownError when Slack cannot list them."""
+        with self._lock:
+            known = self._teams.get("all")
+        if known is not None:
+            return known
+        try:
+            groups = self.client.usergroups_list(include_users=True, include_disabled=False)["usergroups"] or []
+            people: dict[str, tuple[str | None, str]] = {}
+            for page in _pages(lambda cursor: self.client.users_list(limit=1000, cursor=cursor)):
+                for user in page.get("members") or []:
+                    profile = user.get("profile") or {}
+                    email = (profile.get("email") or "").strip().lower() or None
+                    people[str(user.get("id"))] = (email, str(user.get("real_name") or user.get("name") or ""))
+        except Exception as error:
+            log.warning("listing the user groups failed: %s", _why(error))
+            raise MembershipUnknownError(f"Slack could not list the user groups just now ({_why(error)}); try "
+                                         "`team:` again in a minute (a question naming no team works meanwhile).") \
+                from None
+        added: dict[str, list[str]] = {}
+        for user, email in self.index.execute("SELECT user_id, email FROM slack_aliases ORDER BY email"):
+            added.setdefault(user, []).append(email)
+        found = Teams(tuple(
+            Team(str(g.get("id")), str(g.get("handle") or "").lower(), tuple(
+                TeamMember(u, tuple(dict.fromkeys([*([people[u][0]] if people.get(u, (None,))[0] else []),
+                                                   *added.get(u, [])])), people.get(u, (None, ""))[1])
+                for u in (g.get("users") or [])[:MAX_PAGES * 1000]))
+            for g in groups[:MAX_GROUPS] if g.get("id") and g.get("handle")))
+        with self._lock:
+            self._teams["all"] = found
+        return found
+
+    def cached_teams(self) -> Teams | None:
+        with self._lock:
+            return self._teams.get("all")
 
     def named_ids(self) -> frozenset[str]:
         """Every channel, group and person some audience names (only these are ever looked up)."""

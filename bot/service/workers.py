@@ -49,6 +49,7 @@ from ..errors import GadError, for_member
 from ..metric import CompareReport, Report
 from ..engine.audiences import Viewer
 from ..engine.query import Compare, Query
+from ..engine.teams import Teams
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class ReportJob:
     keep_report: bool = False  # the face builds its answer from `report` (the Workflow step's outputs)
     asker: str = "You"  # who a refusal for too many questions names: a person, or "gad-bot's workflow steps"
     me: bool = False  # `/gad me`: the viewer's own figures
+    teams: Teams | None = None  # Slack's user groups, for `team:` and `by:team` (asked by the face, not the worker)
     # whom the answer is for (bot/engine/audiences.py): every face says it; there is no default to forget
     viewer: Viewer = field(kw_only=True)
 
@@ -494,7 +496,7 @@ def run_report(job: ReportJob) -> ReportAnswer:
             return _run_compare(job)
         try:
             report = (_engine.me(job.query, job.today, job.viewer) if job.me  # type: ignore[union-attr]
-                      else _engine.report(job.query, job.today, job.viewer))  # type: ignore[union-attr]
+                      else _engine.report(job.query, job.today, job.viewer, job.teams))  # type: ignore[union-attr]
         except UnknownRepoError as error:
             raise explain_unknown(error, job.query_text) from None
         public = job.public or job.shared_by is not None or job.query.public
@@ -522,7 +524,7 @@ def _run_compare(job: ReportJob) -> ReportAnswer:
     """Compute and render one `compare` (errors are answered by run_report)."""
     from ..render.compare import compare_blocks, compare_to_csv
 
-    report = _engine.compare(job.compare, job.today, job.viewer)  # type: ignore[union-attr]
+    report = _engine.compare(job.compare, job.today, job.viewer, job.teams)  # type: ignore[union-attr]
     public = job.public or job.shared_by is not None or job.query.public
     text, blocks = compare_blocks(report, job.query_text, shared_by=job.shared_by, public=public,
                                   share_id=job.share_id)

@@ -66,6 +66,17 @@ class People(IndexFile):
             "SELECT author_id, person_mm, person_raw, bot_mm, bot_raw, automated_mm, automated_raw FROM repo_authors "
             "WHERE repo_id = ?", (repo_id,))]
 
+    def people_with_emails(self, emails: Iterable[str]) -> dict[str, int]:
+        """The ids of the people with these e-mails (person keys), of those the index knows; writes nothing."""
+        ordered = sorted(set(emails))
+        found: dict[str, int] = {}
+        for start in range(0, len(ordered), 500):
+            part = ordered[start:start + 500]
+            marks = ",".join("?" * len(part))
+            found.update({e: i for i, e in self.conn.execute(f"SELECT id, email FROM people WHERE email IN ({marks})",
+                                                               part)})
+        return found
+
     def people_matching(self, person_ids: Iterable[int]) -> dict[int, str]:
         ids = list(set(int(i) for i in person_ids))
         found: dict[int, str] = {}

@@ -1,0 +1,147 @@
+"""Teams from Slack (issue 34; METRIC.md rule 8): `team:@group`, `by:team`, `gad-bot teams`, through the engine, the
+real Slack path (a loopback Slack whose users, profiles and groups answer consistently) and the CLI. Expected figures
+come from git (tests/gitbuild.oracle_pairs) restricted to the groups' people by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.engine.engine import Engine
+from bot.engine.query import parse_query
+from bot.engine.teams import NO_TEAM, Team, TeamMember, Teams
+from bot.errors import QueryError
+from tests.conftest import TODAY
+from tests.gitbuild import RepoBuilder, oracle_pairs
+
+# ann commits as ann@home.example, which web's .mailmap maps to ann@corp.example (her Slack profile's address)
+MAILMAP = "Ann <ann@corp.example> <ann@home.example>\n"
+HISTORY = [("ann@home.example", "2026-11-02"), ("ann@corp.example", "2026-11-03"), ("bob@corp.example", "2026-11-03"),
+           ("cy@corp.example", "2026-11-04"), ("dan@corp.example", "2026-11-05"), ("bob@corp.example", "2026-11-05")]
+
+TEAMS = Teams((
+    Team("S0BACK", "backend", (TeamMember("U0ANN", ("ann@corp.example",), "Ann"),
+                               TeamMember("U0BOB", ("bob@corp.example",), "Bob"))),
+    Team("S0FRONT", "frontend", (TeamMember("U0BOB", ("bob@corp.example",), "Bob"),
+                                 TeamMember("U0CY", ("cy@corp.example",), "Cy"))),
+    Team("S0NEW", "newcomers", (TeamMember("U0ZED", ("zed@corp.example",), "Zed"),)),
+))
+
+
+@pytest.fixture
+def web(tmp_path, engine):
+    builder = RepoBuilder(tmp_path / "web")
+    builder.commit(name="Ann", email="ann@home.example", date="2026-11-01", files={".mailmap": MAILMAP})
+    for email, day in HISTORY:
+        builder.commit(name=email.split("@")[0].title(), email=email, date=day)
+    engine.track(str(builder.path), "web")
+    return builder
+
+
+def pairs_of(builder, *people: str) -> set:
+    """git's (person, day) pairs (mailmap applied), restricted to these people by hand."""
+    return {(e, d) for e, d in oracle_pairs(builder.path) if e.decode() in people}
+
+
+def test_team_counts_only_its_peoples_days(engine, web):
+    report = engine.report(parse_query(["web", "team:@backend"], TODAY), TODAY, teams=TEAMS)
+    expected = pairs_of(web, "ann@corp.example", "bob@corp.example")
+    # ann: 11-01, 11-02 (home address, mailmapped), 11-03; bob: 11-03, 11-05 -> 5 pairs
+    assert report.totals.two_gad == 2 * len(expected) == 10 and report.totals.developers == 2
+
+
+def test_several_teams_are_a_union(engine, web):
+    report = engine.report(parse_query(["web", "team:@backend", "team:frontend"], TODAY), TODAY, teams=TEAMS)
+    assert report.totals.two_gad == 2 * len(pairs_of(web, "ann@corp.example", "bob@corp.example", "cy@corp.example"))
+
+
+def test_by_team_counts_a_person_in_both_rows_and_once_in_the_total(engine, web):
+    report = engine.report(parse_query(["web", "by:team"], TODAY), TODAY, teams=TEAMS)
+    rows = {r.key: (r.totals.two_gad, r.totals.developers, r.totals.commits) for r in report.rows}
+    assert rows == {
+        "@backend": (2 * len(pairs_of(web, "ann@corp.example", "bob@corp.example")), 2, 5),  # ann 3, bob 2
+        "@frontend": (2 * len(pairs_of(web, "bob@corp.example", "cy@corp.example")), 2, 3),
+        NO_TEAM: (2 * len(pairs_of(web, "dan@corp.example")), 1, 1),
+    }
+    assert report.totals.two_gad == 2 * len(oracle_pairs(web.path))  # bob once
+    assert "A person in two groups counts in both rows and once in the total." in report.notes
+    assert any(n.startswith("1 member matched no committer here: Zed (@newcomers).") for n in report.notes)
+
+
+def test_an_unknown_group_is_one_sentence_naming_the_groups(engine, web):
+    with pytest.raises(QueryError) as wrong:
+        engine.report(parse_query(["web", "team:@backnd"], TODAY), TODAY, teams=TEAMS)
+    assert str(wrong.value) == "There is no user group `@backnd` in this workspace; did you mean `team:@backend`?"
+    with pytest.raises(QueryError) as none:
+        engine.report(parse_query(["web", "team:@newcomers"], TODAY), TODAY, teams=TEAMS)
+    assert str(none.value).startswith("No member of `@newcomers` committed in these repositories")
+
+
+def test_without_slack_a_team_question_says_what_it_needs(engine, web):
+    with pytest.raises(QueryError) as refused:
+        engine.report(parse_query(["web", "team:@backend"], TODAY), TODAY)
+    assert "read Slack's user groups" in str(refused.value)
+
+
+@pytest.mark.parametrize("word, kept", [("@backend", "backend"), ("Backend", "backend"), ("S0123", "S0123")])
+def test_team_words_slack_sends(word, kept):
+    assert parse_query(["web", f"team:{word}"], TODAY).teams == (kept,)
+
+
+def test_a_team_word_that_is_no_group_name_is_refused():
+    with pytest.raises(QueryError) as refused:
+        parse_query(["web", "team:@<script>"], TODAY)
+    assert "is not a Slack user group" in str(refused.value)
+
+
+# -- through Slack and the CLI ----------------------------------------------------------------------------------
+
+
+def test_team_and_by_team_through_slack(tmp_path):
+    from tests.slackstub import SlackStub
+    from tests.test_surfaces import Bot, read
+
+    with SlackStub() as stub:
+        for user, email in (("U0ANN", "ann@example.com"), ("U0BOB", "bob@example.com"), ("U0DI", "di@example.com")):
+            stub.add_user(user, email=email, channels=["C123"])
+        stub.add_usergroup("S0BACK", "backend", ["U0ANN", "U0DI"])
+        bot = Bot(tmp_path, stub)  # web: ann and bob; api: ann and di (tests/test_surfaces.py)
+        # Slack sends a picked group as <!subteam^S0BACK|@backend>, decoded to @backend
+        ack, name = bot.slash("web api team:<!subteam^S0BACK|@backend> since:2026-11-23", user="U0BOB")
+        answer = read(stub.wait_for_response(name, count=1, timeout=15)[-1])
+        ann_di = {(e, d) for b in (bot.web, bot.api) for e, d in oracle_pairs(b.path)
+                  if e in (b"ann@example.com", b"di@example.com") and d >= b"2026-11-23"}
+        assert f"*2GAD {2 * len(ann_di)} person-days*" in answer and len(ann_di) == 4
+        table = read(bot.ask("web by:team since:2026-11-23", user="U0BOB"))
+        since = [(e, d) for e, d in oracle_pairs(bot.web.path) if d >= b"2026-11-23"]
+        ann = len([1 for e, _ in since if e == b"ann@example.com"])  # 11-23, 11-24, 11-30
+        bob = len([1 for e, _ in since if e == b"bob@example.com"])  # 11-24 (11-22 is before)
+        assert (ann, bob) == (3, 1)
+        assert f"`@backend` — 2GAD {2 * ann} · 1 developer · 4 commits" in table  # ann's 4 commits since 11-23
+        assert f"`{NO_TEAM}` — 2GAD {2 * bob} · 1 developer · 1 commit" in table
+        assert "1 member matched no committer here: User-U0Di (@backend)." in table  # di commits in api only
+
+
+def test_the_cli_reads_the_same_groups_and_lists_them(tmp_path, web):
+    from tests.faults import run_cli
+    from tests.slackstub import SlackStub
+
+    with SlackStub() as stub:
+        stub.add_user("U0ANN", email="ann@corp.example", name="ann")
+        stub.add_user("U0ZED", email="zed@corp.example", name="zed")
+        stub.add_usergroup("S0BACK", "backend", ["U0ANN", "U0ZED"])
+        env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url}
+        data = tmp_path / "data"
+        report = run_cli("report", "web", "team:@backend", "--json", data=data, **env)
+        listed = run_cli("teams", data=data, **env)
+        alias = run_cli("teams", "alias", "U0ZED", "zed@home.example", data=data, **env)
+    import json
+
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["active_days"] == len(pairs_of(web, "ann@corp.example")) == 3
+    assert listed.returncode == 0, listed.stderr
+    assert "@backend (2 members)" in listed.stdout
+    assert "  Ann (U0ANN) <ann@corp.example>: matched: ann@corp.example" in listed.stdout
+    assert "  Zed (U0ZED) <zed@corp.example>: unmatched: no commit by these addresses" in listed.stdout
+    assert alias.stdout == "U0ZED commits as: zed@home.example\n"
+    no_token = run_cli("report", "web", "team:@backend", data=data)
+    assert no_token.returncode == 2 and "set SLACK_BOT_TOKEN" in no_token.stderr
