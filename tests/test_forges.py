@@ -11,6 +11,7 @@ import json
 import pytest
 
 from bot.config import Settings
+from bot.engine.audiences import Audience
 from bot.engine.engine import Engine
 from bot.engine.query import Query
 from bot.errors import GadError
@@ -247,6 +248,11 @@ def test_track_an_organization_from_slack(forge, tmp_path, monkeypatch):
         assert final["replace_original"] is True
         assert "Reports, compare and subscriptions can name `acme`" in read(final)
         assert all(b.get("replace_original") for b in bodies)  # progress updated in place, never repeated
+        # tracked with the forge's token: only admins see it until one opens it (issue 31)
+        assert "Only admins may see it for now (fetched with the operator's credentials" in read(final)
+        assert "`/gad access acme everyone`" in read(final)
+        assert "No repository or project named `acme` is tracked" in read(bot.ask("acme"))
+        assert "Done: `acme` (organization) is seen by everyone" in read(bot.ask("access acme everyone", user=ADMIN))
         expected = oracle(forge, ["acme/web", "acme/api"])
         answer = bot.ask("acme")["text"]
         assert answer in [f"acme ({a} and {b}): 2GAD {expected} person-days, all history (2024-03-01 to 2024-03-02)"
@@ -317,6 +323,8 @@ def test_each_periodic_sync_lists_the_organization_again_and_tells_its_channels(
         stub.add_channel("C1")
         engine = engine_for(forge, tmp_path, SLACK_BOT_TOKEN=stub.good_token, SLACK_API_URL=stub.api_url)
         engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        # tracked with the forge's token, so admins only at first; an admin opens it (closed: tests/test_audiences.py)
+        engine.set_access("acme", Audience.parse("everyone"))
         subs.subscribe(engine, "C1", parse_command("subscribe acme", date(2026, 12, 4)))
         subs.subscribe(engine, "C2", parse_command("subscribe acme/web", date(2026, 12, 4)))
         forge.rename(web, "acme/website")
@@ -357,6 +365,7 @@ def test_serve_lists_an_organization_in_a_sync_worker_and_tells_its_channels(for
         stub.add_channel("C1")
         engine = engine_for(forge, tmp_path, SLACK_BOT_TOKEN=stub.good_token, SLACK_API_URL=stub.api_url)
         engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        engine.set_access("acme", Audience.parse("everyone"))  # an admin opens it (tracked with a token)
         subs.subscribe(engine, "C1", parse_command("subscribe acme", date(2026, 12, 4)))
         forge.add("acme/new", commits=[("cy@acme.example", "2024-03-03")])
         done = []

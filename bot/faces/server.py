@@ -19,6 +19,10 @@ from ..service.liveness import Heartbeat, ServeLock
 
 log = logging.getLogger(__name__)
 
+# On SIGTERM, how long the questions already acked (whose lazy work asks Slack who asks, then queues) may take
+# to reach the report queue, so that the drain tells each person rather than dropping what was acked.
+SETTLE_SECONDS = 5.0
+
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
             411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type"}
 
@@ -367,6 +371,8 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
             scheduler.shutdown(wait=False)
         syncs.shutdown()  # a sync in flight rolls back; the next run redoes it
         if stop.is_set():
+            if not face.settle(SETTLE_SECONDS):  # questions acked before the signal queue before the drain
+                log.warning("shutting down: some questions acked %s s ago were still being queued", SETTLE_SECONDS)
             reports.drain(settings.shutdown_grace_seconds)
         else:
             reports.shutdown()

@@ -180,6 +180,10 @@ class SlackFace:
         # (bot/engine/audiences.py); an ack only ever uses what is cached already.
         self.members = Members(settings, engine.index, client if client is not None else web_client(settings))
         self._answered_in_ack: dict[str, float] = {}  # request ids the ack answered or queued: the lazy work skips them
+        # Slash commands acked whose lazy work has not finished: a shutdown lets them queue (or answer) first, so
+        # that the report drain tells each person, instead of a question acked and then lost in the exit.
+        self._unsettled = 0
+        self._settled = threading.Condition()
         self.reports = reports  # worker processes for reports (serve); None: reports run in Bolt's threads
         self.syncs = syncs  # bot.service.syncs.SyncQueue (serve): /gad track and sync run in its workers; None: here
         self.digests = digests  # bot.digests.subscriptions face, when digests are enabled
@@ -209,6 +213,8 @@ class SlackFace:
         """Parse and reject in the ack; help and reports are answered or queued right here when what Slack says
         of the person is cached (an ack never waits on Slack), else by the lazy work that asks it."""
         user = command.get("user_id", "")
+        with self._settled:
+            self._unsettled += 1  # its lazy work (run_command) settles it, whatever it does
         viewer = self.members.cached_viewer(user)
         try:
             parsed = q.parse_command(typed(command), self.today())
@@ -353,6 +359,14 @@ class SlackFace:
             responder.final(text, blocks, replace=isinstance(parsed, q.Track))
         finally:
             self._forget_old_acks()
+            with self._settled:
+                self._unsettled = max(0, self._unsettled - 1)
+                self._settled.notify_all()
+
+    def settle(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) until every slash command acked has been queued or answered; True if so."""
+        with self._settled:
+            return self._settled.wait_for(lambda: self._unsettled == 0, timeout=timeout)
 
     def _forget_old_acks(self) -> None:
         """Request ids of acks whose lazy work never came (a lost retry) go after 15 minutes: the dict stays small."""
@@ -620,7 +634,8 @@ class SlackFace:
         text = f"Tracked {result.name}: {result.commits:,} commits indexed."
         responder.final(text, [kit.section(f"Tracked {name}: {result.commits:,} commits indexed. "
                                            f"Try `/gad {kit.escape_mrkdwn(result.name)} since:12w by:week`; "
-                                           "`path:` works once its changed paths are indexed: I will say so here.")],
+                                           "`path:` works once its changed paths are indexed: I will say so here."),
+                               kit.context([kit.audience_words(self.engine.access(result.name))])],
                         replace=True)
         # After answering: reports already work without the changed paths.
         count, seconds = self._run(IndexPaths(result.name), lambda event: progress(*event))
@@ -649,7 +664,8 @@ class SlackFace:
         responder.final(sentence, [kit.section(kit.escape_mrkdwn(sentence)),
                                    kit.context([f"Reports, compare and subscriptions can name {kit.code(result.org)}, "
                                                 f"e.g. `/gad {kit.escape_mrkdwn(result.org)} since:12w by:repo`; "
-                                                "each sync lists the organization again."])],
+                                                "each sync lists the organization again. "
+                                                + kit.audience_words(self.engine.access(result.org))])],
                         replace=True)
 
     def _run(self, command: Command, progress: Callable[[object], None] | None = None) -> object:

@@ -416,6 +416,17 @@ def _repo_line(row: RepoSummary) -> str:
     return line
 
 
+def audience_words(access: "Access") -> str:
+    """What a newly tracked repository's or organization's audience means, and how to change it (for the admin)."""
+    name = escape_mrkdwn(access.name)
+    if access.audience.everyone:
+        return (f"Everyone in the workspace may see it (not guests, not other organizations); "
+                f"`/gad access {name} admins` or `/gad access {name} #channel` narrows that.")
+    who = "admins" if access.audience.admins_only else access.audience.words()
+    return (f"Only {who} may see it for now (fetched with the operator's credentials, it may hold private work); "
+            f"`/gad access {name} everyone` or `/gad access {name} #channel` opens it.")
+
+
 def access_blocks(access: "Access", *, changed: bool) -> tuple[str, list[dict]]:
     """`/gad access NAME [...]`: who may see a repository, project or organization (now, when `changed`)."""
     name, who = code(access.name), access.audience.words()
