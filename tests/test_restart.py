@@ -83,7 +83,7 @@ def final_answer(stub, name: str) -> dict:
     """The one answer at a response_url, after the notice of where the report stood in the queue, if any."""
     from tests.test_slack import answer
 
-    got = answer(stub, name)
+    got = answer(stub, name, timeout=30)
     assert len([r for r in stub.responses(name) if not r.get("text", "").startswith("Queued:")]) == 1
     return got
 

@@ -50,11 +50,11 @@ def ack_body(response) -> dict:
     return json.loads(response.body) if response.body else {}
 
 
-def answer(stub, name) -> dict:
+def answer(stub, name, timeout: float = 10) -> dict:
     """The answer at a response_url: where a report stands in the queue ("Queued: ...") is a notice before it."""
     count = 1
     while True:
-        got = stub.wait_for_response(name, count=count, timeout=10)
+        got = stub.wait_for_response(name, count=count, timeout=timeout)
         answers = [m for m in got if not str(m.get("text", "")).startswith("Queued:")]
         if answers:
             return answers[-1]

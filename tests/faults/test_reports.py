@@ -73,8 +73,8 @@ def test_heavy_reports_queue_in_a_worker_and_acks_do_not_wait(data, stub, tmp_pa
         results = _at_once(serve, stub, crowd)
         # one person, four at once, behind the crowd: two are accepted, two refused with a sentence
         mine = _at_once(serve, stub, [(HEAVY[0], "UGREEDY", f"mine-{i}") for i in range(4)])
-        answers = {name: answer(stub, name) for *_, name in crowd}
-        mine_answers = {f"mine-{i}": answer(stub, f"mine-{i}") for i in range(4)}
+        answers = {name: answer(stub, name, timeout=120) for *_, name in crowd}  # heavy, one worker, a busy host
+        mine_answers = {f"mine-{i}": answer(stub, f"mine-{i}", timeout=120) for i in range(4)}
         assert serve.stop() == 0
     acks = sorted(took for _, _, took in results + mine)
     queued = [r["text"] for *_, name in crowd for r in stub.responses(name) if r.get("text", "").startswith("Queued:")]
