@@ -287,3 +287,22 @@ def test_person_detail_for_admins_only_through_slack(tmp_path, stub):
     assert "Figures of one person are for admins here" in world.answer("web author:bob@example.com", OUTSIDER)
     public = world.answer("web by:person public", ADMIN)  # a channel's members are not all admins
     assert "Figures per person stay with admins" in public
+
+
+def test_an_organizations_news_goes_only_to_channels_that_may_see_it(world, stub):
+    """Org news (bot/digests/orgnews.py) names repositories: only channels of the organization's audience hear it,
+    and each only of the repositories it may see."""
+    from bot.digests.orgnews import announce_org_changes
+    from bot.engine.forgeorgs import OrgChange, OrgSyncResult
+
+    world.engine.project_add("acme", ["web", "vault"])
+    world.engine.set_access("acme", Audience.parse("C0ENG C0PART"))
+    for channel in ("C123", "C0ENG", "C0PART"):  # subscribed before it was restricted
+        subs.subscribe(world.engine, channel, Subscribe(("acme",), tz="UTC"), now=NOW)
+    news = OrgSyncResult("acme", 2, (OrgChange("acme", "new", "web"), OrgChange("acme", "new", "vault")))
+    posted = announce_org_changes(world.engine.index, web_client(world.settings), [news])
+    # #general is outside acme's audience; #partners is in it, but may see neither repository (shared outside, it
+    # is not `everyone`, and vault is #eng's): nothing it may see changed, so it is told nothing
+    assert [channel for channel, _ in posted] == ["C0ENG"]
+    (eng,) = (text for _, text in posted)
+    assert "`web` is new in acme" in eng and "`vault` is new in acme" in eng  # vault is open to #eng
