@@ -145,3 +145,39 @@ def test_the_cli_reads_the_same_groups_and_lists_them(tmp_path, web):
     assert alias.stdout == "U0ZED commits as: zed@home.example\n"
     no_token = run_cli("report", "web", "team:@backend", data=data)
     assert no_token.returncode == 2 and "set SLACK_BOT_TOKEN" in no_token.stderr
+
+
+def test_a_teams_weekly_digest_counts_its_people(tmp_path):
+    """`/gad subscribe web team:@backend` through Slack, then the scheduler's run: the digest posted counts only the
+    group's people (as Slack lists them when it is posted); figures from git by hand."""
+    from datetime import timedelta
+
+    from bot.digests import subscriptions as subs
+    from bot.digests.digest import run_due_digests
+    from bot.service.members import Members
+    from bot.slackapi import web_client
+    from tests.slackstub import SlackStub
+    from tests.test_surfaces import NOW, Bot, read
+
+    with SlackStub() as stub:
+        stub.add_user("U0ANN", email="ann@example.com", channels=["C123"])
+        stub.add_user("U0BOB", email="bob@example.com", channels=["C123"])
+        stub.add_usergroup("S0BACK", "backend", ["U0ANN"])
+        bot = Bot(tmp_path, stub)
+        bot.web.commit(name="Bob", email="bob@example.com", date="2026-12-01")  # bob, of no group, in that week too
+        bot.engine.sync(["web"])
+        said = read(bot.ask("subscribe web team:@backend", user="U0BOB"))
+        assert "counts only the people of `@backend`" in said
+        assert subs.get(bot.engine.index, "C123").teams == ("backend",)
+        wrong = read(bot.ask("subscribe web team:@frontend", user="U0BOB"))
+        assert "There is no user group `@frontend` in this workspace" in wrong
+        assert subs.get(bot.engine.index, "C123").teams == ("backend",)  # unchanged
+        due = NOW + timedelta(days=5)  # the week of 2026-11-30 (Monday 09:00 in the subscriber's zone has come)
+        results = run_due_digests(bot.engine, lambda: web_client(bot.settings), at=due, clock=lambda: due,
+                                  sync=False, teams=Members(bot.settings, bot.engine.index, web_client(bot.settings)).teams)
+        assert [r.state for r in results] == ["posted"], results
+        posted = read(stub.calls_to("chat.postMessage")[-1].args)
+    week = [(e, d) for e, d in oracle_pairs(bot.web.path) if b"2026-11-30" <= d <= b"2026-12-06"]
+    ann = [p for p in week if p[0] == b"ann@example.com"]
+    assert "Weekly 2GAD digest of @backend" in posted
+    assert f"2GAD {2 * len(ann)} person-days" in posted and len(ann) == 1 and len(week) == 2  # bob's not counted

@@ -160,7 +160,8 @@ def digest_blocks(digest: Digest, *, chart_file_id: str | None = None, next_due:
     weeks = len(total.trend)
     many = len(digest.repos) > 1
     who = "all " + words.plural(len(digest.repos), "repository", "repositories") if many else digest.repos[0].name
-    title = ("Preview: " if digest.preview else "") + f"Weekly 2GAD digest, {period_title(digest)}"
+    of_teams = (" of " + " and ".join("@" + t for t in digest.teams)) if digest.teams else ""
+    title = ("Preview: " if digest.preview else "") + f"Weekly 2GAD digest{of_teams}, {period_title(digest)}"
     fallback = words.clip(
         f"{title}: 2GAD {words.number(total.week.two_gad)} person-days for {who} "
         f"({change_words(total.week.two_gad, total.previous.two_gad)})", 1000)
@@ -297,6 +298,13 @@ def _who(user: str | None) -> tuple[str, str]:
     return (mention(user), mention(user)) if user else ("Someone", "Someone")
 
 
+def team_words(teams: tuple[str, ...]) -> str:
+    """'only the people of `@backend`' ('everyone' for a subscription of no team)."""
+    if not teams:
+        return "everyone"
+    return "only the people of " + " and ".join(code(t if t[:1] == "S" and t[1:].isupper() else "@" + t) for t in teams)
+
+
 def subscribe_announcement(result: SubscribeResult, by: str | None) -> tuple[str, str] | None:
     """'@user subscribed this channel to `web`' (mrkdwn, plain), or None when nothing changed."""
     sub = result.subscription
@@ -315,6 +323,9 @@ def subscribe_announcement(result: SubscribeResult, by: str | None) -> tuple[str
     if "people" in result.changed:
         parts.append("made this channel's digest show people's names" if sub.people
                      else "made this channel's digest hide people's names")
+        plain.append(parts[-1])
+    if "teams" in result.changed:
+        parts.append(f"made this channel's digest count {team_words(sub.teams)}")
         plain.append(parts[-1])
     if result.unpaused:
         parts.append("resumed this channel's digest deliveries")
@@ -349,6 +360,8 @@ def subscribe_blocks(result: SubscribeResult, next_due: datetime | None = None, 
         lines.append(_inline_list([code(n) for n in result.added], "*Added:*", "repositories"))
     lines.append(_inline_list([code(n) for n in sub.repos], f"*Repositories ({len(sub.repos)}):*", "repositories"))
     lines.append("Names of individual people: " + ("shown (`people:on`)" if sub.people else "not shown (`people:on` to show them)"))
+    if sub.teams:
+        lines.append(f"It counts {team_words(sub.teams)} (their members as Slack lists them when it is posted).")
     if result.unpaused:
         lines.append(f"Resumed: deliveries had been paused because Slack said `{escape_mrkdwn(result.unpaused)}`.")
     if next_due:

@@ -62,6 +62,7 @@ from ..store.index import Index, RepoRow, _iso, parse_time, utcnow
 from ..metric import Row
 from ..engine.audiences import OPERATOR, Viewer
 from ..engine.query import Query
+from ..engine.teams import Teams
 from ..slackapi import channel_facts
 from . import subscriptions as subs
 from .rows import Digest, Figures
@@ -238,24 +239,37 @@ def last_delivery(index: Index, channel_id: str, now: datetime | None = None) ->
 class ReportCache:
     """Engine reports shared by every digest of one run (many channels watch the same repositories)."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, teams: Callable[[], Teams] | None = None):
         self.engine = engine
+        self._teams_source = teams  # Slack's user groups, asked once a run, for the digests of teams
+        self._teams: Teams | None = None
         self._reports: dict = {}
         self._lock = threading.Lock()
 
+    def teams(self) -> Teams:
+        with self._lock:
+            if self._teams is None:
+                if self._teams_source is None:
+                    raise DigestError("This digest counts Slack user groups' people, and this run cannot ask Slack "
+                                      "for them (no SLACK_BOT_TOKEN).")
+                self._teams = self._teams_source()
+            return self._teams
+
     def report(self, names: tuple[str, ...], since: date | None, until: date | None, by: str | None, today: date,
-               viewer: Viewer):
-        key = (names, since, until, by, viewer)  # a channel may see less of a project than another
+               viewer: Viewer, teams: tuple[str, ...] = ()):
+        key = (names, since, until, by, viewer, teams)  # a channel may see less of a project than another
         with self._lock:
             found = self._reports.get(key)
         if found is None:
-            found = self.engine.report(Query(repos=names, since=since, until=until, by=by), today, viewer)
+            found = self.engine.report(Query(repos=names, since=since, until=until, by=by, teams=teams), today, viewer,
+                                       self.teams() if teams else None)
             with self._lock:
                 self._reports[key] = found
         return found
 
 
-def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today: date, viewer: Viewer) -> list[Row]:
+def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today: date, viewer: Viewer,
+                 teams: tuple[str, ...] = ()) -> list[Row]:
     """The TREND_WEEKS + 1 seven-day periods ending with the one from `start`, oldest first.
 
     Periods starting on a Monday are ISO weeks: one `by:week` report gives them all. Others
@@ -263,12 +277,12 @@ def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today:
     """
     end = start + timedelta(days=6)
     if start.weekday() == 0:
-        rows = list(cache.report(names, start - timedelta(weeks=TREND_WEEKS), end, "week", today, viewer).rows)
+        rows = list(cache.report(names, start - timedelta(weeks=TREND_WEEKS), end, "week", today, viewer, teams).rows)
     else:
         rows = []
         for k in range(TREND_WEEKS, -1, -1):
             first = start - timedelta(weeks=k)
-            totals = cache.report(names, first, first + timedelta(days=6), None, today, viewer).totals
+            totals = cache.report(names, first, first + timedelta(days=6), None, today, viewer, teams).totals
             rows.append(Row(first.isoformat(), totals, first))
     if len(rows) != TREND_WEEKS + 1:  # by_period always fills the span; be loud if that ever changes
         raise DigestError(f"The weekly trend for {', '.join(names)} has {len(rows)} weeks instead of "
@@ -277,10 +291,10 @@ def _period_rows(cache: ReportCache, names: tuple[str, ...], start: date, today:
 
 
 def _figures(cache: ReportCache, name: str, names: tuple[str, ...], start: date, today: date,
-             before_people: set[str], viewer: Viewer) -> tuple[Figures, object]:
+             before_people: set[str], viewer: Viewer, teams: tuple[str, ...] = ()) -> tuple[Figures, object]:
     end = start + timedelta(days=6)
-    week = cache.report(names, start, end, "person", today, viewer)
-    rows = _period_rows(cache, names, start, today, viewer)
+    week = cache.report(names, start, end, "person", today, viewer, teams)
+    rows = _period_rows(cache, names, start, today, viewer, teams)
     earlier = rows[:TREND_WEEKS]
     average = sum(r.totals.two_gad for r in earlier) / TREND_WEEKS
     week_people = tuple(r.key for r in week.rows)
@@ -330,24 +344,27 @@ def build_digest(engine, sub: Subscription, period_start: date, *, viewer: Viewe
                           + ", ".join(f"`{n}`" for n in sub.repos) + "); subscribe to others or `unsubscribe all`.")
     before: dict[str, set[str]] = {}
     for repo in repos:
-        earlier = cache.report((repo.name,), None, period_start - timedelta(days=1), "person", today, viewer)
+        earlier = cache.report((repo.name,), None, period_start - timedelta(days=1), "person", today, viewer,
+                               sub.teams)
         before[repo.name] = {r.key for r in earlier.rows}
     per_repo = []
     for repo in repos:
-        figures, _ = _figures(cache, repo.name, (repo.name,), period_start, today, before[repo.name], viewer)
+        figures, _ = _figures(cache, repo.name, (repo.name,), period_start, today, before[repo.name], viewer,
+                              sub.teams)
         per_repo.append(figures)
     names = tuple(r.name for r in repos)
     if len(repos) == 1:
         total = per_repo[0]
-        week_report = cache.report(names, period_start, period_start + timedelta(days=6), "person", today, viewer)
+        week_report = cache.report(names, period_start, period_start + timedelta(days=6), "person", today, viewer,
+                                   sub.teams)
     else:
         everyone_before = set().union(*before.values())
-        total, week_report = _figures(cache, "all", names, period_start, today, everyone_before, viewer)
+        total, week_report = _figures(cache, "all", names, period_start, today, everyone_before, viewer, sub.teams)
     stale = stale or {}
     end = period_start + timedelta(days=6)
     return Digest(channel_id=sub.channel_id, period_start=period_start, period_end=end, tz=sub.tz,
                   people=sub.people, total=total, repos=tuple(per_repo), untracked=tuple(missing),
-                  restricted=tuple(closed),
+                  restricted=tuple(closed), teams=sub.teams,
                   scope_words=week_report.scope_words, data_as_of=week_report.data_as_of,
                   stale=tuple((n, stale[n]) for n in names if n in stale), preview=preview,
                   so_far=today if preview and today < end else None)
@@ -632,7 +649,8 @@ def parse_at(text: str) -> datetime:
 def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime | None = None, dry_run: bool = False,
                     *, channels: Iterable[str] | None = None, sync: bool = True, workers: int = 8,
                     clock: Callable[[], datetime] = utcnow, sleep: Callable[[float], None] = _time.sleep,
-                    pacer: ChannelPacer | None = None, charts: bool = True) -> list[DeliveryResult]:
+                    pacer: ChannelPacer | None = None, charts: bool = True,
+                    teams: Callable[[], Teams] | None = None) -> list[DeliveryResult]:
     """Deliver every digest due at `at` (default: now) that is not delivered yet, each at most once.
 
     The same code path for `gad-bot digest [--at TIME]` and for the scheduler's jobs. `dry_run` is
@@ -646,7 +664,8 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
     if at.tzinfo is None:
         raise DigestError("The time to deliver at needs a time zone, e.g. 2026-11-30T09:00+00:00 or ...Z.")
     if dry_run:
-        return preview_due_digests(engine, at, channels=channels, workers=workers, client_factory=client_factory)
+        return preview_due_digests(engine, at, channels=channels, workers=workers, client_factory=client_factory,
+                                   teams=teams)
     if at > now + timedelta(minutes=1):
         raise DigestError("Digests can only be delivered for times that have come: "
                           f"{_iso(at)} is in the future.")
@@ -694,7 +713,7 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
             for repo in _resolve(engine, sub.repos, OPERATOR)[0]:  # fetched whoever may see them
                 repos[repo.id] = repo
         stale = sync_repos(engine, repos.values(), now)
-    cache = ReportCache(engine)
+    cache = ReportCache(engine, teams)
     deliverer = Deliverer(engine, client_factory, clock=clock, sleep=sleep, pacer=pacer, charts=charts)
 
     def one(item: tuple[Subscription, date, datetime]) -> DeliveryResult:
@@ -727,7 +746,8 @@ def run_due_digests(engine, client_factory: ClientFactory | None, at: datetime |
 
 
 def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None = None,
-                        workers: int = 8, client_factory: ClientFactory | None = None) -> list[DeliveryResult]:
+                        workers: int = 8, client_factory: ClientFactory | None = None,
+                        teams: Callable[[], Teams] | None = None) -> list[DeliveryResult]:
     """For each subscription (or those of `channels`), the digest as it would be posted at `at`.
 
     `gad-bot digest --dry-run`: the period is the newest one due at `at` (a future `at` previews a
@@ -738,7 +758,7 @@ def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None 
 
     wanted = set(channels) if channels is not None else None
     ledger = Ledger(engine.index)
-    cache = ReportCache(engine)
+    cache = ReportCache(engine, teams)
     chosen = [sub for sub in subs.all_subscriptions(engine.index) if wanted is None or sub.channel_id in wanted]
 
     def one(sub: Subscription) -> DeliveryResult:
@@ -771,7 +791,8 @@ def preview_due_digests(engine, at: datetime, *, channels: Iterable[str] | None 
         return list(pool.map(one, chosen))
 
 
-def preview_digest(engine, channel_id: str, now: datetime | None = None, *, viewer: Viewer) -> tuple[str, list[dict]]:
+def preview_digest(engine, channel_id: str, now: datetime | None = None, *, viewer: Viewer,
+                   teams: Callable[[], Teams] | None = None) -> tuple[str, list[dict]]:
     """`/gad digest`: the channel's next digest as it stands now (text, blocks), for an ephemeral answer.
 
     The week shown is the one the next scheduled delivery will cover; while that week is still in
@@ -784,5 +805,5 @@ def preview_digest(engine, channel_id: str, now: datetime | None = None, *, view
     if sub is None:
         raise DigestError("This channel has no digest subscription; subscribe with `/gad subscribe REPO`.")
     period, due = sub.next_due(now)
-    digest = build_digest(engine, sub, period, viewer=viewer, preview=True, now=now)
+    digest = build_digest(engine, sub, period, viewer=viewer, cache=ReportCache(engine, teams), preview=True, now=now)
     return digest_blocks(digest, chart_file_id=None, next_due=due)

@@ -13,7 +13,8 @@ from datetime import datetime
 
 from .digest import last_delivery, preview_digest
 from ..engine.audiences import Viewer
-from ..errors import PermissionDeniedError, UnknownRepoError, command, literal
+from ..engine.teams import Teams
+from ..errors import PermissionDeniedError, QueryError, UnknownRepoError, command, literal
 from ..store.index import utcnow
 from ..engine.query import ListSubscriptions, PreviewDigest, Subscribe, Unsubscribe
 from . import blocks as render
@@ -76,12 +77,17 @@ class DigestFace:
                 log.exception("rebuilding the digest jobs failed")
 
     def handle(self, parsed, *, channel_id: str, viewer: Viewer, channel_viewer: Callable[[], Viewer],
-               team_id: str | None = None, user_id: str | None = None, user_tz: str | None = None) -> DigestReply:
+               team_id: str | None = None, user_id: str | None = None, user_tz: str | None = None,
+               teams: Callable[[], Teams] | None = None) -> DigestReply:
         """`viewer`: who asks; `channel_viewer()`: the channel the digest is posted in (asked of Slack only when a
         digest is subscribed to or shown). A digest goes only where the channel may see all it names."""
         now = self.clock()
         if isinstance(parsed, Subscribe):
             self.engine.resolve(parsed.repos, viewer)  # what the person may not see is, to them, not tracked
+            if parsed.teams:  # a group Slack does not know is one sentence now, not a failed digest later
+                if teams is None:
+                    raise QueryError("`team:` reads Slack's user groups, which this face cannot ask.")
+                teams().find(parsed.teams)
             hidden = self.engine.catalog.unseen(channel_viewer(), parsed.repos)
             if hidden:
                 raise PermissionDeniedError(
@@ -102,7 +108,7 @@ class DigestFace:
             return DigestReply(*render.subscriptions_blocks(channel_view(self.engine, channel_id, now), parsed.page))
         if isinstance(parsed, PreviewDigest):  # shown to one person: what the channel would get, that they may see
             return DigestReply(*preview_digest(self.engine, channel_id, now,
-                                               viewer=viewer.posting_in(channel_viewer())))
+                                               viewer=viewer.posting_in(channel_viewer()), teams=teams))
         raise TypeError(f"not a digest command: {parsed!r}")
 
     def forget_repo(self, name: str) -> list[str]:

@@ -36,6 +36,7 @@ class Digest:
     repos: tuple[Figures, ...]
     untracked: tuple[str, ...] = ()
     restricted: tuple[str, ...] = ()  # subscribed, but this channel may no longer see them: left out, and said
+    teams: tuple[str, ...] = ()  # `team:@group` subscriptions: only those groups' people are counted
     scope_words: str = ""
     data_as_of: datetime | None = None
     stale: tuple[tuple[str, str], ...] = ()  # (repository, why its data may be old)

@@ -88,7 +88,7 @@ class DigestScheduler:
                  clock: Callable[[], datetime] = utcnow, scheduler: BackgroundScheduler | None = None,
                  sweep_minutes: float = SWEEP_MINUTES, watch_seconds: float = WATCH_SECONDS, sync: bool = True,
                  syncer: Callable[[list], object] | None = None, org_syncer: Callable[[list], object] | None = None,
-                 sweeper: Callable[[], object] | None = None):
+                 sweeper: Callable[[], object] | None = None, teams: Callable[[], object] | None = None):
         """`client_factory` returns a fresh WebClient per call (default: SLACK_API_URL with SLACK_BOT_TOKEN).
 
         `syncer`, when given, is handed the names of the repositories due a sync and syncs them
@@ -97,7 +97,8 @@ class DigestScheduler:
         organizations to list again (serve: the same workers, which tell subscribed channels what
         changed); without it they are listed here, and their changes announced, after the repositories.
         `sweeper` has the mirrors' leftovers swept before each periodic sync (serve: in a sync worker);
-        without it they are swept here (Engine.sweep_mirrors).
+        without it they are swept here (Engine.sweep_mirrors). `teams` returns Slack's user groups (bot/engine/
+        teams.py), for the digests of teams.
         """
         from .digest import slack_client_factory
 
@@ -105,6 +106,7 @@ class DigestScheduler:
         self.engine = engine
         client_factory = client_factory or slack_client_factory(settings)
         self.client_factory = client_factory
+        self.teams = teams
         self.clock = clock
         self.sweep_minutes = sweep_minutes
         self.watch_seconds = watch_seconds
@@ -198,7 +200,7 @@ class DigestScheduler:
         started = time.monotonic()
         try:
             results = run_due_digests(self.engine, self.client_factory, at=self.clock(), channels=channels,
-                                      clock=self.clock)
+                                      clock=self.clock, teams=self.teams)
         except Exception:
             log.exception("delivering digests failed")
             return []

@@ -72,6 +72,7 @@ class Subscription:
     updated_at: datetime
     paused_reason: str | None = None
     paused_at: datetime | None = None
+    teams: tuple[str, ...] = ()  # Slack user groups (handles or ids): the digest counts only their people
 
     @property
     def paused(self) -> bool:
@@ -150,7 +151,7 @@ def _subscription(row: dict, repos: tuple[str, ...]) -> Subscription:
                         at=time(hour, minute), tz=row["tz"], people=bool(row["people"]), repos=repos,
                         created_by=row["created_by"], created_at=parse_time(row["created_at"]),
                         updated_at=parse_time(row["updated_at"]), paused_reason=row["paused_reason"],
-                        paused_at=parse_time(row["paused_at"]))
+                        paused_at=parse_time(row["paused_at"]), teams=tuple((row.get("teams") or "").split()))
 
 
 def get(index: Index, channel_id: str) -> Subscription | None:
@@ -174,7 +175,8 @@ def all_subscriptions(index: Index, *, include_paused: bool = True) -> list[Subs
 def fingerprint(index: Index) -> str:
     """Changes whenever any subscription (or its repositories) changes; cheap to poll."""
     parts = [repr(tuple(r)) for r in index.execute(
-        "SELECT channel_id, weekday, at, tz, people, updated_at, paused_reason FROM subscriptions ORDER BY channel_id")]
+        "SELECT channel_id, weekday, at, tz, people, teams, updated_at, paused_reason FROM subscriptions "
+        "ORDER BY channel_id")]
     parts += [repr(tuple(r)) for r in index.execute(
         "SELECT subscription_id, name FROM subscription_repos ORDER BY subscription_id, name")]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
@@ -212,31 +214,34 @@ def subscribe(engine, channel_id: str, command: Subscribe, *, user_tz: str | Non
     index: Index = engine.index
     weekday = WEEKDAYS.index(command.day) if command.day else None
     with index.transaction() as db:
-        row = db.execute("SELECT id, weekday, at, tz, people, paused_reason FROM subscriptions WHERE channel_id = ?",
-                         (channel_id,)).fetchone()
+        row = db.execute("SELECT id, weekday, at, tz, people, teams, paused_reason FROM subscriptions "
+                         "WHERE channel_id = ?", (channel_id,)).fetchone()
         changed: list[str] = []
         if row is None:
             tz = command.tz or valid_tz(user_tz) or engine.settings.tz
             at = (command.at or DEFAULT_AT).strftime("%H:%M")
             cursor = db.execute(
-                "INSERT INTO subscriptions (channel_id, team_id, weekday, at, tz, people, created_by, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO subscriptions (channel_id, team_id, weekday, at, tz, people, teams, created_by, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (channel_id, team_id, DEFAULT_WEEKDAY if weekday is None else weekday, at, tz, int(bool(command.people)),
-                 user_id, _iso(now), _iso(now)))
+                 " ".join(command.teams or ()), user_id, _iso(now), _iso(now)))
             sub_id, unpaused, created = cursor.lastrowid, None, True
         else:
-            sub_id, old_weekday, old_at, old_tz, old_people, unpaused = row
+            sub_id, old_weekday, old_at, old_tz, old_people, old_teams, unpaused = row
             created = False
             new = {"day": old_weekday if weekday is None else weekday,
                    "time": command.at.strftime("%H:%M") if command.at else old_at,
                    "tz": command.tz or old_tz,
-                   "people": old_people if command.people is None else int(command.people)}
-            for key, old in (("day", old_weekday), ("time", old_at), ("tz", old_tz), ("people", old_people)):
+                   "people": old_people if command.people is None else int(command.people),
+                   "teams": old_teams if command.teams is None else " ".join(command.teams)}
+            for key, old in (("day", old_weekday), ("time", old_at), ("tz", old_tz), ("people", old_people),
+                             ("teams", old_teams)):
                 if new[key] != old:
                     changed.append(key)
-            db.execute("UPDATE subscriptions SET weekday = ?, at = ?, tz = ?, people = ?, team_id = coalesce(?, team_id), "
-                       "updated_at = ?, paused_reason = NULL, paused_at = NULL WHERE id = ?",
-                       (new["day"], new["time"], new["tz"], new["people"], team_id, _iso(now), sub_id))
+            db.execute("UPDATE subscriptions SET weekday = ?, at = ?, tz = ?, people = ?, teams = ?, "
+                       "team_id = coalesce(?, team_id), updated_at = ?, paused_reason = NULL, paused_at = NULL "
+                       "WHERE id = ?", (new["day"], new["time"], new["tz"], new["people"], new["teams"], team_id,
+                                        _iso(now), sub_id))
         before = {r[0] for r in db.execute("SELECT name FROM subscription_repos WHERE subscription_id = ?", (sub_id,))}
         added = tuple(n for n in command.repos if n not in before)
         db.conn.executemany("INSERT OR IGNORE INTO subscription_repos VALUES (?, ?)", ((sub_id, n) for n in added))

@@ -184,6 +184,7 @@ class Subscribe:
     at: time | None = None
     tz: str | None = None
     people: bool | None = None
+    teams: tuple[str, ...] | None = None  # `team:@group`: the digest counts only those groups' people; None keeps
 
 
 @dataclass(frozen=True)
@@ -314,7 +315,7 @@ _REPORT_KEYS = tuple(k for k in _EXAMPLE_OF if k != "public")
 # The first word of every command other than a report (for "did you mean" on a mistyped one).
 COMMAND_WORDS = ("help", "repos", "report", "track", "untrack", "sync", "subscribe", "unsubscribe",
                  "subscriptions", "digest", "project", "projects", "compare")
-SUBSCRIBE_KEYS = ("day", "time", "tz", "people")
+SUBSCRIBE_KEYS = ("day", "time", "tz", "people", "team")
 
 GRAMMAR = """\
 `REPO... {tokens}`
@@ -770,10 +771,13 @@ def _parse_subscribe(words: list[str]) -> Subscribe:
             options["tz"] = value
         elif key == "people":
             options["people"] = _on_off(key, value)
+        elif key == "team":
+            options["teams"] = tuple(dict.fromkeys([*options.get("teams", ()), team_word(value)]))  # type: ignore[misc]
         else:
             close = nearest(key, SUBSCRIBE_KEYS, n=1)
             raise QueryError(f"`{key}:` is not a subscription setting; "
-                             + (f"did you mean `{close[0]}:`?" if close else "use `day:`, `time:`, `tz:` or `people:`."))
+                             + (f"did you mean `{close[0]}:`?" if close else
+                                "use `day:`, `time:`, `tz:`, `people:` or `team:`."))
     if not repos:
         raise NamesAnExample(f"Name the repositories to subscribe to, e.g. {command('subscribe {repo} day:mon time:9am')}.")
     return Subscribe(repos=tuple(dict.fromkeys(repos)), **options)  # type: ignore[arg-type]

@@ -738,6 +738,7 @@ def digest(at, dry_run, channels, as_json):
     engine = _engine()
     client_factory = slack_client_factory(settings) if settings.slack_bot_token else None  # none: nothing asked
     results = run_due_digests(engine, client_factory, at=parse_at(at) if at else None,
+                              teams=(lambda: _teams(engine)) if settings.slack_bot_token else None,
                               dry_run=dry_run, channels=channels or None)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2, default=str))

@@ -331,5 +331,6 @@ class ModalsFace:
             reply = self.digests.handle(parsed, channel_id=channel, team_id=(body.get("team") or {}).get("id"),
                                         user_id=user, user_tz=self.user_tz(client, user),
                                         viewer=self.members.viewer(user),
-                                        channel_viewer=lambda: self.members.channel_viewer(channel))
+                                        channel_viewer=lambda: self.members.channel_viewer(channel),
+                                        teams=self.members.teams)
             self._post(client, user, channel if reply.public else None, reply.text, reply.blocks)

@@ -206,8 +206,14 @@ def _digests(settings: Settings, engine: Engine, syncer=None, org_syncer=None, s
     from ..digests.face import DigestFace
 
     face = DigestFace(settings, engine)
+
+    def teams():  # Slack's user groups, for the digests of teams (bot/service/members.py)
+        from ..service.members import Members
+
+        return Members(settings, engine.index, web_client(settings)).teams()
+
     scheduler = DigestScheduler(settings, engine, client_factory=lambda: web_client(settings), syncer=syncer,
-                                org_syncer=org_syncer, sweeper=sweeper)
+                                org_syncer=org_syncer, sweeper=sweeper, teams=teams)
     face.on_change = scheduler.reload
     return face, scheduler
 

@@ -421,7 +421,8 @@ class SlackFace:
                 self._require_admin(client, user, "change this channel's digest")
             reply = self.digests.handle(parsed, channel_id=channel, team_id=command.get("team_id"),
                                         user_id=user, user_tz=self._user_tz(client, user), viewer=viewer,
-                                        channel_viewer=lambda: self.members.channel_viewer(channel))
+                                        channel_viewer=lambda: self.members.channel_viewer(channel),
+                                        teams=self.members.teams)
             responder.final(reply.text, reply.blocks, public=reply.public)
 
     # -- reports ---------------------------------------------------------------

@@ -370,6 +370,10 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", I
             PRIMARY KEY (user_id, email)) WITHOUT ROWID""",
         _note_open_before_audiences,
     ]),
+    (18, "subscription_teams", [
+        # `subscribe REPO team:@group`: a digest of those Slack user groups' people only (handles or ids, spaces)
+        "ALTER TABLE subscriptions ADD COLUMN teams TEXT NOT NULL DEFAULT ''",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
