@@ -181,3 +181,22 @@ def test_a_teams_weekly_digest_counts_its_people(tmp_path):
     ann = [p for p in week if p[0] == b"ann@example.com"]
     assert "Weekly 2GAD digest of @backend" in posted
     assert f"2GAD {2 * len(ann)} person-days" in posted and len(ann) == 1 and len(week) == 2  # bob's not counted
+
+
+def test_the_home_tab_shows_the_persons_own_teams(tmp_path):
+    from tests.slackstub import SlackStub
+    from tests.test_surfaces import Bot, read
+
+    with SlackStub() as stub:
+        stub.add_user("U0ANN", email="ann@example.com", channels=["C123"])
+        stub.add_user("U0BOB", email="bob@example.com", channels=["C123"])
+        stub.add_usergroup("S0BACK", "backend", ["U0ANN"])
+        stub.add_usergroup("S0FRONT", "frontend", ["U0BOB"])
+        bot = Bot(tmp_path, stub)
+        shown = read(bot.open_home("U0ANN"))
+        bob = read(bot.open_home("U0BOB"))
+    # the last full week before 2026-12-03 is 2026-W48 (11-23..11-29): ann in web 11-23 and 11-24 (api: none of hers)
+    week = {(e, d) for b in (bot.web, bot.api) for e, d in oracle_pairs(b.path)
+            if b"2026-11-23" <= d <= b"2026-11-29" and e == b"ann@example.com"}
+    assert f"`@backend` · 2GAD {2 * len(week)} person-days in 2026-W48 · 1 developer" in shown and len(week) == 2
+    assert "@frontend" not in shown and "`@frontend` · 2GAD 2 person-days in 2026-W48" in bob  # bob's 11-24

@@ -69,3 +69,13 @@ class HomeRow:
     week: str  # the week's label, e.g. "2026-W48"
     trend: tuple[int, ...] = ()  # 2GAD per week, oldest first, ending with `week`
     last_error: str | None = None  # the last sync's error, if it failed
+
+
+@dataclass(frozen=True)
+class TeamWeek:
+    """One of a person's teams on the App Home tab: its people's 2GAD in the last full week, over what they may see."""
+
+    label: str  # "@backend"
+    two_gad: int
+    developers: int
+    week: str

@@ -35,7 +35,7 @@ from ..metric import CompareReport
 from ..engine import examples, periods
 from ..render import blocks as kit
 from ..render import words
-from ..engine.rows import HomeRow, RepoSummary
+from ..engine.rows import HomeRow, RepoSummary, TeamWeek
 from ..store.index import Index
 from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import posting
@@ -756,7 +756,30 @@ class SlackFace:
         log.info("Home tab for %s: %s, %s computed (the others were kept)", user,
                  words.plural(len(tracked), "repository", "repositories"), words.plural(computed, "weekly figure"))
         found = examples.tracked_or_generic(self.engine.index, viewer, tracked)
-        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=viewer.admin, found=found))
+        client.views_publish(user_id=user, view=kit.home_view(rows, is_admin=viewer.admin, found=found,
+                                                              teams=self._team_weeks(user, viewer, tracked, monday)))
+
+    def _team_weeks(self, user: str, viewer: Viewer, tracked: list, monday: date) -> list[TeamWeek]:
+        """The last full week of each user group the person is in, over the repositories they may see; none when Slack
+        cannot list the groups (the tab shows the rest) or nothing is tracked for them."""
+        if not tracked:
+            return []
+        try:
+            teams = self.members.teams()
+        except GadError:
+            return []
+        mine = teams.of_user(user)[:10]
+        out = []
+        week = periods.bucket_label(monday, "week")
+        for team in mine:
+            query = q.Query(repos=tuple(r.name for r in tracked), since=monday, until=monday + timedelta(days=6),
+                            teams=(team.id,))
+            try:
+                totals = self.engine.report(query, self.today(), viewer, teams).totals
+            except GadError:  # no member of it committed here: not one of the tab's figures
+                continue
+            out.append(TeamWeek(team.label, totals.two_gad, totals.developers, week))
+        return out
 
     def on_error(self, error, body) -> None:
         reference = uuid.uuid4().hex[:8]

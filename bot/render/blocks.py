@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..metric import Report, Row
 from ..engine.examples import Tracked, examples as tracked_examples
 from ..engine.query import GRAMMAR
-from ..engine.rows import HomeRow, RepoSummary
+from ..engine.rows import HomeRow, RepoSummary, TeamWeek
 
 if TYPE_CHECKING:
     from ..engine.catalog import Access
@@ -521,7 +521,7 @@ def _home_buttons() -> dict:
 
 
 def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool, found: Tracked | None = None,
-              unknown: str | None = None) -> dict:
+              unknown: str | None = None, teams: Sequence[TeamWeek] = ()) -> dict:
     """The App Home tab (views.publish): how to use /gad (its example about what is tracked, `found`) and
     each tracked repository the person may see, with its last full week in 2GAD; `unknown`: why none is shown
     (Slack could not say who the person is)."""
@@ -535,6 +535,10 @@ def home_view(rows_with_weekly: Sequence[HomeRow], *, is_admin: bool, found: Tra
     if is_admin:
         blocks.append(section("*Admin:* `/gad track URL [as:NAME]` adds a repository, `/gad untrack NAME` "
                               "removes it, `/gad sync NAME` refreshes it now."))
+    if teams:  # the person's own user groups (issue 34), over the repositories they may see
+        blocks += [divider(), section("*Your teams, last full week*\n" + "\n".join(
+            f"{code(t.label)} · 2GAD {words.days_words(t.two_gad)} in {escape_mrkdwn(t.week)} · "
+            f"{words.plural(t.developers, 'developer')}" for t in teams[:10]))]
     blocks += [divider(), header(f"Tracked repositories ({len(rows_with_weekly)})")]
     tail = [context([escape_mrkdwn(words.UNITS_NOTE)])]
     if rows_with_weekly:
