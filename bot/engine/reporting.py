@@ -103,16 +103,24 @@ class Reporting:
             f"Counted as you: {', '.join(mine)} (your Slack profile's address, through each repository's mailmap).",))
 
     def _team_people(self, repos: list[RepoRow], query: Query, teams: Teams | None) -> list[Matched]:
-        """The groups `team:` names (all of them for by:team) with the people each matches in these repositories."""
-        from .filters import _people
-
+        """The groups `team:` names (all of them for by:team) with the people each matches in these repositories;
+        kept per listing of the groups and snapshot of the repositories (matching 3,000 members through each
+        repository's mailmap is most of the work of a team's figure)."""
         if teams is None:
             raise QueryError("`team:` and `by:team` read Slack's user groups, which this face cannot ask; ask in Slack, "
                              "or give the command line SLACK_BOT_TOKEN (scopes usergroups:read, users:read.email).")
         groups = teams.find(query.teams) if query.teams else list(teams.groups)
+        key = ("teams", teams.key, tuple(g.id for g in groups), query.mailmap,
+               tuple((r.id, r.generation, r.mailmap_oid) for r in repos))
+        return self.snapshots.masks.get_or_compute(key, lambda: self._match_teams(repos, groups, query.mailmap))
+
+    def _match_teams(self, repos: list[RepoRow], groups: list, mailmap: bool) -> list[Matched]:
+        from .filters import _people
+
         emails = {e for g in groups for m in g.members for e in m.emails}
         persons = self.identities.people(repos, emails)
-        committed = _people(self.index, repos, query.mailmap)
+        committed = _people(self.index, repos, mailmap)
+        ids = self.index.people_with_emails({p for found in persons.values() for p in found if p in committed})
         matched = []
         for group in groups:
             people, unmatched = set(), []
@@ -121,11 +129,9 @@ class Reporting:
                 people |= mine
                 if not mine:
                     unmatched.append(member)
-            matched.append(Matched(group, frozenset(people), tuple(unmatched)))
+            matched.append(Matched(group, frozenset(people), tuple(unmatched),
+                                   tuple(sorted(ids[p] for p in people if p in ids))))
         return matched
-
-    def _person_ids(self, emails) -> np.ndarray:
-        return np.array(sorted(self.index.people_with_emails(emails).values()), np.int64)
 
     def _report(self, query: Query, today: date | None, viewer: Viewer = OPERATOR,
                 about_themselves: bool = False, teams: Teams | None = None) -> Report:
@@ -141,7 +147,7 @@ class Reporting:
         matched = self._team_people(repos, query, teams) if (query.teams or query.by == "team") else []
         allowed = self.snapshots.allowed_people(query.authors) if query.authors else None
         if query.teams:  # only the records of the groups' people (a union), with author: too if given
-            members = self._person_ids(set().union(*(m.people for m in matched)))
+            members = np.array(sorted(set().union(*(m.ids for m in matched))), np.int64)
             if not len(members):
                 raise no_committer_error([m.team for m in matched])
             newest = self.index.execute("SELECT coalesce(max(id), 0) FROM people").fetchone()[0]
@@ -219,7 +225,7 @@ class Reporting:
                 repo_totals, _ = col.totals([s for s in selections if s.name == name])
                 rows.append(col.Row(name, repo_totals))
         elif query.by == "team":
-            grouped = [(m.team.label, self._person_ids(m.people)) for m in matched]
+            grouped = [(m.team.label, np.array(m.ids, np.int64)) for m in matched]
             everyone = col.distinct_persons(keys)
             in_some = np.concatenate([ids for _, ids in grouped] or [np.zeros(0, np.int64)])
             grouped.append((NO_TEAM, everyone[~np.isin(everyone, in_some)]))

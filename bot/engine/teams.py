@@ -12,7 +12,8 @@ addresses never committed is listed as unmatched, never silently dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
 
 from ..errors import QueryError, literal, nearest
 
@@ -42,6 +43,13 @@ class Teams:
     """The workspace's user groups as Slack listed them (those with no member included)."""
 
     groups: tuple[Team, ...]
+    # what the groups hold, digested once: what the engine keys its matches on (a new listing: a new key)
+    key: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            digest = hashlib.sha256(repr(self.groups).encode()).hexdigest()[:32]
+            object.__setattr__(self, "key", digest)
 
     def find(self, words: tuple[str, ...]) -> list[Team]:
         """The groups `team:` names (by handle or id); one sentence naming the groups there are for one unknown."""
@@ -66,11 +74,13 @@ class Teams:
 
 @dataclass(frozen=True)
 class Matched:
-    """A group's members as the scope counts them: the people matched (person keys) and the members unmatched."""
+    """A group's members as the scope counts them: the people matched (person keys, and their ids in the index) and
+    the members unmatched."""
 
     team: Team
     people: frozenset[str]  # person keys with records in the scope's repositories
     unmatched: tuple[TeamMember, ...]  # members none of whose addresses committed there
+    ids: tuple[int, ...] = ()  # the people's ids (the `people` table), sorted
 
 
 def unmatched_note(matched: list[Matched]) -> str | None:
