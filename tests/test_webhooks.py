@@ -275,6 +275,77 @@ def test_two_bodies_replayed_in_turn_under_fresh_ids_add_no_row_a_request(site):
     assert rows() == (kept[0] + 2, kept[1] + 2)
 
 
+def webhook_rows(data: Path) -> dict[str, int]:
+    """Rows of every table a webhook request may write to (meta: the last time each host was heard from)."""
+    import sqlite3
+
+    with sqlite3.connect(data / "index.sqlite") as db:
+        return {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("webhook_deliveries", "webhook_bodies", "meta")}
+
+
+@pytest.mark.parametrize("forge", list(PATHS))
+def test_a_body_that_does_nothing_replayed_under_fresh_ids_grows_no_table(site, forge):
+    """Issue 31: one captured signed `ping`, replayed under fresh delivery ids, added a row each to
+    webhook_deliveries (1,000 replays: +376 KB, kept 30 days): a ping was exempt from the body check, and its id
+    was kept. So were the ids of events gad-bot ignores (an issue comment, a push to a repository it does not
+    track), each once an hour. Replays of any of them now answer as the first did and keep nothing; doctor still
+    says when the host was last heard from."""
+    from bot.engine.engine import Engine
+    from bot.faces.doctor import check_webhooks
+
+    stranger = ForgeRepo(f"http://127.0.0.1:{site.git.port}", PATHS[forge] + "-untracked")
+    bodies = [(delivery(forge, {"zen": "Design for failure.", "hook_id": 7,
+                                "repository": github_repository(site.repo(forge))["repository"]},
+                        SECRET, event="ping" if forge != "gitlab" else "Push Hook")[0], "ping", (200, "pong\n")),
+              (delivery(forge, PUSH[forge](stranger, "3" * 40, "4" * 40), SECRET)[0], None,
+               (202, "ignored: not a tracked repository\n")),
+              (delivery(forge, {"action": "created", "issue": {"number": 1},
+                                "repository": github_repository(site.repo(forge))["repository"]} if forge != "gitlab"
+                        else {"object_kind": "issue", "event_type": "issue",
+                              "project": PUSH["gitlab"](site.repo(forge), "1" * 40, "2" * 40)["project"]}, SECRET,
+                        event="issues" if forge != "gitlab" else "Issue Hook")[0], "issues" if forge != "gitlab"
+               else "Issue Hook", (202, "ignored: not a push or repository event\n"))]
+    if forge == "gitlab":  # GitLab sends no ping: a test delivery is a push
+        bodies = bodies[1:]
+    for body, event, answer in bodies:
+        assert post(site.hook(forge), *delivery(forge, body, SECRET, event=event)) == answer  # the first
+        before = webhook_rows(site.data)
+        for _ in range(25):
+            assert post(site.hook(forge), *delivery(forge, body, SECRET, event=event)) == answer
+        assert webhook_rows(site.data) == before, event
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(site.data),
+                                            "GAD_WEBHOOK_SECRETS": f"127.0.0.1={SECRET}"}))
+    (line,) = [check.line() for check in check_webhooks(engine, datetime.now(timezone.utc))]
+    assert line.startswith("[ok  ] webhooks from 127.0.0.1: the last arrived ") and line.endswith(("just now",
+                                                                                                   "1 minute ago"))
+
+
+def test_an_ignored_body_replayed_every_hour_grows_no_table(tmp_path):
+    """The hour a digest is kept bounds a duplicate, not a replay: a captured push to a repository gad-bot does not
+    track, posted again under a fresh id every 61 minutes, kept a delivery id (30 days) and a digest each time
+    (720 rows a month from one body). Asking for nothing, it now keeps nothing, whenever it comes."""
+    from datetime import timedelta
+
+    from bot.engine.engine import Engine
+    from bot.faces.webhooks import WebhookFace
+
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "GAD_WEBHOOK_SECRETS": f"github.com={SECRET}"})
+    engine = Engine.open(settings)
+    now = [datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)]
+    face = WebhookFace(settings, engine, Scheduled(), clock=lambda: now[0])
+    payload = PUSH["github"](ForgeRepo("https://github.com", "someone/else"), "1" * 40, "2" * 40)
+    body, _ = delivery("github", payload, SECRET)
+    counts = []
+    for _ in range(6):
+        headers = delivery("github", body, SECRET)[1]
+        answer = face.handle("github", {k.lower(): v for k, v in headers.items()}, body)
+        assert (answer.status, answer.text) == (202, "ignored: not a tracked repository")
+        counts.append(webhook_rows(tmp_path / "data"))
+        now[0] += timedelta(minutes=61)
+    assert counts == [counts[0]] * 6
+
+
 def test_a_replayed_body_is_a_duplicate_after_serve_restarts_too(tmp_path):
     """The digests are in the index, as the delivery ids are: a serve started again still knows the body."""
     upstream = RepoBuilder(tmp_path / "srv" / "org" / "lib.git", bare=True)

@@ -274,7 +274,9 @@ def check_webhooks(engine, now: datetime) -> list[Check]:
     hosts = list(engine.settings.webhook_secrets)
     if not hosts:
         return []
-    last = engine.index.last_deliveries()
+    from .webhooks import last_heard
+
+    last = last_heard(engine.index, hosts)
     checks = []
     for host in hosts:
         if host in last:

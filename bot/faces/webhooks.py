@@ -14,13 +14,18 @@ in this order, and is answered by the first step it fails, with one log line and
    before (kept in the index, RETAIN_DELIVERIES) -> 409. The forges' signatures cover no time, so
    the id is what makes a captured delivery worthless;
 4. the body as the forge documents it, boiled down to a `HookEvent` -> 400 when it is not that;
-5. the same body, from the same host, accepted within REPEATED_BODY_SECONDS under another delivery id
+5. a request that asks for nothing (a ping, an event that is not a push or a repository's, a repository
+   gad-bot does not track) is answered here and keeps nothing: no delivery id, no digest. Replaying it
+   does nothing, so there is nothing to refuse, and keeping its id would let one captured body, replayed
+   under fresh ids, grow the index a row a request (issue 31: a ping, +376 KB for 1,000 replays, kept 30
+   days). Only when the host was last heard from is kept, one row per host of GAD_WEBHOOK_SECRETS
+   (`last_heard`, for doctor), written at most once a minute;
+6. the same body, from the same host, accepted within REPEATED_BODY_SECONDS under another delivery id
    (its SHA-256 kept in the index) -> 200 "duplicate", nothing done: the id is the sender's to choose, so
    a captured body replayed under a fresh one would otherwise sync again. Its id is not kept (replays under
-   fresh ids would grow the index a row a request). A ping is exempt (nothing to do). For a tracked
-   repository a body is a duplicate of the one accepted last only: GitLab's push body holds no time, so a
-   push that moves a branch back where an earlier push had moved it (A->B, B->A, A->B) repeats that body;
-   it syncs, and keeps no delivery id either.
+   fresh ids would grow the index a row a request). For a tracked repository a body is a duplicate of the
+   one accepted last only: GitLab's push body holds no time, so a push that moves a branch back where an
+   earlier push had moved it (A->B, B->A, A->B) repeats that body; it syncs, and keeps no delivery id either.
 
 Then: a push (or branch/tag created or deleted, or a repository event) for a tracked repository
 schedules a sync of it (`SyncQueue.request_repo`: at once, and a burst of pushes during it is one more sync); a
@@ -56,6 +61,8 @@ RETAIN_DELIVERIES = timedelta(days=30)  # the forges offer redelivery of the las
 REPEATED_BODY_SECONDS = 3600
 MATCH_CACHE_SECONDS = 5.0  # how long the table of tracked repositories' URLs is reused between requests
 FORGES = ("github", "gitlab", "gitea")
+HEARD_KEY = "webhook_heard:"  # meta: + a host of GAD_WEBHOOK_SECRETS -> when it was last heard from (ISO 8601, UTC)
+HEARD_EVERY = timedelta(minutes=1)
 
 _DELIVERY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
@@ -345,8 +352,18 @@ class WebhookFace:
         replayed = HookAnswer(409, "delivery already received (a replay)"), None, ""
         if self.engine.index.delivery_seen(delivery, now - RETAIN_DELIVERIES):
             return replayed
-        name = self.matcher.repo(event) if event.kind in ("push", "repository") else None
-        taken = "new" if event.kind == "ping" else self.engine.index.record_webhook_body(
+        heard = hosts[0] if event.kind == "ping" else event.host
+        acting = event.kind in ("push", "repository")
+        name = self.matcher.repo(event) if acting else None
+        org = self.matcher.organization(event) if acting and name is None else None
+        if name is None and org is None:  # nothing to do: nothing kept but when the host was heard from (step 5)
+            self._heard(heard, now)
+            if event.kind == "ping":
+                return HookAnswer(200, "pong"), event, "ping answered"
+            if not acting:
+                return HookAnswer(202, "ignored: not a push or repository event"), event, "not a push; ignored"
+            return HookAnswer(202, "ignored: not a tracked repository"), event, "not a tracked repository; ignored"
+        taken = self.engine.index.record_webhook_body(
             event.host, hashlib.sha256(body).hexdigest(), now, timedelta(seconds=REPEATED_BODY_SECONDS),
             repository=name or "")
         if not taken:
@@ -355,22 +372,41 @@ class WebhookFace:
                     "duplicate of a body accepted within the hour under another delivery id; ignored")
         # nor is the id of a body seen within the hour and taken again (another body for its repository came
         # between): two captured bodies posted in turn would grow the index as well
-        if taken == "new" and not self.engine.index.record_delivery(
-                delivery, hosts[0] if event.kind == "ping" else event.host, now, RETAIN_DELIVERIES):
+        if taken == "new" and not self.engine.index.record_delivery(delivery, heard, now, RETAIN_DELIVERIES):
             return replayed  # the same id in another request at the same moment
-        if event.kind == "ping":
-            return HookAnswer(200, "pong"), event, "ping answered"
-        if event.kind not in ("push", "repository"):
-            return HookAnswer(202, "ignored: not a push or repository event"), event, "not a push; ignored"
         if name is not None:
             self.queue.request_repo(name)
             return HookAnswer(202, "sync scheduled"), event, f"sync of {name} scheduled"
-        org = self.matcher.organization(event)
-        if org is not None:
-            self.queue.request_org(org)
-            self.matcher.forget()  # the organization's sync may track a new repository
-            return HookAnswer(202, "organization sync scheduled"), event, f"sync of organization {org} scheduled"
-        return HookAnswer(202, "ignored: not a tracked repository"), event, "not a tracked repository; ignored"
+        self.queue.request_org(org)
+        self.matcher.forget()  # the organization's sync may track a new repository
+        return HookAnswer(202, "organization sync scheduled"), event, f"sync of organization {org} scheduled"
+
+    def _heard(self, host: str, now: datetime) -> None:
+        """Note that `host` (a key of GAD_WEBHOOK_SECRETS: its secret signed the request) was heard from: one meta
+        row per host, rewritten at most once a minute (a replayed ping is no reason to write the index each time)."""
+        index = self.engine.index
+        last = index.get_meta(HEARD_KEY + host)
+        try:
+            if last and now - datetime.fromisoformat(last) < HEARD_EVERY:
+                return
+        except ValueError:  # not a time: written anew
+            pass
+        index.set_meta(HEARD_KEY + host, now.astimezone(timezone.utc).isoformat(timespec="seconds"))
+
+
+def last_heard(index, hosts) -> dict[str, datetime]:
+    """When each of `hosts` was last heard from: the later of its last delivery id kept (a push, a repository
+    event) and its last request that asked for nothing (a ping, an ignored event), for `doctor`."""
+    last = index.last_deliveries()
+    for host in hosts:
+        value = index.get_meta(HEARD_KEY + host)
+        try:
+            heard = datetime.fromisoformat(value) if value else None
+        except ValueError:
+            heard = None
+        if heard is not None and (host not in last or heard > last[host]):
+            last[host] = heard
+    return last
 
 
 _REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
