@@ -151,6 +151,41 @@ def test_a_long_rate_limit_is_said_not_waited(forge, tmp_path):
     assert engine.repos() == [] and engine.projects() == {}
 
 
+@pytest.mark.parametrize("limit", ["deadline", "count"])
+def test_rate_limit_waits_count_in_the_listings_deadline_and_in_one_budget(forge, tmp_path, monkeypatch, limit):
+    """Issue 31: waits were counted per request (5 of up to 300 s for every page, 1,000 pages) and outside the
+    listing's deadline, so one listing could hold a sync worker for days. Here each of 5 pages is rate limited
+    once for 1 s: with a listing deadline of 2.5 s (waits count in it), or 2 waits in all, the listing gives up
+    after the second wait, with one sentence, and nothing is tracked."""
+    import time
+
+    import bot.store.forges as forges
+
+    for n in range(10):  # 2 a page: 5 pages
+        forge.add(f"acme/r{n}", empty=True)
+    real = forge._handle
+    limited: set[str] = set()
+
+    def rate_limited_once_a_page(h):
+        if h.path.startswith("/api/") and h.path not in limited:
+            limited.add(h.path)
+            forge.answers.insert(0, (429, {"Retry-After": "1", "Content-Type": "application/json"}, b"{}"))
+        return real(h)
+
+    forge._handle = rate_limited_once_a_page
+    if limit == "deadline":
+        monkeypatch.setattr(forges, "LISTING_DEADLINE", 2.5)
+    else:
+        monkeypatch.setattr(forges, "MAX_RATE_WAITS", 2)
+    engine = engine_for(forge, tmp_path)
+    started = time.monotonic()
+    with pytest.raises(GadError, match=r"rate limit for this token is spent until about \d\d:\d\d UTC; track the "
+                                       r"organization again then"):
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert 2 <= time.monotonic() - started < 4.5  # two waits of 1 s, not five
+    assert len(limited) == 3 and engine.projects() == {} and engine.repos() == []
+
+
 @pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
 def test_clone_urls_off_the_forge_are_not_fetched(forge, tmp_path):
     from tests.forgestub import StubRepo

@@ -51,10 +51,12 @@ PER_PAGE = 100
 REQUEST_TIMEOUT = 30.0  # seconds one socket operation may wait
 # A forge that sends one byte a second answers every socket read in time; these bound the whole.
 REQUEST_DEADLINE = 120.0  # seconds one request may take, headers and body (8 MB at 70 KB/s)
-LISTING_DEADLINE = 1800.0  # seconds of requests one listing may take (rate-limit waits not counted)
+# Seconds one listing may take, its requests and its rate-limit waits together: a wait counted apart (5 waits of up
+# to 300 s per request, 1,000 pages) held a sync worker for days (issue 31).
+LISTING_DEADLINE = 1800.0
 MAX_REDIRECTS = 3
 MAX_RATE_WAIT = 300.0  # seconds one rate-limit wait may take; longer ones are said, not waited
-MAX_RATE_WAITS = 5
+MAX_RATE_WAITS = 5  # rate-limit waits in one listing (all its pages together)
 
 Progress = Callable[[str, int, int], None]
 
@@ -183,13 +185,19 @@ class ForgeClient:
         self.token, self.guard, self.timeout = token, guard, timeout
         self.deadline = REQUEST_DEADLINE if deadline is None else deadline
         self.listing_deadline = LISTING_DEADLINE if listing_deadline is None else listing_deadline
-        self.spent = 0.0  # seconds spent in requests so far
+        self.spent = 0.0  # seconds spent in requests so far (rate-limit waits are in `waited`)
         self.max_page_bytes, self.max_total_bytes = max_page_bytes, max_total_bytes
         self.max_rate_wait, self._sleep, self._clock = max_rate_wait, sleep, clock
         self.progress = progress
         self.read_bytes = 0
         self.waited = 0.0
+        self.waits = 0  # rate-limit waits so far, every request's
         self.requests = 0
+
+    @property
+    def used(self) -> float:
+        """Seconds of the listing's deadline used: its requests and its rate-limit waits."""
+        return self.spent + self.waited
 
     def headers_for(self, kind: str) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": "gad-bot"}
@@ -206,15 +214,15 @@ class ForgeClient:
         return headers
 
     def get(self, url: str, kind: str) -> _Answer:
-        """GET `url`, following redirects on the same origin and waiting out rate limits (bounded)."""
-        waits = 0
+        """GET `url`, following redirects on the same origin and waiting out rate limits: at most MAX_RATE_WAITS in
+        the client's life (one listing), each within the listing's deadline."""
         while True:
             answer = self._get_following(url, kind)
             delay = _rate_limit_delay(answer, self._clock())
             if delay is None:
                 return answer
-            waits += 1
-            if delay > self.max_rate_wait or waits > MAX_RATE_WAITS:
+            self.waits += 1
+            if delay > self.max_rate_wait or self.waits > MAX_RATE_WAITS or self.used + delay > self.listing_deadline:
                 until = time.strftime("%H:%M UTC", time.gmtime(self._clock() + delay))
                 raise ForgeError(f"The forge's API rate limit for this token is spent until about {until}; "
                                  "track the organization again then (or give gad-bot a token with a higher limit "
@@ -248,10 +256,10 @@ class ForgeClient:
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
-        left = self.listing_deadline - self.spent
+        left = self.listing_deadline - self.used
         if left <= 0:
-            raise ForgeError(f"Listing took more than {self.listing_deadline / 60:.0f} minutes of the forge's answers; "
-                             "gad-bot gave up and nothing was tracked; try again later.")
+            raise ForgeError(f"Listing took more than {self.listing_deadline / 60:.0f} minutes of the forge's answers "
+                             "and rate-limit waits; gad-bot gave up and nothing was tracked; try again later.")
         self.requests += 1
         started = time.monotonic()
         with self._connection(parts) as (conn, refusals), _Deadline(conn, min(self.deadline, left)) as deadline:
