@@ -48,6 +48,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_WEBHOOK_SYNC_INTERVAL_MINUTES": ("720", "With GAD_WEBHOOK_SECRETS set, how often `serve` still syncs every tracked repository (the safety net for a lost delivery), instead of GAD_SYNC_INTERVAL_MINUTES."),
     "GAD_DIGEST_GRACE_HOURS": ("24", "How late a missed digest may still be posted after downtime."),
     "GAD_FETCH_TIMEOUT_SECONDS": ("1800", "Longest a clone or fetch may take before it is abandoned."),
+    "GAD_SYNC_TIMEOUT_SECONDS": ("10800", "Longest one job of `serve`'s sync workers may run (a repository's sync, an organization's listing with its clones, a track typed in Slack); past it its worker is stopped and started again, and the next sync goes on from what was finished."),
     "GAD_MAX_MIRROR_MB": ("4096", "Largest repository `/gad track` will clone, in MiB of transferred data."),
     "GAD_REPORT_WORKERS": ("0", "Worker processes `serve` computes reports in (0: one per CPU)."),
     "GAD_REPORTS_PER_USER": ("20", "Reports one person may have queued or running at once in `serve` (a flood past it is refused with a sentence); each waits behind other people's in turn."),
@@ -147,6 +148,7 @@ class Settings:
     webhook_sync_interval_minutes: int = 720
     digest_grace_hours: int = 24
     fetch_timeout_seconds: int = 1800
+    sync_timeout_seconds: int = 10800
     max_mirror_mb: int = 4096
     report_workers: int = 0  # 0: one per CPU
     reports_per_user: int = 20
@@ -223,6 +225,7 @@ class Settings:
             webhook_sync_interval_minutes=_positive_int(env, "GAD_WEBHOOK_SYNC_INTERVAL_MINUTES"),
             digest_grace_hours=_positive_int(env, "GAD_DIGEST_GRACE_HOURS"),
             fetch_timeout_seconds=_positive_int(env, "GAD_FETCH_TIMEOUT_SECONDS"),
+            sync_timeout_seconds=_positive_int(env, "GAD_SYNC_TIMEOUT_SECONDS"),
             max_mirror_mb=_positive_int(env, "GAD_MAX_MIRROR_MB"),
             report_workers=_positive_int(env, "GAD_REPORT_WORKERS", zero=True),
             reports_per_user=_positive_int(env, "GAD_REPORTS_PER_USER"),

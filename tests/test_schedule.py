@@ -284,12 +284,12 @@ def test_a_sync_worker_that_cannot_stop_does_not_hold_serves_exit(engine, caplog
     queue = SyncQueue(engine.settings, workers=1, on_done=lambda done: None)
     queue.start()
     ready = tmp_path / "deaf"
-    queue._executor.submit(_deaf_to_sigterm, 60, str(ready))
+    queue._slots[0].submit(_deaf_to_sigterm, 60, str(ready))
     deadline = clock.monotonic() + 60
     while not ready.exists() and clock.monotonic() < deadline:
         clock.sleep(0.05)
     assert ready.exists(), "the worker never started its job"
-    workers = list(queue._executor._processes.values())
+    workers = list(queue._slots[0]._processes.values())
     started = clock.monotonic()
     queue.shutdown()
     took = clock.monotonic() - started

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -32,9 +33,9 @@ class FinishObserved(SyncQueue):
         super().__init__(*args, **kwargs)
         self.finishing = threading.Event()
 
-    def _finished(self, job, future, started):
+    def _finished(self, *args):
         self.finishing.set()
-        super()._finished(job, future, started)
+        super()._finished(*args)
 
 
 def test_a_progress_callback_running_when_the_command_ends_finishes_before_the_answer(settings, tmp_path):
@@ -96,7 +97,7 @@ def test_a_job_stopped_by_shutdown_lets_the_pools_queues_go_without_a_garbage_co
             except OSError:
                 assert time.monotonic() < deadline, "the worker never opened the FIFO"
                 time.sleep(0.02)
-        executor = queue._executor
+        executor = queue._slots[0]
         pool_queues = [weakref.ref(executor._call_queue), weakref.ref(executor._result_queue)]
         del executor
         queue.shutdown()
@@ -127,9 +128,122 @@ def test_a_sync_asked_before_serve_starts_its_pool_leaves_no_worker_behind(setti
         while not done:
             assert time.monotonic() < deadline, "the sync asked before start never ran"
             time.sleep(0.02)
-        first_workers = list(queue._executor._processes.values())
+        first_workers = list(queue._slots[0]._processes.values())
         queue.start()
     finally:
         queue.shutdown()
     assert [d.result for d in done] == ["synced"]
     assert first_workers and not any(worker.is_alive() for worker in first_workers)
+
+
+def stuck_or_held(job: SyncJob) -> SyncDone:
+    """A sync worker's job (pickled by name): `job.name` is a directory; it says it began (a file there), then
+    "stuck" runs for ever and "held" waits for the test's word (a FIFO there)."""
+    import pathlib
+    import time as clock
+
+    where = pathlib.Path(job.name)
+    (where / "began").touch()
+    if where.name == "stuck":
+        clock.sleep(3600)
+    with open(where / "fifo", "rb") as fifo:
+        return SyncDone(job, result=fifo.read())
+
+
+def test_a_job_past_its_time_is_stopped_alone_and_its_worker_started_again(tmp_path):
+    """Issue 31: nothing bounded a sync worker's job (a listing waiting out rate limits held one for days). Past
+    GAD_SYNC_TIMEOUT_SECONDS the job's worker is killed and started again, the job says why in one sentence, and
+    a job running beside it in the other worker goes on to its own answer (each worker is a pool of its own:
+    killing a process of a shared pool fails every job in it)."""
+    import time
+
+    from bot.config import Settings
+
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "GAD_SYNC_TIMEOUT_SECONDS": "3"})
+    stuck, held = tmp_path / "stuck", tmp_path / "held"
+    for where in (stuck, held):
+        where.mkdir()
+        os.mkfifo(where / "fifo")
+    done: list[SyncDone] = []
+    queue = SyncQueue(settings, workers=2, runner=stuck_or_held, on_done=done.append)
+    queue.start()
+
+    def until(what, seconds: float = STEP_SECONDS) -> None:
+        deadline = time.monotonic() + seconds
+        while not what():
+            assert time.monotonic() < deadline, "it never happened"
+            time.sleep(0.02)
+
+    try:
+        began = time.monotonic()  # its time runs from here (a worker that is still starting counts too)
+        queue.request_repo(str(stuck))
+        until(lambda: (stuck / "began").exists())
+        # the held job starts well inside the stuck one's time, so it is running when the stuck one is stopped
+        until(lambda: time.monotonic() - began > 1.5)
+        queue.request_repo(str(held))
+        until(lambda: (held / "began").exists())
+        until(lambda: any(d.job.name == str(stuck) for d in done), seconds=30)
+        (stopped,) = [d for d in done if d.job.name == str(stuck)]
+        assert 3 <= time.monotonic() - began < 30
+        assert stopped.error == (f"The sync of {stuck} ran for more than 3 s (GAD_SYNC_TIMEOUT_SECONDS), so gad-bot "
+                                 "stopped it to keep its sync workers free; what was finished is kept, and the next "
+                                 "sync goes on from there.")
+        with open(held / "fifo", "wb") as fifo:  # the job beside it was not touched: it answers
+            fifo.write(b"still here")
+        until(lambda: any(d.job.name == str(held) for d in done))
+        assert [d.result for d in done if d.job.name == str(held)] == [b"still here"]
+        (held / "began").unlink()
+        queue.request_repo(str(held))  # the stopped worker's slot takes jobs again
+        until(lambda: (held / "began").exists())
+        with open(held / "fifo", "wb") as fifo:
+            fifo.write(b"again")
+        until(lambda: len(done) == 3)
+        assert done[-1].result == b"again" and done[-1].error is None
+    finally:
+        queue.shutdown()
+
+
+def test_a_sync_typed_in_slack_past_its_time_is_stopped_and_the_person_told(tmp_path):
+    """The real path: an admin's `/gad sync web` through `serve`, whose git server reads the fetch and never
+    answers (its fetch may take GAD_FETCH_TIMEOUT_SECONDS, 600 s here); at GAD_SYNC_TIMEOUT_SECONDS (3 s) the sync
+    worker is stopped, the person reads why in one sentence at the response_url, and the next `/gad sync web`
+    (the server answering again) syncs the new commit: its active days from git."""
+    import signal
+    import time
+
+    from tests.faults import GitHttpServer, Serve, figures, run_cli
+    from tests.gitbuild import RepoBuilder, oracle_gad
+    from tests.slackstub import SlackStub
+
+    upstream = RepoBuilder(tmp_path / "srv" / "web.git", bare=True)
+    upstream.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    data = tmp_path / "data"
+    with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
+        assert run_cli("track", git.url("web.git"), "--name", "web", data=data).returncode == 0
+        upstream.commit(name="Bob", email="bob@example.com", date="2024-01-03")
+        git.mode = "stall"
+        with Serve(data, stub, logs=tmp_path / "logs", GAD_ADMINS="U123", GAD_SYNC_TIMEOUT_SECONDS="3",
+                   GAD_FETCH_TIMEOUT_SECONDS="600") as serve:
+            started = time.monotonic()
+            status, _, _ = serve.post(stub.slash_fields("sync web", response_name="stalled"))
+            assert status == 200
+            deadline = time.monotonic() + 60
+            while not any("ran for more than" in json.dumps(r) for r in stub.responses("stalled")):
+                assert time.monotonic() < deadline, stub.responses("stalled")
+                time.sleep(0.1)
+            took = time.monotonic() - started
+            last = stub.responses("stalled")[-1]
+            assert last["text"] == ("This command ran for more than 3 s (GAD_SYNC_TIMEOUT_SECONDS), so gad-bot stopped "
+                                    "it to keep its sync workers free; what was finished is kept, and the next sync "
+                                    "goes on from there.")
+            assert 3 <= took < 30
+            git.mode = "ok"
+            status, _, _ = serve.post(stub.slash_fields("sync web", response_name="again"))
+            deadline = time.monotonic() + 60
+            while figures(data, "web", ("since:2000-01",))["since:2000-01"][0] != oracle_gad(upstream.path):
+                assert time.monotonic() < deadline, (stub.responses("again"), serve.stderr[-3000:])
+                time.sleep(0.2)
+            assert oracle_gad(upstream.path) == 2  # ann's day and bob's
+            assert serve.stop(signal.SIGTERM) == 0
+        assert "Traceback" not in serve.stderr
+        assert "ran past 3 s (GAD_SYNC_TIMEOUT_SECONDS); stopping its worker" in serve.stderr

@@ -18,6 +18,11 @@ began), never two at a time. At most `workers` syncs are handed to the pool at o
 a push waits for a free worker, never behind the periodic sync's whole list. Organizations (a
 repository created in one) are synced the same way. A `debounce` of more than 0 s waits that long
 before the first sync instead (pushes within it are one sync).
+
+Every job is bounded in time (GAD_SYNC_TIMEOUT_SECONDS): past it, the worker running it is killed and
+started again (a sync has no safe point to stop at from outside: a kill is what every step is built to
+survive, the next sync going on from what was finished). Each worker is a pool of its own (one process),
+so stopping one job's worker stops no other job.
 """
 
 from __future__ import annotations
@@ -73,11 +78,13 @@ class SyncQueue:
     """Debounced sync requests, run in `workers` processes (see the module docstring)."""
 
     def __init__(self, settings: Settings, workers: int | None = None, debounce: float = DEBOUNCE_SECONDS,
-                 runner: Callable[[SyncJob], SyncDone] | None = None, on_done: Callable[[SyncDone], None] | None = None):
+                 runner: Callable[[SyncJob], SyncDone] | None = None, on_done: Callable[[SyncDone], None] | None = None,
+                 timeout: float | None = None):
         from .workers import default_workers
 
         self.settings = settings
         self.workers = workers or default_workers()
+        self.timeout = timeout or settings.sync_timeout_seconds  # seconds one job may run (see the docstring)
         self.debounce = debounce
         self.runner = runner or run_sync  # module-level: pickled by name into the workers
         self.on_done = on_done
@@ -89,7 +96,12 @@ class SyncQueue:
         self._background: collections.OrderedDict[SyncJob, None] = collections.OrderedDict()
         self._running: set[SyncJob] = set()
         self._again: set[SyncJob] = set()
-        self._executor: ProcessPoolExecutor | None = None
+        # One single-process pool per worker: a pool whose process is killed fails every job it runs, so the job
+        # that overran must be alone in its pool. `_busy` is which job each slot runs.
+        self._slots: list[ProcessPoolExecutor | None] = [None] * self.workers
+        self._busy: dict[int, SyncJob] = {}
+        self._bounds: dict[SyncJob, threading.Timer] = {}  # each running job's time bound
+        self._overran: set[SyncJob] = set()
         self._closed = False
         # A typed command's progress: workers put (token, event) here; a thread of serve hands each event to
         # the command's listener while its future is not done (later ones are dropped: a progress update
@@ -107,10 +119,10 @@ class SyncQueue:
         with self._lock:
             # A sync asked before (Socket Mode connects first) started a pool already: keep it, or it runs on
             # beside this one, which is the only one shutdown would stop.
-            if self._executor is None:
-                self._executor = self._new_executor()
-            for _ in range(self.workers):
-                self._executor.submit(_ready)
+            for slot, executor in enumerate(self._slots):
+                if executor is None:
+                    executor = self._slots[slot] = self._new_executor()
+                executor.submit(_ready)
 
     def _new_executor(self) -> ProcessPoolExecutor:
         import multiprocessing
@@ -122,7 +134,7 @@ class SyncQueue:
             self._relay_thread = threading.Thread(target=self._relay, args=(self._events,), name="sync-events",
                                                   daemon=True)
             self._relay_thread.start()
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context, initializer=_init_sync_worker,
+        return ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_sync_worker,
                                    initargs=(self.settings, os.getpid(), self._events))
 
     def _relay(self, events) -> None:
@@ -168,23 +180,31 @@ class SyncQueue:
             self._timers.clear()
             self._urgent.clear()
             self._background.clear()
-            executor, self._executor = self._executor, None
+            executors = [e for e in self._slots if e is not None]
+            self._slots = [None] * self.workers
+            for bound in self._bounds.values():
+                bound.cancel()
+            self._bounds.clear()
             waiting, self._waiting = self._waiting, {}
             self._stop_relaying()
         for future in waiting.values():
             if not future.done():
                 future.set_result(None)  # the person is told serve stopped (run_command's caller)
-        if executor is not None:
+        if executors:
             # Terminate, then one shutdown that waits: the pool's manager thread ends and drops its queues,
             # whose semaphores are unregistered; shutdown(wait=False) would leave them to os._exit, and the
             # resource tracker's "leaked semaphore objects" line (issue 20). That wait is bounded: a worker
             # that cannot act on SIGTERM (stopped, or stuck in C) must not hold serve's exit past its grace.
-            processes = [p for p in (getattr(executor, "_processes", None) or {}).values()]
+            processes = [p for executor in executors for p in (getattr(executor, "_processes", None) or {}).values()]
             for process in processes:
                 if process.is_alive():
                     process.terminate()
-            closing = threading.Thread(target=executor.shutdown, kwargs={"wait": True, "cancel_futures": True},
-                                       name="sync-pool-shutdown", daemon=True)
+
+            def shut_all() -> None:
+                for executor in executors:
+                    executor.shutdown(wait=True, cancel_futures=True)
+
+            closing = threading.Thread(target=shut_all, name="sync-pool-shutdown", daemon=True)
             closing.start()
             closing.join(SHUTDOWN_WAIT_SECONDS)
             if closing.is_alive():
@@ -288,39 +308,71 @@ class SyncQueue:
             self._submit(job)
 
     def _submit(self, job: SyncJob) -> None:
-        if self._executor is None:
-            self._executor = self._new_executor()
+        slot = next(n for n in range(self.workers) if n not in self._busy)  # _pump: fewer running than workers
+        if self._slots[slot] is None:
+            self._slots[slot] = self._new_executor()
         self._running.add(job)
+        self._busy[slot] = job
         try:
-            future = self._executor.submit(self.runner, job)
-        except (BrokenProcessPool, RuntimeError):  # a worker died: a new pool for this and later syncs
-            log.error("a sync worker died; starting the sync pool again")
-            self._executor = self._new_executor()
-            future = self._executor.submit(self.runner, job)
+            future = self._slots[slot].submit(self.runner, job)
+        except (BrokenProcessPool, RuntimeError):  # its worker died: a new pool for this and later syncs
+            log.error("a sync worker died; starting it again")
+            self._slots[slot] = self._new_executor()
+            future = self._slots[slot].submit(self.runner, job)
         started = time.monotonic()
-        future.add_done_callback(lambda f, job=job: self._finished(job, f, started))
+        bound = threading.Timer(self.timeout, self._overrun, args=(job, slot, future))
+        bound.daemon = True
+        self._bounds[job] = bound
+        bound.start()
+        future.add_done_callback(lambda f, job=job, slot=slot: self._finished(job, f, started, slot))
 
-    def _finished(self, job: SyncJob, future: Future, started: float) -> None:
+    def _overrun(self, job: SyncJob, slot: int, future: Future) -> None:
+        """A job still running at its time bound: its worker is killed (the pool then fails the job)."""
+        with self._lock:
+            if self._closed or future.done() or self._busy.get(slot) != job or self._slots[slot] is None:
+                return
+            self._overran.add(job)
+            processes = list((getattr(self._slots[slot], "_processes", None) or {}).values())
+        log.warning("%s ran past %s s (GAD_SYNC_TIMEOUT_SECONDS); stopping its worker", _job_words(job),
+                    int(self.timeout))
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+
+    def _finished(self, job: SyncJob, future: Future, started: float, slot: int = 0) -> None:
         # The pool's error is read, never raised here: this runs in the pool's manager thread, and raising it would
         # give it a traceback whose frames lead back to that thread's (which holds the error): a cycle that keeps the
         # pool's queues, and their five semaphores, until a garbage collection that serve's os._exit never waits for
         # ("5 leaked semaphore objects" when a SIGTERM stopped a job running or queued, the start-up sweep's).
         error = None if future.cancelled() else future.exception()
+        with self._lock:
+            bound = self._bounds.pop(job, None)
+            overran = job in self._overran
+            self._overran.discard(job)
+        if bound is not None:
+            bound.cancel()
         if future.cancelled():  # at shutdown, before a worker took it
             done = SyncDone(job, error=f"{STOPPED_AT_SHUTDOWN} before it began")
         elif isinstance(error, BrokenProcessPool):
             with self._lock:
                 stopping = self._closed  # shutdown terminated the workers: the job runs again next time
                 if not stopping:
-                    self._executor = self._new_executor()
-            done = SyncDone(job, error=STOPPED_AT_SHUTDOWN if stopping
-                            else "a sync worker process ended unexpectedly")
+                    self._slots[slot] = self._new_executor()
+            if overran and not stopping:
+                sentence = overrun_sentence(job, int(self.timeout))
+                done = SyncDone(job, error=sentence, result=CommandFailed(sentence, False) if job.kind == "command"
+                                else None)
+            else:
+                done = SyncDone(job, error=STOPPED_AT_SHUTDOWN if stopping
+                                else "a sync worker process ended unexpectedly")
         elif error is not None:  # a bug: one line, the next request tries again
             done = SyncDone(job, error=f"{type(error).__name__}: {error}")
         else:
             done = future.result()
         with self._lock:
             self._running.discard(job)
+            if self._busy.get(slot) == job:
+                del self._busy[slot]
             again = job in self._again
             self._again.discard(job)
             if not self._closed:
@@ -346,6 +398,23 @@ class SyncQueue:
                 log.exception("after the sync of %s", job.name)
         if again:
             self._request(job, 0)
+
+
+def _job_words(job: SyncJob) -> str:
+    """How a log line names a job: "the sync of web", "the listing of acme", "a command typed in Slack"."""
+    if job.kind == "command":
+        return f"a {type(job.command).__name__} command typed in Slack"
+    if job.kind == "sweep":
+        return "the sweep of the mirrors' leftovers"
+    return f"the {'sync' if job.kind == 'repo' else 'listing'} of {job.name}"
+
+
+def overrun_sentence(job: SyncJob, seconds: int) -> str:
+    """What a job stopped at its time bound is told (a person, for a command typed in Slack; else the log)."""
+    took = f"{seconds // 60:,} minutes" if seconds >= 120 else f"{seconds:,} s"
+    subject = "This command" if job.kind == "command" else _job_words(job)[0].upper() + _job_words(job)[1:]
+    return (f"{subject} ran for more than {took} (GAD_SYNC_TIMEOUT_SECONDS), so gad-bot stopped it to keep its "
+            "sync workers free; what was finished is kept, and the next sync goes on from there.")
 
 
 def _completed(done: SyncDone, seconds: float) -> None:
