@@ -768,3 +768,67 @@ def test_a_periodic_sync_indexes_what_changed_and_what_was_left_to_do_and_nothin
     assert engine.index.chunks_lacking_paths(unfinished.id) == []
     assert gad(engine, "acme") == oracle(forge, ["acme/pushed", "acme/same", "acme/unfinished"]) == 6
     assert engine.report(Query(repos=("acme/unfinished",), paths=("file1.txt",))).totals.two_gad == 2  # Ann's day
+
+
+# -- issue 31: what a listing names ---------------------------------------------------------------------------------
+
+HOSTILE_ID = "7\n<!channel> <https://evil.example|login> `x`"
+
+
+def test_a_taken_name_takes_only_sanitised_parts_of_the_forges_id_and_the_news_is_escaped(forge, tmp_path):
+    """A new repository whose name is taken (`acme/Web` beside the tracked `acme/web`) was tracked as the name plus
+    the listing's `id`, raw: a newline, `<!channel>`, link markup and backticks landed in a tracked name, and the
+    organization news posted it with its fallback `text` unescaped. The name is now made of sanitised parts only,
+    and the news' text is escaped as its blocks are; the new repository's figures are git's."""
+    from datetime import date
+
+    from bot.digests import subscriptions as subs
+    from bot.digests.schedule import DigestScheduler
+    from bot.engine.query import parse_command
+    from tests.slackstub import SlackStub
+
+    forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01")])
+    with SlackStub() as stub:
+        stub.add_channel("C1")
+        engine = engine_for(forge, tmp_path, SLACK_BOT_TOKEN=stub.good_token, SLACK_API_URL=stub.api_url)
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        subs.subscribe(engine, "C1", parse_command("subscribe acme", date(2026, 12, 4)))
+        twin = forge.add("acme/Web", commits=[("bob@acme.example", "2024-03-02"), ("bob@acme.example", "2024-03-03")])
+        twin.id = HOSTILE_ID
+        DigestScheduler(engine.settings, engine).sync_all()
+        (call,) = stub.calls_to("chat.postMessage")
+    name = "acme/web-7-channel-https-evil.example-login-x"
+    assert sorted(engine.projects()["acme"]) == ["acme/web", name]
+    assert gad(engine, name) == oracle(forge, ["acme/Web"]) == 4
+    assert call.args["text"] == f"acme changed on its forge:\n• `{name}` is new in acme: now tracked."
+    assert call.args["blocks"][0]["text"]["text"] == call.args["text"]
+
+
+def test_org_news_text_is_escaped_as_its_blocks_are(forge, tmp_path):
+    """Whatever a change's name holds (a name the operator gave from the CLI is not checked), the notification
+    text Slack reads `<!channel>` in is escaped exactly as the blocks are."""
+    from bot.digests.orgnews import announce_org_changes
+    from bot.engine.forgeorgs import OrgChange, OrgSyncResult
+    from bot.store.orgindex import OrgIndex
+    from tests.slackstub import SlackStub
+
+    with SlackStub() as stub:
+        engine = engine_for(forge, tmp_path, SLACK_BOT_TOKEN=stub.good_token, SLACK_API_URL=stub.api_url)
+        OrgIndex(engine.index).add_org("acme", forge.host, "github", "acme", forge.owner_url("acme"), False, False)
+        from datetime import date
+
+        from bot.digests import subscriptions as subs
+        from bot.engine.query import parse_command
+
+        forge.add("acme/web")
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        stub.add_channel("C1")
+        subs.subscribe(engine, "C1", parse_command("subscribe acme", date(2026, 12, 4)))
+        from bot.faces.slack import web_client
+
+        result = OrgSyncResult("acme", 2, (OrgChange("acme", "new", "acme/<!channel>&<https://x.example|y>"),))
+        announce_org_changes(engine.index, web_client(engine.settings), [result])
+        (call,) = stub.calls_to("chat.postMessage")
+    assert call.args["text"] == ("acme changed on its forge:\n• `acme/&lt;!channel&gt;&amp;&lt;https://x.example|y&gt;` "
+                                 "is new in acme: now tracked.")
+    assert call.args["blocks"][0]["text"]["text"] == call.args["text"]

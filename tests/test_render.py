@@ -474,6 +474,22 @@ def test_error_blocks():
     assert len(error_blocks("x" * 10_000)[1][0]["text"]["text"]) == 3000
 
 
+HOSTILE_NAME = "acme/<!channel>&<https://evil.example|login>"
+
+
+@pytest.mark.parametrize("build", [
+    lambda: blocks_mod.untrack_question_blocks(HOSTILE_NAME, []),
+    lambda: blocks_mod.untrack_announcement(HOSTILE_NAME, "U0ANN1", ()),
+    lambda: (blocks_mod.fallback(f"Tracked {HOSTILE_NAME}: 3 commits indexed."), []),
+])
+def test_every_fallback_text_is_escaped_as_its_blocks_are(build):
+    """Issue 31: a fallback `text` Slack reads `<!channel>` and link markup in (the blocks were escaped, the text
+    was not). A name the operator typed from the CLI is not checked, and a listing's reached names raw."""
+    text, blocks = build()
+    assert "<" not in text and "&lt;!channel&gt;&amp;&lt;https://evil.example|login&gt;" in text
+    assert not any("<!channel>" in shown["text"] for shown in text_objects(blocks))  # a button's value is no text
+
+
 COMMANDS = ("help", "repos", "track URL", "untrack NAME", "sync NAME", "subscribe REPO", "unsubscribe REPO",
             "subscriptions", "digest", "project add NAME REPO", "project remove NAME", "projects",
             "since:PERIOD", "by:week|month|quarter|year|person|repo|org", "range:A..B", "org:GLOB", "vs:cocomo",

@@ -25,7 +25,8 @@ from .. import metric
 from ..errors import did_you_mean, nearest
 from ..engine.periods import bucket_label
 from ..render import words
-from ..render.blocks import MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fit_blocks, header, mention, section
+from ..render.blocks import (MAX_BLOCKS, SECTION_LIMIT, code, context, escape_mrkdwn, fallback as fallback_text, fit_blocks,
+                             header, mention, section)
 
 if TYPE_CHECKING:  # the types these renderers read (below them: rows and subscriptions)
     from .rows import Digest, Figures
@@ -162,9 +163,8 @@ def digest_blocks(digest: Digest, *, chart_file_id: str | None = None, next_due:
     who = "all " + words.plural(len(digest.repos), "repository", "repositories") if many else digest.repos[0].name
     of_teams = (" of " + " and ".join("@" + t for t in digest.teams)) if digest.teams else ""
     title = ("Preview: " if digest.preview else "") + f"Weekly 2GAD digest{of_teams}, {period_title(digest)}"
-    fallback = words.clip(
-        f"{title}: 2GAD {words.number(total.week.two_gad)} person-days for {who} "
-        f"({change_words(total.week.two_gad, total.previous.two_gad)})", 1000)
+    fallback = fallback_text(f"{title}: 2GAD {words.number(total.week.two_gad)} person-days for {who} "
+                             f"({change_words(total.week.two_gad, total.previous.two_gad)})")
 
     head = [header(title)]
     body: list[dict] = []
@@ -309,17 +309,18 @@ def subscribe_announcement(result: SubscribeResult, by: str | None) -> tuple[str
     """'@user subscribed this channel to `web`' (mrkdwn, plain), or None when nothing changed."""
     sub = result.subscription
     who, plain_who = _who(by)
+    # the plain (notification) words are escaped as the blocks are, but for the mention, which stays one
     if result.created:
-        names = ", ".join(sub.repos)
+        names = ", ".join(escape_mrkdwn(n) for n in sub.repos)
         return (f"{who} subscribed this channel to {', '.join(code(n) for n in sub.repos)}.",
                 f"{plain_who} subscribed this channel to {names}.")
     parts, plain = [], []
     if result.added:
         parts.append(f"added {', '.join(code(n) for n in result.added)} to this channel's digest")
-        plain.append(f"added {', '.join(result.added)} to this channel's digest")
+        plain.append(f"added {', '.join(escape_mrkdwn(n) for n in result.added)} to this channel's digest")
     if set(result.changed) & {"day", "time", "tz"}:
         parts.append(f"moved this channel's weekly digest to {escape_mrkdwn(sub.schedule_words())}")
-        plain.append(f"moved this channel's weekly digest to {sub.schedule_words()}")
+        plain.append(f"moved this channel's weekly digest to {escape_mrkdwn(sub.schedule_words())}")
     if "people" in result.changed:
         parts.append("made this channel's digest show people's names" if sub.people
                      else "made this channel's digest hide people's names")
@@ -345,7 +346,7 @@ def unsubscribe_announcement(result: UnsubscribeResult, by: str | None) -> tuple
                 f"(it covered {', '.join(code(n) for n in result.removed)}).",
                 f"{plain_who} unsubscribed this channel from its weekly digest.")
     return (f"{who} removed {', '.join(code(n) for n in result.removed)} from this channel's digest.",
-            f"{plain_who} removed {', '.join(result.removed)} from this channel's digest.")
+            f"{plain_who} removed {', '.join(escape_mrkdwn(n) for n in result.removed)} from this channel's digest.")
 
 
 def subscribe_blocks(result: SubscribeResult, next_due: datetime | None = None, by: str | None = None) -> tuple[str, list[dict]]:
@@ -368,7 +369,7 @@ def subscribe_blocks(result: SubscribeResult, next_due: datetime | None = None, 
         lines.append(f"Next digest: {_local(next_due, sub.tz)} ({escape_mrkdwn(sub.tz)}). "
                      "`/gad digest` shows a preview now.")
     text = "\n".join(lines)
-    fallback = announcement[1] if announcement else f"{verb}: weekly 2GAD digest {sub.schedule_words()}"
+    fallback = announcement[1] if announcement else f"{verb}: weekly 2GAD digest {escape_mrkdwn(sub.schedule_words())}"
     return words.clip(fallback, 1000), [section(text)]
 
 

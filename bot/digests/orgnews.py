@@ -57,7 +57,9 @@ def announce_org_changes(index, client, results) -> list[tuple[str, str]]:
             if text is None:
                 continue
             try:
-                client.chat_postMessage(channel=channel, text=text, blocks=[kit.section(kit.escape_mrkdwn(text))],
+                # the fallback text is escaped as the blocks are: Slack reads `<!channel>` and links in both
+                shown = kit.escape_mrkdwn(text)
+                client.chat_postMessage(channel=channel, text=shown, blocks=[kit.section(shown)],
                                         unfurl_links=False, unfurl_media=False)
                 posted.append((channel, text))
             except Exception as error:  # the change is made; the next digest shows it anyway

@@ -101,12 +101,14 @@ class OrgTrackResult:
             left.append(f"{self.empty_left_out:,} empty one{'s' if self.empty_left_out != 1 else ''}")
         if left:
             text += ", " + " and ".join(left) + " left out"
+        # a forge's full name is a stranger's text (a newline, `<!channel>`): it is shown as the name it would be
+        # tracked under, made of the same sanitised parts
         if self.refused:
             name, why = self.refused[0]
-            text += (f"; {len(self.refused):,} not fetched because {why} (e.g. {name})")
+            text += (f"; {len(self.refused):,} not fetched because {why} (e.g. {repo_name_for(name)})")
         if self.failed:
             name, why = self.failed[0]
-            text += f"; {len(self.failed):,} could not be tracked ({name}: {why.rstrip('.')})"
+            text += f"; {len(self.failed):,} could not be tracked ({repo_name_for(name)}: {why.rstrip('.')})"
         return text + "."
 
 
@@ -124,6 +126,18 @@ def repo_name_for(full_name: str) -> str:
     segments = [re.sub(r"[^\w.\-]+", "-", s.lower()).strip(".-") for s in full_name.split("/")]
     name = "/".join(s for s in segments if s)
     return name if re.fullmatch(r"[\w][\w.\-/]*", name) else "repo"
+
+
+def name_part(raw: str) -> str:
+    """A stranger's word (a forge's `id`) as one part of a name: ASCII letters, digits, `.`, `_`, `-`, at most 40;
+    a word with none of them is its SHA-256's first 12 hex digits. The `id` is an integer on every forge, but a
+    listing is a stranger's text: `7\n<!channel>` once became part of a tracked name whole."""
+    part = re.sub(r"[^a-z0-9_.\-]+", "-", raw.lower()).strip(".-")[:40].strip(".-")
+    if not part:
+        import hashlib
+
+        part = hashlib.sha256(raw.encode("utf-8", "replace")).hexdigest()[:12]
+    return part
 
 
 def project_name_for(owner: OwnerRef) -> str:
@@ -437,7 +451,7 @@ class OrgTracker:
                 to_index.append((row, existing.id))  # cloned before an interruption, or tracked on its own
                 continue
             if existing is not None:
-                name = f"{name}-{row.forge_id}"
+                name = f"{name}-{name_part(row.forge_id)}"  # the forge's id is a stranger's text too
                 again = index.repo(name)
                 if again is not None and again.source == row.clone_url:
                     to_index.append((row, again.id))

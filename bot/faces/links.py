@@ -99,10 +99,10 @@ class LinksFace:
         else:
             try:
                 card = card_figures(self.engine, target, self.today(), reader)
-                text, blocks = card_text(card), card_blocks(card)
+                text, blocks = kit.fallback(card_text(card)), card_blocks(card)
             except GadError as error:
-                text = str(error)
-                blocks = [kit.section(kit.escape_mrkdwn(text))]
+                text = kit.fallback(str(error))
+                blocks = [kit.section(kit.escape_mrkdwn(str(error)))]
         try:
             client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread, text=text, blocks=blocks)
         except SlackApiError as error:  # e.g. gad-bot is not in that channel: the person's DM instead

@@ -587,7 +587,7 @@ class SlackFace:
     def cancel_untrack(self, ack, body, respond) -> None:
         ack()
         name = str(body["actions"][0].get("value", ""))
-        respond(text=f"Nothing was untracked: {name} is still tracked.", replace_original=True,
+        respond(text=kit.fallback(f"Nothing was untracked: {name} is still tracked."), replace_original=True,
                 blocks=[kit.section(f"Nothing was untracked: {kit.code(name)} is still tracked.")])
 
     def run_untrack(self, body, respond, client) -> None:
@@ -632,7 +632,7 @@ class SlackFace:
 
         result = self._run(TrackRepo(url, parsed.name), lambda event: progress(*event))
         name = kit.code(result.name)
-        text = f"Tracked {result.name}: {result.commits:,} commits indexed."
+        text = kit.fallback(f"Tracked {result.name}: {result.commits:,} commits indexed.")
         responder.final(text, [kit.section(f"Tracked {name}: {result.commits:,} commits indexed. "
                                            f"Try `/gad {kit.escape_mrkdwn(result.name)} since:12w by:week`; "
                                            "`path:` works once its changed paths are indexed: I will say so here."),
@@ -640,7 +640,7 @@ class SlackFace:
                         replace=True)
         # After answering: reports already work without the changed paths.
         count, seconds = self._run(IndexPaths(result.name), lambda event: progress(*event))
-        responder.final(f"{result.name} is fully indexed: path: works now.",
+        responder.final(kit.fallback(f"{result.name} is fully indexed: path: works now."),
                         [kit.section(f"{name} is fully indexed: `path:` works now (the changed paths of {count:,} "
                                      f"commits, indexed in {seconds:.0f} s).")])
 
@@ -662,7 +662,7 @@ class SlackFace:
 
         result = self._run(TrackOrg(owner, parsed.forks), progress)
         sentence = result.sentence()
-        responder.final(sentence, [kit.section(kit.escape_mrkdwn(sentence)),
+        responder.final(kit.fallback(sentence), [kit.section(kit.escape_mrkdwn(sentence)),
                                    kit.context([f"Reports, compare and subscriptions can name {kit.code(result.org)}, "
                                                 f"e.g. `/gad {kit.escape_mrkdwn(result.org)} since:12w by:repo`; "
                                                 "each sync lists the organization again. "

@@ -133,8 +133,13 @@ def divider() -> dict:
     return {"type": "divider"}
 
 
-def _fallback(raw: str) -> str:
+def fallback(raw: str) -> str:
+    """A message's notification (fallback) text from raw words: one line, cut, and escaped as its blocks are.
+    Slack reads `<!channel>`, `<https://x|y>` and `&` in `text` as it does in blocks."""
     return _fit_escaped(_SPACES.sub(" ", raw).strip(), FALLBACK_LIMIT)
+
+
+_fallback = fallback
 
 
 def fit_blocks(blocks: Sequence[dict], limit: int = MAX_BLOCKS, note: str | None = None) -> list[dict]:
@@ -565,7 +570,7 @@ def untrack_question_blocks(name: str, channels: Sequence[str]) -> tuple[str, li
     where = (" The weekly digests of " + ", ".join(f"<#{c}>" for c in channels[:20])
              + (f" and {len(channels) - 20} more channels" if len(channels) > 20 else "")
              + " stop counting it; I will say so in each.") if channels else ""
-    text = f"Untrack {name}? Its mirror and index are deleted and no report counts it any more."
+    text = fallback(f"Untrack {name}? Its mirror and index are deleted and no report counts it any more.")
     return text, [section(f"Untrack {code(name)}? Its mirror and index are deleted and no report counts it any "
                           f"more.{where}"),
                   {"type": "actions", "elements": [
@@ -584,4 +589,4 @@ def untrack_announcement(name: str, by: str, still: Sequence[str]) -> tuple[str,
         rest = ("it was all this channel's weekly digest counted, so the digest has ended; "
                 "`/gad subscribe REPO` starts a new one.")
     line = f"{mention(by)} stopped tracking {code(name)}: {rest}"
-    return f"{name} is no longer tracked.", [section(line)]
+    return fallback(f"{name} is no longer tracked."), [section(line)]
