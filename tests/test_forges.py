@@ -832,3 +832,41 @@ def test_org_news_text_is_escaped_as_its_blocks_are(forge, tmp_path):
     assert call.args["text"] == ("acme changed on its forge:\n• `acme/&lt;!channel&gt;&amp;&lt;https://x.example|y&gt;` "
                                  "is new in acme: now tracked.")
     assert call.args["blocks"][0]["text"]["text"] == call.args["text"]
+
+
+@pytest.mark.parametrize("forge", ["github", "gitlab", "gitea"], indirect=True)
+def test_an_organizations_repositories_stay_under_it_and_look_alikes_are_refused(forge, tmp_path):
+    """Org `evil`'s listing names `victim/web` (on one of evil's clone URLs), `evil/x` whose clone URL is victim's
+    (and two that reach it through `..`), and
+    `evil/рlain` (a Cyrillic р) and `evil/ｐlain` (fullwidth) beside `evil/plain`, and a Cyrillic-only look-alike
+    of the tracked `evil/payp`: only `evil/plain` is tracked, each other one said, nothing of the victim's fetched."""
+    from tests.forgestub import StubRepo
+
+    forge.add("victim/web", commits=[("vic@victim.example", "2024-01-01")])
+    forge.add("evil/plain", commits=[("eve@evil.example", "2024-02-01")])
+    forge.add("evil/payp", commits=[("eve@evil.example", "2024-02-02")])
+    engine = engine_for(forge, tmp_path)
+    assert engine.track_org(engine.org_owner(forge.owner_url("evil"))).repositories == 2
+    url_key = "http_url_to_repo" if forge.kind == "gitlab" else "clone_url"
+    name_key = "path_with_namespace" if forge.kind == "gitlab" else "full_name"
+    listed = [forge._row(StubRepo(n, name)) for n, name in enumerate(["evil/plain", "evil/payp"], start=1)]
+    listed[0]["id"], listed[1]["id"] = [r.id for r in forge.listed if r.full_name.startswith("evil/")]
+    hostile = [("victim/web", forge.clone_url("evil/plain")), ("evil/x", forge.clone_url("victim/web")),
+               ("evil/рlain", forge.clone_url("evil/plain")), ("evil/ｐlain", forge.clone_url("evil/plain")),
+               ("evil/раур", forge.clone_url("evil/plain")), ("evil/y", forge.clone_url("evil/../victim/web")),
+               ("evil/z", forge.clone_url("evil/%2e%2e/victim/web"))]
+    for n, (name, url) in enumerate(hostile, start=100):
+        listed.append(dict(forge._row(StubRepo(n, name)), **{name_key: name, url_key: url}))
+    forge.answers.append((200, JSON, json.dumps(listed).encode()))
+    result = engine.track_org(engine.org_owner(forge.owner_url("evil")))
+    assert sorted(engine.projects()["evil"]) == ["evil/payp", "evil/plain"]
+    assert sorted(r.name for r in engine.repos()) == ["evil/payp", "evil/plain"]
+    why = dict(result.refused)
+    assert why["victim/web"] == "it is named outside evil; gad-bot tracks only the organization's own repositories"
+    assert why["evil/x"].endswith("is not under evil; gad-bot only fetches the organization's own repositories")
+    assert why["evil/рlain"] == "its name mixes letters of several scripts (Cyrillic, Latin)"
+    assert why["evil/ｐlain"].startswith("its name holds compatibility characters")
+    assert why["evil/раур"] == "its name looks like `evil/payp` but is spelled with other letters"
+    assert why["evil/y"].endswith("is not under evil; gad-bot only fetches the organization's own repositories")
+    assert why["evil/z"].endswith("is not under evil; gad-bot only fetches the organization's own repositories")
+    assert not any("victim" in path for _, path, _ in forge.requests)  # nothing of the victim's was fetched

@@ -31,6 +31,7 @@ from .audiences import ADMINS_AUDIENCE, EVERYONE_AUDIENCE, Audience
 from ..store.forges import ForgeClient, ForgeError, Forges, Listing, OwnerRef, is_gitlab_group, list_owner
 from ..store.index import utcnow
 from ..store.orgindex import DROPPED, FAILED, GONE, PENDING, TRACKED, OrgIndex, OrgRepoRow, OrgRow
+from .lookalikes import lookalike
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ class OrgTracker:
         return OrgTrackResult(
             org=org.name, url=owner.url, repositories=len(self._member_ids(org)), archived=outcome.archived,
             forks_left_out=outcome.forks_left_out, empty_left_out=outcome.empty_left_out, new=outcome.new,
-            commits=outcome.commits, refused=listing.refused, failed=tuple(outcome.failed),
+            commits=outcome.commits, refused=listing.refused + tuple(outcome.refused), failed=tuple(outcome.failed),
             changes=tuple(outcome.changes), seconds=time.monotonic() - started, waited_seconds=listing.waited_seconds)
 
     def sync(self, names: list[str] | None = None, progress: OrgProgressFn | None = None, *,
@@ -336,7 +337,28 @@ class OrgTracker:
         listed_ids = set()
         to_track: list[OrgRepoRow] = []
         now = utcnow()
+        # An organization's repositories stay under its owner: a listing naming `victim/web` for org `evil` would
+        # track it under the victim's name (its clone URL is checked in bot/store/forges.py). Such an entry is
+        # not part of the listing: one tracked before is marked gone.
+        under = repo_name_for(org.owner) + "/"
+        listed = []
         for repo in listing.repos:
+            if repo_name_for(repo.full_name).startswith(under):
+                listed.append(repo)
+            else:
+                outcome.refused.append((repo.full_name, f"it is named outside {org.owner}; gad-bot tracks only the "
+                                                        "organization's own repositories"))
+        # Look-alikes (bot/engine/lookalikes.py) of a tracked name or of another name of this listing: refused when
+        # they would become a name (a new repository, a rename)
+        names = {*self.engine.index.repo_names(), *(repo_name_for(r.full_name) for r in listed)}
+
+        def looks_like_another(repo) -> bool:
+            why = lookalike(repo_name_for(repo.full_name), names)
+            if why is not None:
+                outcome.refused.append((repo.full_name, why))
+            return why is not None
+
+        for repo in listed:
             listed_ids.add(repo.forge_id)
             if repo.fork and not org.forks:
                 outcome.forks_left_out += 1
@@ -346,6 +368,8 @@ class OrgTracker:
                 continue
             outcome.archived += repo.archived
             row = known.get(repo.forge_id)
+            if (row is None or row.state in (PENDING, FAILED)) and looks_like_another(repo):
+                continue
             self.rows.upsert(org.id, repo.forge_id, repo.full_name, repo.clone_url, repo.archived, PENDING,
                              private=repo.private)
             if row is None or row.state in (PENDING, FAILED):
@@ -365,7 +389,8 @@ class OrgTracker:
                 outcome.changes.append(OrgChange(org.name, "back", tracked.name))
             wanted_name = repo_name_for(repo.full_name)
             if tracked.name != wanted_name or tracked.source != repo.clone_url:
-                new_name = wanted_name if not self.engine.index.repo(wanted_name) else tracked.name
+                new_name = wanted_name if tracked.name != wanted_name and not self.engine.index.repo(wanted_name) \
+                    and not looks_like_another(repo) else tracked.name
                 self.rows.rename_repo(tracked.id, tracked.name, new_name, repo.clone_url)
                 self._set_remote(tracked, repo.clone_url)
                 if new_name != tracked.name:
@@ -382,6 +407,10 @@ class OrgTracker:
             outcome.changes.append(OrgChange(org.name, "gone", tracked.name))
         if to_track:
             self._track_rows(org, to_track, progress, outcome, announce_new)
+        if outcome.refused and announce_new:  # a sync: nobody reads the result's sentence
+            name, why = outcome.refused[0]
+            log.warning("%s: %d listed repositories left out, e.g. %s: %s", org.name, len(outcome.refused),
+                        repo_name_for(name), why)
         return outcome
 
     def _set_remote(self, repo, url: str) -> None:
@@ -524,6 +553,7 @@ class _Outcome:
     failed: list[tuple[str, str]] = field(default_factory=list)
     changes: list[OrgChange] = field(default_factory=list)
     fresh: set[int] = field(default_factory=set)  # repository ids cloned by this call
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (full name, why): named outside, or a look-alike
 
 
 @dataclass

@@ -419,7 +419,7 @@ def list_owner(owner: OwnerRef, client: ForgeClient, *, max_repos: int = 5000,
             if repo is None or repo.forge_id in seen:
                 continue
             seen.add(repo.forge_id)
-            why = _clone_url_refusal(repo.clone_url, forge, policy_check)
+            why = _clone_url_refusal(repo.clone_url, forge, policy_check, owner)
             if why:
                 refused.append((repo.full_name, why))
                 continue
@@ -562,6 +562,17 @@ def _with_page(url: str, page: int) -> str:
     return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
 
 
+def _under_owner(path: str, owner: OwnerRef) -> bool:
+    """Whether a clone URL's path names a repository under `owner` (`/acme/web.git`; a GitLab group's subgroups
+    included): the owner's segments first (any case, as forges compare them), then at least one more, and no
+    `.`/`..` segment or %-escape that a server would resolve elsewhere (`/acme/../victim/web.git`)."""
+    segments = path.split("/")[1:] if path.startswith("/") else []
+    mine = owner.key.split("/")
+    if "%" in path or len(segments) <= len(mine) or any(s in ("", ".", "..") for s in segments):
+        return False
+    return [s.lower() for s in segments[:len(mine)]] == mine
+
+
 def _text(value, limit: int = 1000) -> str | None:
     return value if isinstance(value, str) and 0 < len(value) <= limit else None
 
@@ -591,7 +602,8 @@ def _parse_repo(kind: str, item) -> ForgeRepo | None:
     return ForgeRepo(str(forge_id), full_name, clone_url, bool(item.get("archived")), fork, empty, private)
 
 
-def _clone_url_refusal(url: str, forge: Forge, policy_check: Callable[[str], str] | None) -> str | None:
+def _clone_url_refusal(url: str, forge: Forge, policy_check: Callable[[str], str] | None,
+                       owner: OwnerRef | None = None) -> str | None:
     """Why a listed clone URL will not be fetched, or None when it may be."""
     if any(c <= " " or c == "\x7f" for c in url):  # urlsplit drops a newline silently; git would not
         return "its clone URL has spaces or control characters in it"
@@ -599,6 +611,9 @@ def _clone_url_refusal(url: str, forge: Forge, policy_check: Callable[[str], str
     if parts.scheme != forge.scheme or parts.netloc.lower() != forge.host or parts.query or parts.fragment:
         return (f"its clone URL ({_shown(url)}) is not on {forge.host}; gad-bot only fetches an organization's "
                 "repositories from the forge itself")
+    if owner is not None and not _under_owner(parts.path, owner):
+        return (f"its clone URL ({_shown(url)}) is not under {owner.owner}; gad-bot only fetches the organization's "
+                "own repositories")
     if policy_check is not None:
         try:
             policy_check(url)
