@@ -870,3 +870,21 @@ def test_an_organizations_repositories_stay_under_it_and_look_alikes_are_refused
     assert why["evil/y"].endswith("is not under evil; gad-bot only fetches the organization's own repositories")
     assert why["evil/z"].endswith("is not under evil; gad-bot only fetches the organization's own repositories")
     assert not any("victim" in path for _, path, _ in forge.requests)  # nothing of the victim's was fetched
+
+
+@pytest.mark.parametrize("lanes", ["1", "8"])
+def test_two_entries_of_one_name_in_one_listing_are_both_tracked(forge, tmp_path, lanes):
+    """`acme/Web` and `acme/web` (two repositories: a forge compares names with case, gad-bot's names are lower case)
+    in one listing were given one name and raced on one staging directory: one or both failed at random. Each now
+    has a name of its own and a mirror of its own; each figure is git's."""
+    forge.add("acme/Web", commits=[("ann@acme.example", "2024-03-01")])
+    forge.add("acme/web", commits=[("bob@acme.example", "2024-03-02"), ("bob@acme.example", "2024-03-03")])
+    engine = engine_for(forge, tmp_path, GAD_FORGE_FETCHES=lanes)
+    result = engine.track_org(engine.org_owner(forge.owner_url("acme")))
+    assert result.failed == () and result.repositories == 2
+    upper, lower = [r.id for r in forge.listed]
+    by_name = {r.name: r for r in engine.repos()}
+    assert sorted(by_name) == ["acme/web", f"acme/web-{lower}"]
+    assert gad(engine, "acme/web") == oracle(forge, ["acme/Web"]) == 2
+    assert gad(engine, f"acme/web-{lower}") == oracle(forge, ["acme/web"]) == 4
+    assert len({r.mirror_path for r in by_name.values()}) == 2

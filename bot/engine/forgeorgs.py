@@ -473,18 +473,32 @@ class OrgTracker:
         say()
         to_clone: list[tuple[OrgRepoRow, str]] = []
         to_index: list[tuple[OrgRepoRow, int]] = []
+        claimed: set[str] = set()  # names given in this batch: two entries of one name never share one (issue 31)
         for row in rows:
             name = repo_name_for(row.full_name)
             existing = index.repo(name)
-            if existing is not None and existing.source == row.clone_url:
+            if existing is not None and existing.source == row.clone_url and name not in claimed:
+                claimed.add(name)
                 to_index.append((row, existing.id))  # cloned before an interruption, or tracked on its own
                 continue
-            if existing is not None:
-                name = f"{name}-{name_part(row.forge_id)}"  # the forge's id is a stranger's text too
-                again = index.repo(name)
-                if again is not None and again.source == row.clone_url:
+            if existing is not None or name in claimed:
+                # taken: the name with the forge's id, both sanitised (the id is a stranger's text too), and a
+                # number after it while that is taken as well
+                base = f"{name}-{name_part(row.forge_id)}"
+                name, number = base, 1
+                while True:
+                    again = index.repo(name)
+                    if again is not None and again.source == row.clone_url and name not in claimed:
+                        break
+                    if again is None and name not in claimed:
+                        break
+                    number += 1
+                    name = f"{base}-{number}"
+                claimed.add(name)
+                if again is not None:
                     to_index.append((row, again.id))
                     continue
+            claimed.add(name)
             to_clone.append((row, name))
         workers = _index_workers(len(rows))
         lanes = max(1, min(self.settings.forge_fetches, len(to_clone)))
