@@ -175,3 +175,89 @@ def test_restoring_an_old_backup_made_elsewhere_is_refused_before_anything_is_re
     assert "outside the data directory" in refused.stderr and "GAD_DATA_DIR=/var/lib/gad-bot" in refused.stderr
     assert (drill / "index.sqlite").read_bytes() == before
     assert sorted(p.name for p in drill.iterdir() if p.name.startswith("index.sqlite")) == ["index.sqlite"]
+
+
+# -- issue 31: no name from outside removes another repository's mirror ------------------------------------------
+
+def colliding_names(prefix: str) -> tuple[str, str]:
+    """Two names that gad-bot's former mirror directory names (60 readable characters, 32 bits of SHA-1) gave one
+    directory: a birthday search, a fraction of a second (the former scheme, written here, not imported)."""
+    import hashlib
+    import itertools
+    import re
+
+    def former(name: str) -> str:
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "repo"
+        return f"{safe[:60]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}.git"
+
+    seen: dict[str, str] = {}
+    for number in itertools.count():
+        name = f"{prefix}{number:x}"
+        directory = former(name)
+        if directory in seen:
+            return seen[directory], name
+        seen[directory] = name
+
+
+def test_a_new_repository_of_an_organization_never_takes_another_ones_mirror(tmp_path):
+    """A member who may create repositories in `acme` creates one whose name gave the same mirror directory as an
+    existing repository's (a long name: the readable part is cut at 60 characters, and 32 bits of hash collide
+    after ~80,000 tries). The next sync cloned it there: the first repository's mirror was removed and replaced, its
+    history became the newcomer's. Now each has its own mirror and its own figures, from git, through a sync."""
+    from bot.config import Settings
+    from bot.engine.engine import Engine
+    from bot.engine.query import Query
+    from tests.forgestub import ForgeStub
+    from tests.gitbuild import oracle_gad
+
+    victim, newcomer = colliding_names("acme/" + "quarterly-revenue-reconciliation-service-" * 2)
+    with ForgeStub(tmp_path / "srv", "github") as forge:
+        forge.add(victim, commits=[("ann@acme.example", "2024-03-01"), ("bob@acme.example", "2024-03-02")])
+        engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"),
+                                                "GAD_FORGES": forge.forges_setting}))
+        engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        kept = engine.repo(victim).mirror_path
+        forge.add(newcomer, commits=[("eve@evil.example", f"2024-04-{day:02d}") for day in range(1, 8)])
+        (result,) = engine.sync_orgs(fetch=True)
+        assert result.error is None and not result.failed
+        engine.sync([victim, newcomer])
+        mine, theirs = engine.repo(victim), engine.repo(newcomer)
+        assert mine.mirror_path == kept and theirs.mirror_path != kept
+        assert pygit2.Repository(str(kept)).remotes["origin"].url == forge.clone_url(victim)
+
+        def two_gad(name: str) -> int:
+            return engine.report(Query(repos=(name,))).totals.two_gad
+
+        assert two_gad(victim) == 2 * oracle_gad(forge.base / f"{victim}.git") == 4
+        assert two_gad(newcomer) == 2 * oracle_gad(forge.base / f"{newcomer}.git") == 14
+
+
+def test_a_taken_directory_is_never_removed_nor_given_to_another_repository(tmp_path, monkeypatch):
+    """Whatever mirror_dir_name says (here: one directory for every name), a clone takes a directory that is free
+    and that no repository names, even one whose directory went missing; and `remove` keeps a mirror the index
+    still names for a repository."""
+    import bot.store.mirrors as mirrors
+    from bot.store.mirrors import FetchLimits, MirrorStore
+
+    source = RepoBuilder(tmp_path / "src.git", bare=True)
+    source.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    monkeypatch.setattr(mirrors, "mirror_dir_name", lambda name: "same.git")
+    named: list[Path] = []
+    store = MirrorStore(tmp_path / "mirrors", FetchLimits({}), named=lambda: list(named))
+    first = store.create(str(source.path), "web")
+    named.append(first)
+    assert first.name == "same.git"
+    (first / "marker").write_text("web's own")
+    second = store.create(str(source.path), "api")
+    assert second.name == "same-2.git" and (first / "marker").read_text() == "web's own"
+    named.append(second)
+    shutil.rmtree(second)  # api's mirror lost on disk, still named by the index: not given to anyone
+    many: list[tuple[int, Path | None, str | None]] = []
+    store.create_many([(str(source.path), "lib"), (str(source.path), "lib")], lambda *done: many.append(done))
+    assert sorted(path.name for _, path, error in many if error is None) == ["same-3.git", "same-4.git"]
+    store.remove(first)  # still named: kept
+    assert (first / "marker").exists()
+    named.remove(first)
+    store.remove(first)  # untracked: gone
+    assert not first.exists()
+    assert not [p for p in (tmp_path / "mirrors").iterdir() if p.name.startswith(".incoming-")]

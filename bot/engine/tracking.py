@@ -68,7 +68,8 @@ class Tracking:
 
             limits = FetchLimits(dict(self.settings.https_tokens), self.settings.ssh_key,
                                  self.settings.fetch_timeout_seconds, self.settings.max_mirror_mb * 1024 * 1024)
-            self._store = MirrorStore(self.settings.mirrors_dir, limits, locks=self._locks_dir)
+            # the mirrors the index names: a clone never takes one of their directories, nor removes one
+            self._store = MirrorStore(self.settings.mirrors_dir, limits, locks=self._locks_dir, named=self._named_mirrors)
         return self._store
 
     @property

@@ -136,9 +136,12 @@ def set_network_timeouts(seconds: int) -> None:
 
 
 def mirror_dir_name(name: str) -> str:
-    """A directory name for a repository name: readable, unique, safe on every file system."""
+    """A directory name for a repository name: readable, safe on every file system, and (128 bits of SHA-256 of the
+    whole name) not one another name can be made to share. The readable part is cut at 60 characters and maps
+    `/` and `_` alike, so the hash alone tells names apart: 32 bits of it were found colliding in seconds (issue
+    31). MirrorStore._reserve still checks that the directory is free and named by no repository."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "repo"
-    return f"{safe[:60]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}.git"
+    return f"{safe[:60]}-{hashlib.sha256(name.encode()).hexdigest()[:32]}.git"
 
 
 # An absolute path up to and including a mirror's directory (or its staging one): libgit2 names
@@ -746,10 +749,59 @@ def _redacted(url: str) -> str:
 class MirrorStore:
     """The directory of bare mirrors."""
 
-    def __init__(self, root: Path, limits: FetchLimits, locks: Path | None = None):
+    def __init__(self, root: Path, limits: FetchLimits, locks: Path | None = None,
+                 named: Callable[[], Iterable[Path] | None] | None = None):
         self.root = root
         self.locks = locks or root.parent / "locks"  # the data directory's, beside each repository's own lock
         self.limits = limits  # the fetch child applies them (set_network_timeouts, its deadline)
+        # the mirror paths the index names (None: it cannot be read): a directory one of them names is never
+        # given to another repository, nor removed for one (see _reserve and remove)
+        self.named = named
+
+    def _named_count(self, path: Path) -> int | None:
+        """How many repositories the index says have their mirror at `path` (None: the index cannot say)."""
+        if self.named is None:
+            return 0
+        paths = self.named()
+        if paths is None:
+            return None
+        mine = os.path.abspath(path)
+        return sum(1 for named in paths if os.path.abspath(named) == mine)
+
+    def _reserve(self, name: str) -> Path:
+        """A new, empty directory for `name`'s mirror, made here: mirror_dir_name(name) when it is free, else the same
+        with -2, -3, ... A directory that exists (another repository's mirror, or leftovers) is never taken nor
+        removed, and neither is a path the index names for a repository whose directory went missing. mkdir is
+        the claim: two clones of one name at once get one directory each."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        named = self.named() if self.named is not None else ()
+        taken = {os.path.abspath(path) for path in named or ()}
+        first = mirror_dir_name(name)
+        for number in range(1, 1000):
+            final = self.root / (first if number == 1 else f"{first[:-len('.git')]}-{number}.git")
+            if os.path.abspath(final) in taken:
+                continue
+            try:
+                final.mkdir(mode=0o700)
+            except FileExistsError:
+                continue
+            return final
+        raise MirrorError(f"No free directory for the mirror of `{name}` under {self.root}; run `gad-bot doctor`.",
+                          operator_detail=True)
+
+    def _staging_for(self, final: Path) -> Path:
+        """A staging directory of its own for a clone into `final` (never another clone's: each is made here)."""
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix=".incoming-", suffix=f"-{final.name}", dir=self.root))
+
+    @staticmethod
+    def _unreserve(final: Path) -> None:
+        """Give back a reserved directory a clone did not fill (rmdir: only ever an empty one)."""
+        try:
+            final.rmdir()
+        except OSError:
+            pass
 
     def create(self, source: str, name: str, progress: Progress | None = None, *, replace: Path | None = None,
                guard: SourcePolicy | None = None) -> Path:
@@ -759,45 +811,47 @@ class MirrorStore:
         once the clone is complete. A new path matters: libgit2 caches pack files by path. With
         `guard`, every connection is checked against that policy (see `Mirror.fetch`).
         """
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        final = self.root / mirror_dir_name(f"{name}@{time.time_ns()}" if replace else name)
-        if final.exists():
-            shutil.rmtree(final)  # leftovers of an interrupted clone of a repository no longer tracked
-        staging = self.root / (".incoming-" + final.name)
-        shutil.rmtree(staging, ignore_errors=True)
+        final = self._reserve(f"{name}@{time.time_ns()}" if replace else name)
+        staging = None
         try:
+            staging = self._staging_for(final)
             repo = _staged_mirror(source, staging)
             if guard is not None or not _copy_local(source, repo, staging):
                 Mirror(staging).fetch(self.limits, progress, guard)
-            staging.rename(final)
-            if replace is not None:
-                self.remove(replace)
+            staging.rename(final)  # onto the empty directory reserved for it: rename(2) replaces an empty one
+            if replace is not None and (self._named_count(replace) or 0) <= 1:  # its own; never one another names
+                self._remove_tree(replace)
         except MirrorError:
-            shutil.rmtree(staging, ignore_errors=True)
+            self._drop(staging, final)
             raise
         except (pygit2.GitError, OSError, ValueError) as error:
-            shutil.rmtree(staging, ignore_errors=True)
+            self._drop(staging, final)
             raise MirrorError(f"Cloning {_redacted(source)} failed: {_describe(error)}.") from None
         return final
+
+    def _drop(self, staging: Path | None, final: Path) -> None:
+        """What a failed clone made: its own staging directory, and the reserved directory while still empty."""
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        self._unreserve(final)
 
     def create_many(self, items: list[tuple[str, str]], done: Callable[[int, Path | None, str | None], None], *,
                     guard: SourcePolicy | None = None) -> None:
         """Clone a bare mirror of each (network source, name), as `create` does, one after another;
         `done(i, path, None)` or `done(i, None, error)` as each finishes (nothing is left of a failed one)."""
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         staged: list[tuple[int, Path, Path]] = []
         for number, (source, name) in enumerate(items):
-            final = self.root / mirror_dir_name(name)
-            staging = self.root / (".incoming-" + final.name)
+            final = staging = None
             try:
-                if final.exists():
-                    shutil.rmtree(final)  # leftovers of an interrupted clone of a repository no longer tracked
-                shutil.rmtree(staging, ignore_errors=True)
+                final = self._reserve(name)
+                staging = self._staging_for(final)
                 _staged_mirror(source, staging)
                 staged.append((number, staging, final))
-            except (pygit2.GitError, OSError, ValueError) as error:
-                shutil.rmtree(staging, ignore_errors=True)
-                done(number, None, f"Cloning {_redacted(source)} failed: {_describe(error)}.")
+            except (pygit2.GitError, OSError, ValueError, MirrorError) as error:
+                if final is not None:
+                    self._drop(staging, final)
+                done(number, None, str(error) if isinstance(error, MirrorError)
+                     else f"Cloning {_redacted(source)} failed: {_describe(error)}.")
 
         def fetched(i: int, error: str | None) -> None:
             number, staging, final = staged[i]
@@ -807,7 +861,7 @@ class MirrorStore:
                 except OSError as failure:
                     error = f"Cloning {_redacted(items[number][0])} failed: {_describe(failure)}."
             if error is not None:
-                shutil.rmtree(staging, ignore_errors=True)
+                self._drop(staging, final)
             done(number, None if error else final, error)
 
         if staged:
@@ -888,6 +942,17 @@ class MirrorStore:
         return removed
 
     def remove(self, path: Path) -> None:
+        """Remove a mirror no repository names any more (untracked, or a track that failed). One the index still
+        names for a repository is kept, whoever asks (and so is every one while the index cannot be read): the
+        sweep removes it once it is an orphan."""
+        count = self._named_count(path)
+        if count is None or count > 0:
+            log.warning("kept the mirror %s: %s", path.name, "the index cannot be read" if count is None
+                        else "another repository's mirror is there")
+            return
+        self._remove_tree(path)
+
+    def _remove_tree(self, path: Path) -> None:
         if path.resolve().is_relative_to(self.root.resolve()) and path.exists():
             shutil.rmtree(path)
 
