@@ -172,3 +172,52 @@ def test_the_step_counts_only_what_everyone_may_see(tmp_path, stub):
     engine.set_access("web", Audience.parse("everyone"))
     outputs = run_step(app, stub, {"repository": "web"}, "functions.completeSuccess")["outputs"]
     assert outputs["two_gad_person_days"] == 16
+
+
+# -- issue 31: the operator's detail stays the operator's --------------------------------------------------------
+
+SERVER_PATH = "/srv/gad/data/mirrors/web-0123abcd.git"
+
+
+def mirror_cannot_be_opened(*args, **kwargs):
+    """What a report raises when a mirror on the server cannot be opened: a GadError naming the server's insides."""
+    from bot.errors import MirrorError
+
+    raise MirrorError(f"The mirror at {SERVER_PATH} cannot be opened (bad header); re-clone it with "
+                      "`gad-bot sync --reclone NAME`.", operator_detail=True)
+
+
+def report_on_a_damaged_server(job):
+    """The report workers' own run_report (bot/faces/workers.py), in the worker, on an engine whose report fails as
+    above (module-level: the pool pickles it by name)."""
+    from bot.faces import workers
+
+    workers._engine.report = mirror_cannot_be_opened
+    return workers.run_report(job)
+
+
+def test_a_failed_step_shows_its_owner_a_reference_not_the_servers_insides(app, stub, monkeypatch, caplog):
+    """A step whose report failed on the server's insides (a path on it, the operator's files) showed them whole to
+    the workflow's owner, who is anyone who builds a workflow, where a member asking `/gad` reads one sentence and a
+    reference id. The step now fails with that sentence and the reference, and the log has the detail under it."""
+    import re
+
+    from bot.engine.engine import Engine
+
+    monkeypatch.setattr(Engine, "report", mirror_cannot_be_opened)
+    error = run_step(app, stub, {"repository": "web"}, "functions.completeError")["error"]
+    assert SERVER_PATH not in error and "/srv" not in error
+    found = re.fullmatch(r"Something on the gad-bot server needs the operator's attention before this step can run; "
+                         r"tell an admin the reference ([0-9a-f]{8})\.", error)
+    assert found, error
+    assert any(found.group(1) in r.getMessage() and SERVER_PATH in r.getMessage() for r in caplog.records)
+
+
+def test_under_serve_a_failed_step_shows_its_owner_a_reference_not_the_servers_insides(tmp_path, stub, start_pool):
+    import re
+
+    app, _, _ = served(tmp_path, stub, start_pool, runner=report_on_a_damaged_server)
+    error = run_step(app, stub, {"repository": "web"}, "functions.completeError")["error"]
+    assert SERVER_PATH not in error
+    assert re.fullmatch(r"Something on the gad-bot server needs the operator's attention before this step can run; "
+                        r"tell an admin the reference [0-9a-f]{8}\.", error), error

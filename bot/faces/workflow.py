@@ -23,7 +23,7 @@ from datetime import date
 from ..engine.audiences import Viewer
 from ..engine import query as q
 from ..engine.links import tracked_link
-from ..errors import GadError, QueryError, UnknownRepoError
+from ..errors import GadError, QueryError, UnknownRepoError, for_member
 from ..metric import DAYS_PER_PERSON_MONTH
 from ..render.card import effort_summary
 from .slacktext import decode
@@ -42,6 +42,18 @@ WORKFLOW_VIEWER = Viewer(user=WORKFLOW_PARTY, member=True)
 def internal_error_sentence(reference: str) -> str:
     return (f"Something went wrong on gad-bot's side (reference {reference}); the operator can find the "
             "details in the logs.")
+
+
+def operator_detail_sentence(reference: str) -> str:
+    """What a step fails with when its error names the server's insides (bot.errors.for_member): the workflow's
+    owner is whoever built the workflow, so they read what a member reads, the detail logged under `reference`."""
+    return ("Something on the gad-bot server needs the operator's attention before this step can run; tell an "
+            f"admin the reference {reference}.")
+
+
+def _failure_sentence(error: GadError) -> str:
+    sentence, reference = for_member(error)
+    return operator_detail_sentence(reference) if reference else sentence
 
 
 class WorkflowStep:
@@ -109,7 +121,7 @@ class WorkflowStep:
             self.reports.submit(job, lambda answer: self.finish(answer, parsed, complete, fail))
         except GadError as error:  # BusyError included: the sentence says why and when to run it again
             log.info("workflow step failed on its inputs (%s)", type(error).__name__)
-            fail(error=str(error))
+            fail(error=_failure_sentence(error))
         except Exception:
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error in the workflow step (reference %s)", reference)
@@ -121,8 +133,8 @@ class WorkflowStep:
             complete(outputs=self.outputs_of(parsed, answer.report))
             return
         log.info("workflow step failed in its report worker")
-        if answer.detail is not None:  # a GadError naming the server's insides: the step showed it whole
-            fail(error=answer.detail)
+        if answer.detail is not None:  # a GadError naming the server's insides, logged in the worker under the reference
+            fail(error=operator_detail_sentence(answer.reference or "?"))
         elif answer.reference is not None:  # an internal error, logged in the worker under this reference
             fail(error=internal_error_sentence(answer.reference))
         else:
