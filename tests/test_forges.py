@@ -775,6 +775,14 @@ def test_a_periodic_sync_indexes_what_changed_and_what_was_left_to_do_and_nothin
 HOSTILE_ID = "7\n<!channel> <https://evil.example|login> `x`"
 
 
+def open_to_everyone(engine, *names: str) -> None:
+    """What an admin's `gad-bot access NAME everyone` does: the channel may be told of them."""
+    from bot.engine.audiences import Audience
+
+    for name in names:
+        engine.set_access(name, Audience.parse("everyone"))
+
+
 def test_a_taken_name_takes_only_sanitised_parts_of_the_forges_id_and_the_news_is_escaped(forge, tmp_path):
     """A new repository whose name is taken (`acme/Web` beside the tracked `acme/web`) was tracked as the name plus
     the listing's `id`, raw: a newline, `<!channel>`, link markup and backticks landed in a tracked name, and the
@@ -792,6 +800,7 @@ def test_a_taken_name_takes_only_sanitised_parts_of_the_forges_id_and_the_news_i
         stub.add_channel("C1")
         engine = engine_for(forge, tmp_path, SLACK_BOT_TOKEN=stub.good_token, SLACK_API_URL=stub.api_url)
         engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        open_to_everyone(engine, "acme", "acme/web")  # fetched with a token, they start as admins
         subs.subscribe(engine, "C1", parse_command("subscribe acme", date(2026, 12, 4)))
         twin = forge.add("acme/Web", commits=[("bob@acme.example", "2024-03-02"), ("bob@acme.example", "2024-03-03")])
         twin.id = HOSTILE_ID
@@ -822,6 +831,7 @@ def test_org_news_text_is_escaped_as_its_blocks_are(forge, tmp_path):
 
         forge.add("acme/web")
         engine.track_org(engine.org_owner(forge.owner_url("acme")))
+        open_to_everyone(engine, "acme")
         stub.add_channel("C1")
         subs.subscribe(engine, "C1", parse_command("subscribe acme", date(2026, 12, 4)))
         from bot.faces.slack import web_client

@@ -477,10 +477,18 @@ def test_error_blocks():
 HOSTILE_NAME = "acme/<!channel>&<https://evil.example|login>"
 
 
+def access_of(name: str):
+    from bot.engine.audiences import Audience
+    from bot.engine.catalog import Access
+
+    return Access(name, "repository", Audience.parse("everyone"))
+
+
 @pytest.mark.parametrize("build", [
     lambda: blocks_mod.untrack_question_blocks(HOSTILE_NAME, []),
     lambda: blocks_mod.untrack_announcement(HOSTILE_NAME, "U0ANN1", ()),
     lambda: (blocks_mod.fallback(f"Tracked {HOSTILE_NAME}: 3 commits indexed."), []),
+    lambda: blocks_mod.access_blocks(access_of(HOSTILE_NAME), changed=True),
 ])
 def test_every_fallback_text_is_escaped_as_its_blocks_are(build):
     """Issue 31: a fallback `text` Slack reads `<!channel>` and link markup in (the blocks were escaped, the text

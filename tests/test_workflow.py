@@ -188,9 +188,9 @@ def mirror_cannot_be_opened(*args, **kwargs):
 
 
 def report_on_a_damaged_server(job):
-    """The report workers' own run_report (bot/faces/workers.py), in the worker, on an engine whose report fails as
+    """The report workers' own run_report (bot/service/workers.py), in the worker, on an engine whose report fails as
     above (module-level: the pool pickles it by name)."""
-    from bot.faces import workers
+    from bot.service import workers
 
     workers._engine.report = mirror_cannot_be_opened
     return workers.run_report(job)

@@ -447,7 +447,8 @@ def subscriptions_blocks(view: ChannelView | None, page: int = 1) -> tuple[str, 
     if pages > 1:
         blocks.append(context([f"Page {page} of {pages}"
                                + (f" · `/gad subscriptions {page + 1}` for the next" if page < pages else "")]))
-    fallback = f"Weekly digest {sub.schedule_words()} for {words.plural(len(names), 'repository', 'repositories')}"
+    fallback = fallback_text(f"Weekly digest {sub.schedule_words()} for "
+                             f"{words.plural(len(names), 'repository', 'repositories')}")
     return fallback, blocks
 
 

@@ -89,7 +89,8 @@ class LinksFace:
         try:  # the answer lands in the message's thread: the person and that channel must both may see it
             reader = self.members.viewer(user).posting_in(self.members.channel_viewer(channel))
         except GadError as error:
-            client.chat_postMessage(channel=user, text=str(error), blocks=[kit.section(kit.escape_mrkdwn(str(error)))])
+            client.chat_postMessage(channel=user, text=kit.fallback(str(error)),
+                                    blocks=[kit.section(kit.escape_mrkdwn(str(error)))])
             return
         target = self._target_of(decode(str(message.get("text") or "")), reader)
         if target is None:

@@ -435,7 +435,7 @@ def audience_words(access: "Access") -> str:
 def access_blocks(access: "Access", *, changed: bool) -> tuple[str, list[dict]]:
     """`/gad access NAME [...]`: who may see a repository, project or organization (now, when `changed`)."""
     name, who = code(access.name), access.audience.words()
-    text = f"{access.name} ({access.kind}) is seen by {who}."
+    text = fallback(f"{access.name} ({access.kind}) is seen by {who}.")
     lines = [f"{'Done: ' if changed else ''}{name} ({access.kind}) is seen by {who}."]
     if access.follows:
         lines.append(f"It follows the audience of its organization {code(access.follows)}; setting its own here "
