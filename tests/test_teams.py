@@ -200,3 +200,14 @@ def test_the_home_tab_shows_the_persons_own_teams(tmp_path):
             if b"2026-11-23" <= d <= b"2026-11-29" and e == b"ann@example.com"}
     assert f"`@backend` · 2GAD {2 * len(week)} person-days in 2026-W48 · 1 developer" in shown and len(week) == 2
     assert "@frontend" not in shown and "`@frontend` · 2GAD 2 person-days in 2026-W48" in bob  # bob's 11-24
+
+
+def test_compare_items_of_teams(engine, web):
+    from bot.engine.query import parse_command
+
+    command = parse_command("compare web@team:backend web@team:@frontend", TODAY)
+    assert [i.label for i in command.items] == ["web@team:backend", "web@team:frontend"]
+    rows = engine.compare(command, TODAY, teams=TEAMS).rows
+    assert [(r.item, r.totals.two_gad) for r in rows] == [
+        ("web@team:backend", 2 * len(pairs_of(web, "ann@corp.example", "bob@corp.example"))),
+        ("web@team:frontend", 2 * len(pairs_of(web, "bob@corp.example", "cy@corp.example")))]

@@ -242,11 +242,13 @@ class CompareItem:
     name: str  # the repository or project
     path: str | None = None
     range: RefRange | None = None  # `NAME@A..B`, or one of several `range:` tokens: this item's own range
+    team: str | None = None  # `NAME@team:GROUP`: only that Slack user group's people, in this item
 
     @property
     def label(self) -> str:
         base = f"{self.name}:{self.path}" if self.path else self.name
-        return f"{base}@{self.range.token().removeprefix('range:')}" if self.range else base
+        base = f"{base}@{self.range.token().removeprefix('range:')}" if self.range else base
+        return f"{base}@team:{self.team}" if self.team else base
 
 
 @dataclass(frozen=True)
@@ -262,6 +264,8 @@ class Compare:
 
         paths = self.query.paths + ((item.path,) if item.path else ())
         query = replace(self.query, repos=(item.name,), paths=tuple(dict.fromkeys(paths)), format=None)
+        if item.team:
+            query = replace(query, teams=tuple(dict.fromkeys((*self.query.teams, item.team))))
         return replace(query, range=item.range) if item.range else query
 
 
@@ -320,7 +324,8 @@ SUBSCRIBE_KEYS = ("day", "time", "tz", "people", "team")
 GRAMMAR = """\
 `REPO... {tokens}`
 PERIOD is {periods}. `range:v1.0..v2.0` counts what git's `v1.0..v2.0` lists (`range:..v1.0`: everything up to v1.0).
-Side by side: `compare ITEM ITEM... [tokens]`, an ITEM being a repository, a project or `REPO:PATH` (up to {most}).
+Side by side: `compare ITEM ITEM... [tokens]`, an ITEM being a repository, a project or `REPO:PATH` (up to {most}), \
+each with `@A..B` (its own range) or `@team:GROUP` (one user group's people: `compare web@team:backend web@team:frontend`).
 Other commands: `help`, `repos`, `track URL [as:NAME]`, `untrack NAME`, `sync NAME...`, \
 `subscribe REPO... [day:mon] [time:09:00] [tz:Europe/London] [people:on]`, `unsubscribe REPO...|all`, \
 `subscriptions`, `digest`, `project add NAME REPO...`, `project remove NAME`, `projects`, \
@@ -652,7 +657,12 @@ def _check_release_tokens(options: dict, seen: dict[str, str], repos: list[str])
 
 
 def _compare_item(word: str) -> CompareItem:
-    """A compare item: `NAME`, `NAME:PATH`, either with `@A..B` (its own range: `git:builtin@v2.40.0..v2.45.0`)."""
+    """A compare item: `NAME`, `NAME:PATH`, either with `@A..B` (its own range: `git:builtin@v2.40.0..v2.45.0`), and
+    with `@team:GROUP` last (only that user group's people: `web@team:backend web@team:frontend`)."""
+    team = None
+    marker = word.lower().rfind("@team:")
+    if marker > 0 and "://" not in word:  # (`name@team:g` reads like ssh's `user@host:path`, which is no item here)
+        team, word = team_word(word[marker + len("@team:"):]), word[:marker]
     base, at, span = word.rpartition("@")
     own = None
     if at and ".." in span and base and not is_source(word):
@@ -662,8 +672,8 @@ def _compare_item(word: str) -> CompareItem:
         path = value.strip("/")
         if not path or ".." in path.split("/"):
             raise QueryError(f"`{word}` is not `NAME:PATH`; use e.g. `linux:drivers/gpu/drm/nouveau`.")
-        return CompareItem(_check_repo_word(key), path, own)
-    return CompareItem(_check_repo_word(word), None, own)
+        return CompareItem(_check_repo_word(key), path, own, team)
+    return CompareItem(_check_repo_word(word), None, own, team)
 
 
 def _parse_range(value: str) -> RefRange:

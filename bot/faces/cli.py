@@ -411,7 +411,8 @@ def compare(words, as_json, as_csv):
     parsed = parse_compare(query_words(words), _today())
     _one_format(as_json, as_csv, parsed.query.format)
     engine = _engine()
-    result = engine.compare(parsed, _today(), teams=_teams(engine) if parsed.query.teams else None)
+    wants_teams = parsed.query.teams or any(item.team for item in parsed.items)
+    result = engine.compare(parsed, _today(), teams=_teams(engine) if wants_teams else None)
     from ..render import compare as view
 
     if as_json:

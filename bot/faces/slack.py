@@ -160,8 +160,12 @@ class Responder:
 
 
 
-def uses_teams(query: q.Query) -> bool:
-    """Whether a question needs Slack's user groups (`team:`, `by:team`)."""
+def uses_teams(asked) -> bool:
+    """Whether a question (a Query, or a parsed report, `me` or compare) needs Slack's user groups (`team:`, `by:team`,
+    a compare item's `@team:GROUP`)."""
+    if isinstance(asked, q.Compare):
+        return any(item.team for item in asked.items) or uses_teams(asked.query)
+    query = getattr(asked, "query", asked)
     return bool(query.teams) or query.by == "team"
 
 
@@ -256,7 +260,7 @@ class SlackFace:
                 response_type="ephemeral")
             return
         if isinstance(parsed, (q.ShowReport, q.Compare, q.Me)) and self.reports is not None and viewer is not None \
-                and not parsed.query.public and not (uses_teams(parsed.query) and self.members.cached_teams() is None):
+                and not parsed.query.public and not (uses_teams(parsed) and self.members.cached_teams() is None):
             # (a public answer asks Slack about the channel, and teams about the user groups: the lazy work does)
             self._answered_in_ack[request_id(command)] = time.monotonic()
             self._queue_report(parsed, command, respond, client, viewer, ack=ack)
@@ -272,7 +276,7 @@ class SlackFace:
         share_id = None if query.public or isinstance(parsed, q.Me) else sharing.new_share_id()
         job = ReportJob(query, text, user, self.today(), csv=query.format == "csv", compare=compare,
                         share_id=share_id, viewer=self.answering(viewer, query, channel), me=isinstance(parsed, q.Me),
-                        teams=self.members.teams() if uses_teams(query) else None)
+                        teams=self.members.teams() if uses_teams(parsed) else None)
         try:
             ahead = self.reports.submit(job, lambda answer: self._deliver(answer, responder, client, channel, user,
                                                                          text, share_id))
@@ -478,7 +482,7 @@ class SlackFace:
         from ..render.compare import compare_blocks, compare_to_csv
 
         report = self.engine.compare(parsed, self.today(), self.answering(viewer, parsed.query, channel),
-                                     self.members.teams() if uses_teams(parsed.query) else None)
+                                     self.members.teams() if uses_teams(parsed) else None)
         share_id = None if parsed.query.public else sharing.new_share_id()
         text, blocks = compare_blocks(report, query_text, public=parsed.query.public, share_id=share_id)
         csv = compare_to_csv(report) if parsed.query.format == "csv" else None
