@@ -38,6 +38,7 @@ MAX_PEOPLE = 20_000  # people whose facts are kept at once
 MAX_GROUPS = 2_000
 MAX_CHANNELS = 5_000
 MAX_PAGES = 50  # pages of one listing (a person's channels, a group's members): 50 x 1,000 entries at most
+MAX_CHANNEL_LISTS = 5_000  # people whose channels are kept at once (the people asking within a few minutes)
 
 
 class MembershipUnknownError(GadError):
@@ -65,7 +66,8 @@ class Members:
         self.client = client  # a slack_sdk WebClient (the Bolt app's)
         ttl = settings.membership_cache_seconds
         self._people: TTLCache = TTLCache(MAX_PEOPLE, ttl, timer=clock)
-        self._channels_of: TTLCache = TTLCache(MAX_PEOPLE, ttl, timer=clock)  # user -> frozenset of channel ids
+        # user -> the channel ids they are in (a few dozen each, typically; the listing stops at MAX_PAGES pages)
+        self._channels_of: TTLCache = TTLCache(MAX_CHANNEL_LISTS, ttl, timer=clock)
         self._group_members: TTLCache = TTLCache(MAX_GROUPS, ttl, timer=clock)  # group -> frozenset of user ids
         self._shared: TTLCache = TTLCache(MAX_CHANNELS, ttl, timer=clock)  # channel -> (shared outside?, can post?)
         self._teams: TTLCache = TTLCache(1, ttl, timer=clock)  # the workspace's user groups, as Teams
