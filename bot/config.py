@@ -55,6 +55,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "GAD_REPORT_TIMEOUT_SECONDS": ("120", "Longest one report or compare may compute in `serve`; past it the worker is stopped and the person told how to narrow the question."),
     "GAD_QUERY_CACHE_MB": ("64", "Memory each report process may keep for what questions ask (the commits of each `range:`, `branch:` and `path:`, people's e-mails), in MiB; the least recently used go first."),
     "GAD_SHUTDOWN_GRACE_SECONDS": ("20", "On SIGTERM, how long `serve` lets queued and running reports finish; each person whose report is cut off is told to ask again. Keep it below the supervisor's stop timeout (compose stop_grace_period, systemd TimeoutStopSec: 30 s)."),
+    "GAD_TOKEN_CHECK_SECONDS": ("300", "How often `serve` asks Slack whether it still accepts SLACK_BOT_TOKEN (auth.test); a refusal (revoked, invalid) shows in /readyz, /metrics, `gad-bot status` and one log line."),
     "GAD_LOG_FORMAT": ("text", "`text` or `json` (one object per line)."),
     "GAD_LOG_LEVEL": ("INFO", "DEBUG, INFO, WARNING or ERROR."),
 }
@@ -155,6 +156,7 @@ class Settings:
     report_timeout_seconds: int = 120
     query_cache_mb: int = 64
     shutdown_grace_seconds: int = 20
+    token_check_seconds: int = 300
     log_format: str = "text"
     log_level: str = "INFO"
 
@@ -232,6 +234,7 @@ class Settings:
             report_timeout_seconds=_positive_int(env, "GAD_REPORT_TIMEOUT_SECONDS"),
             query_cache_mb=_positive_int(env, "GAD_QUERY_CACHE_MB"),
             shutdown_grace_seconds=_positive_int(env, "GAD_SHUTDOWN_GRACE_SECONDS", zero=True),
+            token_check_seconds=_positive_int(env, "GAD_TOKEN_CHECK_SECONDS"),
             log_format=log_format,
             log_level=log_level,
         )

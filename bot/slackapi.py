@@ -15,12 +15,16 @@ if TYPE_CHECKING:
 
 
 def web_client(settings: Settings, token: str | None = None) -> "WebClient":
-    """A Web API client for SLACK_API_URL that retries rate limits (honouring Retry-After) and 5xx."""
-    from slack_sdk import WebClient
+    """A Web API client for SLACK_API_URL that retries rate limits (honouring Retry-After) and 5xx; its errors
+    and retries are counted by method in /metrics (bot/slackcalls.py)."""
     from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, ServerErrorRetryHandler
 
-    client = WebClient(token=token if token is not None else settings.slack_bot_token, base_url=settings.slack_api_url)
-    client.retry_handlers.extend([RateLimitErrorRetryHandler(max_retry_count=3), ServerErrorRetryHandler(max_retry_count=2)])
+    from .slackcalls import CountingWebClient, counted
+
+    client = CountingWebClient(token=token if token is not None else settings.slack_bot_token,
+                               base_url=settings.slack_api_url)
+    client.retry_handlers = counted([*client.retry_handlers, RateLimitErrorRetryHandler(max_retry_count=3),
+                                     ServerErrorRetryHandler(max_retry_count=2)])
     return client
 
 

@@ -542,8 +542,10 @@ class SlackStub:
         scopes: list[str] | tuple[str, ...] = DEFAULT_SCOPES,
         user_tz: str = "America/Los_Angeles",
         admins: set[str] | list[str] | tuple[str, ...] = (),
+        port: int = 0,
     ):
         self.good_token = good_token
+        self._want_port = port  # 0: any free port; a fixed one lets a test start Slack after the app
         self.workflow_tokens: set[str] = set()  # a workflow run's own bot token (xwfp-...): function_executed
         self.app_token = app_token
         self.scopes: list[str] = list(scopes)
@@ -598,7 +600,7 @@ class SlackStub:
         from websockets.sync.server import serve
 
         handler_cls = type("_BoundHandler", (_Handler,), {"stub": self})
-        self._httpd = _Server(("127.0.0.1", 0), handler_cls)
+        self._httpd = _Server(("127.0.0.1", self._want_port), handler_cls)
         self.port = self._httpd.server_address[1]
         t = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="slackstub-http", daemon=True

@@ -88,13 +88,15 @@ def test_readyz_names_a_damaged_index_while_healthz_stays_cheap(data, tmp_path):
     with SlackStub() as stub:
         with Serve(data, stub, logs=tmp_path / "healthy", GAD_REPORT_WORKERS="1") as serve:
             deadline = time.monotonic() + 30
-            while "integrity checked" not in (ready := get(serve.url + "/readyz"))[2]:
+            while "integrity checked" not in (ready := get(serve.url + "/readyz"))[2] or "Slack accepts" not in ready[2]:
                 assert time.monotonic() < deadline, ready
                 time.sleep(0.1)
             assert ready[0] == 200, ready
-            assert ready[2].splitlines() == ["ok index: 1 repositories, integrity checked",
-                                             "ok workers: 1 of 1 report workers alive",
-                                             "ok scheduler: running"]
+            lines = ready[2].splitlines()
+            assert lines[0] == "ok index: 1 repositories, integrity checked"
+            assert lines[1].startswith("ok disk: ") and f"free under {data}" in lines[1], lines
+            assert lines[2:] == ["ok workers: 1 of 1 report workers alive", "ok scheduler: running",
+                                 "ok slack: Slack accepts the bot token (team GAD Test, @gad-bot)"]
             assert serve.stop() == 0
         _damage_index(data / "index.sqlite")
         with Serve(data, stub, logs=tmp_path / "damaged", GAD_REPORT_WORKERS="1") as serve:
@@ -105,7 +107,7 @@ def test_readyz_names_a_damaged_index_while_healthz_stays_cheap(data, tmp_path):
                 time.sleep(0.1)
             lines = ready[2].splitlines()
             assert lines[0].startswith("FAIL index: ") and "integrity check" in lines[0], lines
-            assert lines[1:] == ["ok workers: 1 of 1 report workers alive", "ok scheduler: running"]
+            assert [line for line in lines[1:] if not line.startswith("ok ")] == [], lines
             assert serve.stop() == 0
     assert "the index is damaged" in serve.stderr and "gad-bot doctor" in serve.stderr
 

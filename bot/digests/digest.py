@@ -90,10 +90,10 @@ def slack_client_factory(settings) -> ClientFactory:
     The SDK's default ConnectionErrorRetryHandler would resend a chat.postMessage whose answer was
     lost, which could post a digest twice; the deliverer does its own, safe, retrying.
     """
-    from slack_sdk import WebClient
+    from ..slackcalls import CountingWebClient  # its errors counted by method in /metrics
 
     def make():
-        return WebClient(base_url=settings.slack_api_url, token=settings.slack_bot_token, retry_handlers=[])
+        return CountingWebClient(base_url=settings.slack_api_url, token=settings.slack_bot_token, retry_handlers=[])
 
     return make
 

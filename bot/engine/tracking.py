@@ -47,6 +47,7 @@ class SyncResult:
     unchanged: bool = False
     seconds: float = 0.0  # fetching and indexing commits
     path_seconds: float = 0.0  # indexing which paths the new commits changed
+    fetch_seconds: float | None = None  # the fetch alone (None: none ran), for /metrics
 
 
 class Tracking:
@@ -286,13 +287,16 @@ class Tracking:
                 self.index.record_attempt(repo.id, str(error), now, now + timedelta(minutes=self.settings.sync_interval_minutes))
                 return SyncResult(repo.name, 0, 0, repo.commits, error=str(error))
         started = time.perf_counter()
+        fetched = None
         try:
             with self._repo_lock(repo):
                 mirror = self._mirror(repo)
                 if not repo.in_place:  # never touch the locks of a repository someone else owns
                     mirror.clear_stale_locks()
                 if fetch and not repo.in_place:
+                    fetch_started = time.perf_counter()
                     mirror.fetch(self.store.limits, progress, self._guard(repo))
+                    fetched = time.perf_counter() - fetch_started
                 else:
                     mirror.check_loose_objects()
                 result = self._index_repo(repo, mirror, progress)
@@ -325,7 +329,7 @@ class Tracking:
         done = time.perf_counter()
         log.info("synced %s: %d new commits in %.2f s, changed paths in %.2f s", repo.name, result.new_commits,
                  indexed - started, done - indexed)
-        return dataclasses.replace(result, seconds=indexed - started, path_seconds=done - indexed)
+        return dataclasses.replace(result, seconds=indexed - started, path_seconds=done - indexed, fetch_seconds=fetched)
 
     @staticmethod
     def _mirror(repo: RepoRow) -> "Mirror":

@@ -760,10 +760,13 @@ def digest(at, dry_run, channels, as_json):
 @cli.command()
 @friendly
 def status():
-    """Whether serve runs, its queue, workers and jobs, each repository's sync, disk space, versions."""
+    """Whether serve runs, its queue, workers and jobs, each repository's sync, disk space, versions; exit 1 on a problem."""
     from .status import gather, render
 
-    click.echo(render(gather(_settings(), _engine())))
+    found = gather(_settings(), _engine)
+    click.echo(render(found))
+    if found.problems:  # a damaged index, a full disk, serve not ready: a cron job or a monitor sees it
+        sys.exit(1)
 
 
 @cli.command()
@@ -776,16 +779,23 @@ def doctor(fix):
 
     settings = _settings()
     where = check_data_dir(settings)
-    # a data directory it cannot create or write: that one line, not a crash opening the index there
+    # a data directory it cannot create, read or write (another user's, a read-only mount): that one line, not a
+    # crash opening the index there
     if not where.ok and not where.warning:
         checks = [where]
     else:
-        engine = _engine()
-        if fix:
+        # doctor never crashes: an index it cannot open (damaged, on a full disk, written by a newer gad-bot) is one
+        # FAIL line among the checks that do not need it, never a traceback
+        engine, opening = None, None
+        try:
+            engine = _engine()
+        except Exception as error:
+            opening = error
+        if fix and engine is not None:
             removed = engine.sweep_mirrors()
             click.echo(f"removed {len(removed)} leftover(s) under {settings.mirrors_dir}"
                        + "".join(f"\n  {path.relative_to(settings.mirrors_dir)}" for path in removed))
-        checks = run_checks(settings, engine, lambda: web_client(settings))
+        checks = run_checks(settings, engine, lambda: web_client(settings), opening_error=opening)
     failing = [c for c in checks if not c.ok and not c.warning]
     try:
         for check in checks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from dataclasses import dataclass
@@ -38,7 +39,20 @@ def check_data_dir(settings: Settings) -> Check:
         with tempfile.NamedTemporaryFile(dir=settings.data_dir):
             pass
     except OSError as error:
-        what = "is not writable" if settings.data_dir.is_dir() else "cannot be created"
+        from ..faults import is_disk_full
+
+        if is_disk_full(error):
+            return Check(False, f"data directory {settings.data_dir}: no space left to write in it",
+                         f"free space under {settings.data_dir}")
+        if error.errno in (errno.EACCES, errno.EPERM):  # most often gad-bot run as another user than the service's
+            return Check(False, f"data directory {settings.data_dir} cannot be read or written by this user "
+                                f"({error.strerror})",
+                         "run gad-bot as the service user that owns it (`sudo -u gad-bot gad-bot doctor`, "
+                         "`docker compose exec gad-bot gad-bot doctor`), or give that user access")
+        try:
+            what = "is not writable" if settings.data_dir.is_dir() else "cannot be created"
+        except OSError:
+            what = "cannot be reached"
         return Check(False, f"data directory {settings.data_dir} {what} ({error.strerror})",
                      "give the service user write access, or point GAD_DATA_DIR elsewhere")
     mode = os.stat(settings.data_dir).st_mode & 0o777
@@ -76,10 +90,7 @@ def check_index(engine) -> list[Check]:
     # It holds the subscriptions, projects and delivery ledger too: keep a copy before anything else.
     path = engine.settings.index_path
     checks.append(Check(False, f"the index failed SQLite's {pragma} ({len(problems)} problem(s), first: "
-                               f"{problems[0][:200]})",
-                        f"stop gad-bot and copy {path} (with any -wal file beside it) somewhere safe before changing "
-                        "anything; then restore the latest `gad-bot backup` as docs/operations.md section 7 says, "
-                        "and keep the copy until the restored bot has answered for a while"))
+                               f"{problems[0][:200]})", RESTORE_FIX.format(path=path)))
     return checks
 
 
@@ -143,6 +154,13 @@ def check_disk(settings: Settings) -> Check:
     except OSError as error:
         return Check(False, f"cannot read the free space under {settings.data_dir} ({error.strerror})")
     free = f"{usage.free / 2**30:,.1f} GiB free of {usage.total / 2**30:,.1f} GiB under {settings.data_dir}"
+    from ..faults import disk_full
+
+    if disk_full(settings.data_dir):
+        return Check(False, f"the data disk is full ({usage.free / 2**20:,.1f} MiB free of {usage.total / 2**30:,.1f} GiB "
+                            f"under {settings.data_dir}): changes and syncs are refused, reports still answer",
+                     "free space there (old backups, `*.before-restore` files, mirrors nobody asks about: "
+                     "`gad-bot untrack NAME`), or grow the volume; gad-bot carries on by itself once there is room")
     if usage.free < MIN_FREE_BYTES or usage.free < MIN_FREE_SHARE * usage.total:
         return Check(False, free, "free space there (old backups, `*.before-restore` files), or grow the volume; "
                                   "a sync that runs out of space fails and is retried later")
@@ -303,9 +321,64 @@ def check_audiences(engine) -> list[Check]:
                   warning=True)]
 
 
-def run_checks(settings: Settings, engine, client_factory, now: datetime | None = None) -> list[Check]:
+RESTORE_FIX = ("stop gad-bot and copy {path} (with any -wal file beside it) somewhere safe before changing anything; "
+               "then `gad-bot restore BACKUP` from the latest `gad-bot backup` (docs/operations.md section 7), and keep "
+               "the copy until the restored bot has answered for a while")
+
+
+def check_opening(settings: Settings, error: BaseException) -> Check:
+    """The one line for an index that cannot even be opened: damaged, on a full disk, not ours, or newer."""
+    from ..faults import is_damaged_index, is_disk_full
+
+    path = settings.index_path
+    if is_damaged_index(error):
+        return Check(False, f"the index {path} is damaged: SQLite cannot open it ({error})",
+                     RESTORE_FIX.format(path=path))
+    if is_disk_full(error):
+        return Check(False, f"the index {path} cannot be opened: the data disk is full",
+                     f"free space under {settings.data_dir}")
+    if isinstance(error, GadError):  # written by a newer gad-bot, a mirror outside its directory: its own sentence
+        return Check(False, str(error))
+    reason = getattr(error, "strerror", None) or str(error)
+    return Check(False, f"cannot open the index {path} ({type(error).__name__}: {reason})",
+                 f"run gad-bot as the user that owns {settings.data_dir} (the service user), or give that user "
+                 "read and write access to it and to the files in it")
+
+
+def _guarded(what: str, settings: Settings, run) -> list[Check]:
+    """`run()`'s checks; an error on the way (a damaged page met while reading, a full disk) is one FAIL line."""
+    from ..faults import is_damaged_index
+
+    try:
+        found = run()
+    except Exception as error:
+        if is_damaged_index(error):
+            return [Check(False, f"{what}: the index is damaged ({error})", RESTORE_FIX.format(path=settings.index_path))]
+        return [Check(False, f"{what}: could not be checked ({type(error).__name__}: {error})",
+                      "run `GAD_LOG_LEVEL=DEBUG gad-bot doctor` and read the log")]
+    return found if isinstance(found, list) else [found]
+
+
+def run_checks(settings: Settings, engine, client_factory, now: datetime | None = None,
+               opening_error: BaseException | None = None) -> list[Check]:
+    """Every check, each a line; none raises. `engine` None: the index could not be opened (`opening_error`),
+    and what needs it is left out after the one line that says why."""
     now = now or datetime.now(timezone.utc)
-    return [check_data_dir(settings), check_disk(settings), check_git(), check_counter(), check_serve(settings),
-            *check_index(engine), *check_slack(settings, client_factory), *check_mirrors(engine, now),
-            check_leftovers(engine), *check_schedule(engine, now), *check_webhooks(engine, now),
-            *check_audiences(engine)]
+    checks = [*_guarded("data directory", settings, lambda: check_data_dir(settings)),
+              *_guarded("disk", settings, lambda: check_disk(settings)), *_guarded("git", settings, check_git),
+              *_guarded("line counter", settings, check_counter),
+              *_guarded("serve", settings, lambda: check_serve(settings))]
+    if engine is None:
+        checks.append(check_opening(settings, opening_error))
+    else:
+        checks += _guarded("index", settings, lambda: check_index(engine))
+    checks += _guarded("Slack", settings, lambda: check_slack(settings, client_factory))
+    if engine is not None:
+        for what, run in (("mirrors", lambda: check_mirrors(engine, now)), ("leftovers", lambda: check_leftovers(engine)),
+                          ("digests", lambda: check_schedule(engine, now)),
+                          ("webhooks", lambda: check_webhooks(engine, now)), ("audiences", lambda: check_audiences(engine))):
+            checks += _guarded(what, settings, run)
+    # a damaged index is one fault: its first FAIL line says it and the way back, the checks it broke add nothing
+    fix = RESTORE_FIX.format(path=settings.index_path)
+    damaged = [c for c in checks if not c.ok and c.fix == fix]
+    return [c for c in checks if c.ok or c.fix != fix or c is damaged[0]]

@@ -8,9 +8,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ..errors import GadError, for_member
+from ..faults import DiskFullError, IndexDamagedError, is_damaged_index, is_disk_full
 from ..render import blocks as kit
 
 log = logging.getLogger(__name__)
+
+
+def fault_sentence(error: BaseException) -> str | None:
+    """The sentence for a fault of the data directory (a full disk, a damaged index), or None for anything else."""
+    if is_disk_full(error):
+        return str(DiskFullError.at())
+    if is_damaged_index(error):
+        return str(IndexDamagedError.sentence())
+    return None
 
 
 @contextmanager
@@ -27,8 +37,12 @@ def answered_failures(send: Callable[[str, list[dict]], None], doing: str, *,
             send(*kit.error_blocks(*for_member(error)))
         else:
             send(*kit.error_blocks(str(error)))
-    except Exception:
+    except Exception as error:
         reference = uuid.uuid4().hex[:8]
-        log.exception("internal error %s (reference %s)", doing, reference, extra={"reference": reference})
-        send(*kit.error_blocks("Something went wrong on gad-bot's side; the operator can find the details in "
-                               "the logs.", reference))
+        sentence = fault_sentence(error)
+        if sentence is not None:  # a full disk or a damaged index: what it is, in one log line, not a traceback
+            log.error("%s failed (reference %s): %s", doing, reference, error, extra={"reference": reference})
+        else:
+            log.exception("internal error %s (reference %s)", doing, reference, extra={"reference": reference})
+        send(*kit.error_blocks(sentence or "Something went wrong on gad-bot's side; the operator can find the "
+                               "details in the logs.", reference))

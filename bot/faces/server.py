@@ -16,6 +16,7 @@ from ..engine.engine import Engine
 from ..errors import ConfigError
 from ..service.health import Health, with_health
 from ..service.liveness import Heartbeat, ServeLock
+from ..service.tokencheck import TokenCheck
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 SETTLE_SECONDS = 5.0
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-            411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type"}
+            411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
+            503: "Service Unavailable"}
 
 
 def _plain(start_response, status: int, text: str) -> list[bytes]:
@@ -252,6 +254,45 @@ def sweep_leftovers(settings: Settings) -> None:
     sweep(settings.data_dir / "tmp")
 
 
+SLACK_RETRY_SECONDS = (2, 60)  # first and longest wait between two tries at Slack's API at start
+
+
+def wait_for_slack(settings: Settings, stop: threading.Event, first: float = SLACK_RETRY_SECONDS[0]) -> bool:
+    """Ask Slack's API (auth.test) until it answers. A refused token is a setting to fix: ConfigError, one
+    sentence. No answer at all (a network that comes up after the service, a proxy not there yet, Slack down)
+    is said once in one sentence, then asked again, waiting twice as long each time up to a minute, until it
+    answers (True) or serve is told to stop (False): a supervisor's restart loop would only say it again."""
+    from slack_sdk.errors import SlackApiError
+
+    from .slack import web_client
+    from ..service.tokencheck import TRANSIENT
+
+    client = web_client(settings)
+    wait, said = first, False
+    while not stop.is_set():
+        try:
+            client.auth_test()
+        except SlackApiError as error:
+            code = str(error.response.get("error") or "error")
+            if code not in TRANSIENT:
+                raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({code}); copy the Bot User OAuth Token (xoxb-...) "
+                                  "again from OAuth & Permissions, or reinstall the app.") from None
+            reason = f"it answered {code}"
+        except Exception as error:  # no answer: refused, unreachable, a time-out, DNS
+            reason = type(error).__name__
+        else:
+            if said:
+                log.info("Slack's API answers now; starting")
+            return True
+        if not said:
+            log.error("cannot reach Slack's API at %s (%s); gad-bot keeps trying, every %d s at most, and starts "
+                      "once it answers", settings.slack_api_url, reason, SLACK_RETRY_SECONDS[1])
+            said = True
+        stop.wait(wait)
+        wait = min(wait * 2, SLACK_RETRY_SECONDS[1])
+    return False
+
+
 def run_server(settings: Settings, *, socket_mode: bool, host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT; then stop taking requests, let queued reports finish within
     GAD_SHUTDOWN_GRACE_SECONDS (telling each person whose report is cut off), stop the scheduler, exit.
@@ -283,19 +324,10 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
                                   sweeper=syncs.sweep_due)
     hooks = _webhooks(settings, engine, syncs)
     reports = ReportPool(settings, workers=settings.report_workers or None, per_user=settings.reports_per_user)
-    try:
-        app, face = build_app(settings, engine, digests=digests, socket_mode=socket_mode, reports=reports,
-                              syncs=syncs)
-    except BoltError as error:
-        raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
-    home_weeks = face.home_weeks
-    syncs.on_done = home_weeks.wake  # a finished sync (its new generation): the Home tab's figure of it, now
     stop = threading.Event()
-    logging.getLogger("waitress").addFilter(_CutOffByShutdown(stop))
-    health = Health(settings, engine, reports, scheduler)
-    mode = "Socket Mode" if socket_mode else f"HTTP on {host}:{port}"
-    heartbeat = Heartbeat(settings, lock, describe=lambda: health.serve_state(mode))
-    metrics.watch(health.snapshot)
+    server = None
+    hook_server = None
+    handler = None
 
     def on_signal(signum, frame):
         log.info("received signal %s, shutting down", signum)
@@ -305,13 +337,29 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
         if hook_server is not None:
             hook_server.close()
 
-    server = None
-    hook_server = None
-    handler = None
-    # Before connecting: a SIGTERM that arrives while Socket Mode connects (the process is already
-    # "up" for a supervisor) must still end it cleanly, not with the default action.
+    # Before Slack is first asked: a SIGTERM that arrives while serve waits for Slack's API or connects Socket
+    # Mode (the process is already "up" for a supervisor) must still end it cleanly, not with the default action.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if not wait_for_slack(settings, stop):
+        engine.index.close()
+        log.info("gad-bot stopped before Slack's API answered")
+        return
+    try:
+        app, face = build_app(settings, engine, digests=digests, socket_mode=socket_mode, reports=reports,
+                              syncs=syncs)
+    except BoltError as error:
+        raise ConfigError(f"Slack refused SLACK_BOT_TOKEN ({error}); check the token and SLACK_API_URL.") from None
+    home_weeks = face.home_weeks
+    syncs.on_done = home_weeks.wake  # a finished sync (its new generation): the Home tab's figure of it, now
+    logging.getLogger("waitress").addFilter(_CutOffByShutdown(stop))
+    token = TokenCheck(settings, lambda: web_client(settings))
+    health = Health(settings, engine, reports, scheduler, syncs=syncs, token=token)
+    reports.on_fault = health.suspect_index  # a report that met a damaged page: readiness checks the index now
+    mode = "Socket Mode" if socket_mode else f"HTTP on {host}:{port}"
+    heartbeat = Heartbeat(settings, lock, describe=lambda: health.serve_state(mode))
+    health.on_change = token.on_change = heartbeat.wake  # `gad-bot status` reads a new FAIL at once, not in 30 s
+    metrics.watch(health.snapshot)
     # `kill -USR1 PID` writes every thread's stack to the log's stderr: what a stuck serve is waiting for, at 3 a.m.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     if socket_mode:  # connect first: a refused app token is a setting to fix, said before anything starts
@@ -348,6 +396,7 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
         scheduler.start()
     heartbeat.start()  # after the scheduler: its first beat lists the jobs for `gad-bot status`
     health.start()
+    token.start()
     try:
         if handler is not None:
             log.info("gad-bot serving in Socket Mode")
@@ -384,6 +433,7 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
             reports.shutdown()
         heartbeat.stop()
         health.stop()
+        token.stop()
         engine.index.close()
         log.info("gad-bot stopped")
     os._exit(0) if stop.is_set() else None  # lazy-listener threads must not hold the exit

@@ -41,7 +41,8 @@ from ..store.sources import SourcePolicy, check_remote_source, redact
 from . import posting
 from . import share as sharing
 from ..service.commands import Command, CommandFailed, IndexPaths, SyncRepos, TrackOrg, TrackRepo, run_command
-from .failures import answered_failures
+from ..faults import DiskFullError, disk_full, is_disk_full
+from .failures import answered_failures, fault_sentence
 from ..service.members import Members
 from ..service.homeweeks import HomeWeeks, last_full_week
 from .links import LinksFace
@@ -56,6 +57,9 @@ RESPONSE_URL_LIFETIME = timedelta(minutes=29)  # Slack keeps a response_url for 
 RESPONSE_URL_USES = 5  # ... and 5 uses
 PROGRESS_EVERY_SECONDS = 10.0
 ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove, q.SetAccess)
+# What changes the index: refused with one sentence while the data disk is full (reports still answer)
+WRITING_COMMANDS = (*ADMIN_COMMANDS, q.Subscribe, q.Unsubscribe)
+NO_SHARE_WHILE_FULL = "The Share button is off while gad-bot's data disk is full."
 CSV_INLINE_LIMIT = 2500  # characters of CSV shown in the answer when no file could be delivered
 CSV_IN_CHANNEL = "The CSV is attached in this channel."
 # A resolver that vouches for every host: the ack checks a /gad track source for everything but DNS
@@ -238,6 +242,13 @@ class SlackFace:
             text, blocks = kit.help_blocks(examples.tracked_or_generic(self.engine.index, viewer))
             ack(text=text, blocks=blocks, response_type="ephemeral")
             return
+        if isinstance(parsed, WRITING_COMMANDS) and disk_full(self.settings.data_dir):
+            # refused in one sentence before anything starts, rather than failing half-way through a write
+            log.info("/gad %s refused in the ack: the data disk is full", type(parsed).__name__,
+                     extra={"request_id": request_id(command)})
+            self._answered_in_ack[request_id(command)] = time.monotonic()  # the lazy work must not try it anyway
+            ack(*kit.error_blocks(str(DiskFullError.at())), response_type="ephemeral")
+            return
         if isinstance(parsed, ADMIN_COMMANDS):
             try:  # a refusal after "Tracking ..." or "Untrack?" would read as a change of mind
                 self._require_admin(client, user)
@@ -305,9 +316,10 @@ class SlackFace:
         text, blocks = answer.text, answer.blocks
         if answer.detail is not None and self._may_administer(client, user):
             text, blocks = kit.error_blocks(answer.detail)  # members were given a sentence and a reference
+        kept = True
         if share_id is not None and answer.report is not None and not answer.failed:
             # Share posts it without the CSV's place, and attaches the CSV again where it is shared
-            self._keep(share_id, user, query_text, text, blocks, answer.report, csv=answer.csv)
+            kept = self._keep(share_id, user, query_text, text, blocks, answer.report, csv=answer.csv)
         if answer.csv is not None and isinstance(answer.report, CompareReport) and not answer.failed:
             notice = self._attach_csv(client, channel, user, answer.report, query_text, public=answer.public,
                                       content=answer.csv)
@@ -318,6 +330,8 @@ class SlackFace:
                                       content=answer.csv)
             text, blocks = kit.report_blocks(answer.report, query_text, public=answer.public, notice=notice,
                                              share_id=share_id)
+        if not kept:
+            blocks = kit.shared_copy(blocks, [NO_SHARE_WHILE_FULL])
         responder.final(text, blocks, public=answer.public)
 
     def run_command(self, command, respond, client) -> None:
@@ -354,12 +368,17 @@ class SlackFace:
             text, blocks = self._error_blocks(error, client, user, mentions=mentions)
             # a failed track replaces its "Tracking ..." message and progress: one message tells the story
             responder.final(text, blocks, replace=isinstance(parsed, q.Track))
-        except Exception:
+        except Exception as error:
             reference = uuid.uuid4().hex[:8]
-            log.exception("internal error handling /gad (reference %s)", reference,
+            sentence = fault_sentence(error)
+            if sentence is not None:  # a full disk or a damaged index: said as what it is, not as a bug
+                log.error("/gad %s failed (reference %s): %s", type(parsed).__name__, reference, error,
                           extra={"request_id": request_id(command), "reference": reference})
-            text, blocks = kit.error_blocks("Something went wrong on gad-bot's side; the operator can find "
-                                            "the details in the logs.", reference)
+            else:
+                log.exception("internal error handling /gad (reference %s)", reference,
+                              extra={"request_id": request_id(command), "reference": reference})
+            text, blocks = kit.error_blocks(sentence or "Something went wrong on gad-bot's side; the operator can "
+                                            "find the details in the logs.", reference)
             responder.final(text, blocks, replace=isinstance(parsed, q.Track))
         finally:
             self._forget_old_acks()
@@ -461,21 +480,29 @@ class SlackFace:
         share_id = None if query.public or isinstance(parsed, q.Me) else sharing.new_share_id()
         text, blocks = kit.report_blocks(report, query_text, public=query.public, share_id=share_id)
         csv = report_to_csv(report) if query.format == "csv" else None
+        kept = True
         if share_id is not None:  # Share posts it without the CSV's place, and attaches the CSV where it is shared
-            self._keep(share_id, user, query_text, text, blocks, report, csv=csv)
+            kept = self._keep(share_id, user, query_text, text, blocks, report, csv=csv)
         if csv is not None:
             notice = self._attach_csv(client, channel, user, report, query_text, public=query.public, content=csv)
             text, blocks = kit.report_blocks(report, query_text, public=query.public, notice=notice, share_id=share_id)
-        responder.final(text, blocks, public=query.public)
+        responder.final(text, blocks if kept else kit.shared_copy(blocks, [NO_SHARE_WHILE_FULL]), public=query.public)
 
     def _keep(self, share_id: str, user: str, query_text: str, text: str, blocks: list[dict], report,
-              csv: str | None = None) -> None:
+              csv: str | None = None) -> bool:
         """Keep a private answer for its Share button (a Report or a CompareReport), with its CSV when it
-        came with one."""
+        came with one. False when the data disk is full: the answer is still given, without its button."""
         repos = [n for row in report.rows for n in row.repos] if isinstance(report, CompareReport) else report.repos
-        sharing.keep_answer(self.engine.index, share_id, user=user, query_text=query_text, text=text, blocks=blocks,
-                            data_as_of=report.data_as_of, repos=repos,
-                            csv=(_csv_name(report), csv) if csv is not None else None)
+        try:
+            sharing.keep_answer(self.engine.index, share_id, user=user, query_text=query_text, text=text,
+                                blocks=blocks, data_as_of=report.data_as_of, repos=repos,
+                                csv=(_csv_name(report), csv) if csv is not None else None)
+        except Exception as error:
+            if not is_disk_full(error):
+                raise
+            log.warning("an answer was given without its Share button: the data disk is full")
+            return False
+        return True
 
     def _compare(self, parsed: q.Compare, query_text: str, responder: Responder, client: WebClient,
                  channel: str, user: str, viewer: Viewer) -> None:
@@ -486,13 +513,15 @@ class SlackFace:
         share_id = None if parsed.query.public else sharing.new_share_id()
         text, blocks = compare_blocks(report, query_text, public=parsed.query.public, share_id=share_id)
         csv = compare_to_csv(report) if parsed.query.format == "csv" else None
+        kept = True
         if share_id is not None:
-            self._keep(share_id, user, query_text, text, blocks, report, csv=csv)
+            kept = self._keep(share_id, user, query_text, text, blocks, report, csv=csv)
         if csv is not None:
             notice = self._attach_csv(client, channel, user, report, query_text, public=parsed.query.public,
                                       content=csv)
             blocks = [*blocks, kit.section(notice)]
-        responder.final(text, blocks, public=parsed.query.public)
+        responder.final(text, blocks if kept else kit.shared_copy(blocks, [NO_SHARE_WHILE_FULL]),
+                        public=parsed.query.public)
 
     def _attach_csv(self, client: WebClient, channel: str, user: str, report, query_text: str,
                     *, public: bool, content: str) -> str:
@@ -819,15 +848,19 @@ class RequestGate:
     malformed signed one with a 500 and a traceback; here each is one status and one reason.
     A replay of bytes already accepted (same timestamp, same signature) within the window is
     refused: the signature covers the timestamp and the body, so it names the request. The
-    signatures are kept in the index (`Index.record_slack_request`), so a restart forgets none.
+    signatures are kept in the index (`Index.record_slack_request`), so a restart forgets none;
+    while a full disk refuses that write, in a bounded memory (bot/faces/replay.py).
     """
 
     def __init__(self, signing_secret: str, index: Index, clock: Callable[[], float] = time.time):
         from slack_sdk.signature import SignatureVerifier
 
+        from .replay import ReplayGuard
+
         self._verifier = SignatureVerifier(signing_secret, clock=_Clock(clock))
         self._clock = clock
         self._index = index
+        self._replays = ReplayGuard(index)
 
     def check_length(self, content_length: str | None) -> Verdict:
         """Before anything is read: Slack always sends Content-Length, and never more than MAX_BODY_BYTES."""
@@ -856,7 +889,10 @@ class RequestGate:
         if shape is not PASS:
             return shape
         # kept while a copy could still pass the window check, clock skew included
-        if not self._index.record_slack_request(signature, int(timestamp) + SIGNATURE_WINDOW_SECONDS + 1, now):
+        first = self._replays.first_time(signature, int(timestamp) + SIGNATURE_WINDOW_SECONDS + 1, now)
+        if first is None:
+            return Verdict(503, "the data disk is full and the replay guard's memory too")
+        if not first:
             return Verdict(401, "replay of a request already accepted")
         return PASS
 

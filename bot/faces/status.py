@@ -7,6 +7,11 @@ Whether `serve` runs comes from its lock (liveness.serve_pid: the kernel's word,
 included); its queue, workers and jobs from its last heartbeat (written every 30 s); each
 repository's sync lag and last error from the index; disk space from the data directory's
 file system. Read-only: it changes nothing, so it is safe beside a running `serve`.
+
+`problems` is what needs the operator now: an index that cannot be read, a full data disk, and what
+serve's own readiness fails on (its heartbeat carries /readyz's FAIL lines: a damaged index, a
+refused bot token). `gad-bot status` exits 1 when there is any, so a cron job or a monitoring check
+can run it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ..config import Settings
+from ..faults import FULL_BELOW_BYTES
 from .doctor import ago
 from ..service.liveness import ServeState, heartbeat_age, read_state, serve_pid
 
@@ -48,23 +54,43 @@ class Status:
     disk_total: int
     data_dir: str
     repos: list[RepoStatus] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # each a `FAIL part: ...` line, as /readyz words it
 
 
-def gather(settings: Settings, engine) -> Status:
+def gather(settings: Settings, open_engine) -> Status:
+    """What status shows; `open_engine()` gives the Engine (an index that cannot be read is a problem, not a crash)."""
+    import sqlite3
+
+    from ..faults import is_damaged_index
     from ..store.history import git_version
     from ..version import package_version
 
     git = git_version()
-    sqlite = engine.index.execute("SELECT sqlite_version()").fetchone()[0]
-    versions = Versions(package_version(), engine.index.schema_version(),
-                        ".".join(map(str, git)) if git else "not installed", sqlite)
+    problems: list[str] = []
+    schema, repos = 0, []
+    try:
+        engine = open_engine()
+        schema = engine.index.schema_version()
+        repos = [RepoStatus(r.name, r.last_success_at, r.last_error, r.failures, r.next_attempt_at)
+                 for r in engine.index.repos()]
+    except Exception as error:
+        fix = ("run `gad-bot doctor`, then `gad-bot restore` from the latest backup" if is_damaged_index(error)
+               else "run `gad-bot doctor`")
+        problems.append(f"FAIL index: cannot read {settings.index_path} ({type(error).__name__}: {error}); {fix}")
+    versions = Versions(package_version(), schema, ".".join(map(str, git)) if git else "not installed",
+                        sqlite3.sqlite_version)
     pid = serve_pid(settings)
     usage = shutil.disk_usage(settings.data_dir)
-    repos = [RepoStatus(r.name, r.last_success_at, r.last_error, r.failures, r.next_attempt_at)
-             for r in engine.index.repos()]
-    return Status(versions, pid, heartbeat_age(settings) if pid is not None else None,
-                  read_state(settings) if pid is not None else None, usage.free, usage.total,
-                  str(settings.data_dir), repos)
+    if usage.free < FULL_BELOW_BYTES:
+        problems.append(f"FAIL disk: the data disk is full ({usage.free / 2**20:,.1f} MiB free under "
+                        f"{settings.data_dir}); changes are refused, reports still answer; free space there")
+    state = read_state(settings) if pid is not None else None
+    for line in state.problems if state is not None else ():
+        if line not in problems and not (line.startswith("FAIL disk:") and any(p.startswith("FAIL disk:")
+                                                                              for p in problems)):
+            problems.append(line)
+    return Status(versions, pid, heartbeat_age(settings) if pid is not None else None, state, usage.free,
+                  usage.total, str(settings.data_dir), repos, problems)
 
 
 def _when(iso: str | None) -> str:
@@ -81,7 +107,8 @@ def _gib(size: int) -> str:
 def render(status: Status, now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     v = status.versions
-    lines = [f"gad-bot {v.gad_bot} · index schema {v.schema} · git {v.git} · SQLite {v.sqlite}"]
+    schema = f"index schema {v.schema}" if v.schema else "index unreadable"
+    lines = [f"gad-bot {v.gad_bot} · {schema} · git {v.git} · SQLite {v.sqlite}"]
     if status.serve_pid is None:
         lines.append("serve: not running")
     else:
@@ -111,4 +138,7 @@ def render(status: Status, now: datetime | None = None) -> str:
                 retry = f"; next try {_when(repo.next_attempt_at.isoformat())}" if repo.next_attempt_at else ""
                 line += f"; the last {max(1, repo.failures)} sync(s) failed: {repo.last_error[:300]}{retry}"
             lines.append(line)
+    if status.problems:
+        lines.append("problems:")
+        lines += [f"  {problem}" for problem in status.problems]
     return "\n".join(lines)

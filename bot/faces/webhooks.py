@@ -50,6 +50,7 @@ from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
 from ..config import Settings
+from ..faults import is_disk_full
 
 log = logging.getLogger(__name__)
 
@@ -411,7 +412,7 @@ def last_heard(index, hosts) -> dict[str, datetime]:
 
 _REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
             405: "Method Not Allowed", 409: "Conflict", 411: "Length Required", 413: "Content Too Large",
-            500: "Internal Server Error"}
+            500: "Internal Server Error", 503: "Service Unavailable"}
 
 
 def _plain(start_response, status: int, text: str) -> list[bytes]:
@@ -442,7 +443,10 @@ def wsgi_hooks(face: WebhookFace):
                    if key.startswith("HTTP_")}
         try:
             answer = face.handle(forge, headers, body)
-        except Exception:
+        except Exception as error:
+            if is_disk_full(error):  # nothing was recorded or accepted: the forge may deliver it again later
+                log.warning("refused a webhook to /hooks/%s: 503 (the data disk is full)", forge)
+                return _plain(start_response, 503, "gad-bot's data disk is full; deliver this again later")
             log.exception("handling a webhook to /hooks/%s failed", forge)  # the forge retries a 500
             return _plain(start_response, 500, "could not handle the webhook")
         return _plain(start_response, answer.status, answer.text)

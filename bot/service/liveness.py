@@ -32,6 +32,7 @@ from ..errors import ConfigError
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 30
+RETRY_SECONDS = 5  # after a beat that could not be written (a full disk): soon, so it is fresh again soon after
 LOCK_NAME = "serve.lock"
 HEARTBEAT_NAME = "serve.heartbeat"
 
@@ -94,6 +95,7 @@ class ServeState:
     workers: int = 0
     workers_alive: int = 0
     jobs: list[JobState] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # readiness's failing parts (`FAIL disk: ...`), as /readyz
 
     @classmethod
     def from_json(cls, text: str) -> "ServeState | None":
@@ -159,7 +161,13 @@ class ServeLock:
 
 
 class Heartbeat(threading.Thread):
-    """Touch the heartbeat file every HEARTBEAT_SECONDS; only a `ServeLock` holder may run one."""
+    """Touch the heartbeat file every HEARTBEAT_SECONDS; only a `ServeLock` holder may run one.
+
+    It outlives what it cannot write: on a full disk (or any OSError) the old file's time is still
+    refreshed (`utime` needs no free block), so liveness keeps saying the process runs (restarting it
+    would not free space) while readiness says the disk is full; the thread says so once in the log,
+    tries again every RETRY_SECONDS, and writes the whole heartbeat again as soon as there is room.
+    """
 
     def __init__(self, settings: Settings, lock: ServeLock, describe: Callable[[], ServeState] | None = None):
         super().__init__(name="heartbeat", daemon=True)
@@ -167,24 +175,50 @@ class Heartbeat(threading.Thread):
         self.lock = lock
         self.describe = describe or (lambda: ServeState(os.getpid(), time.time()))
         self.stopped = threading.Event()
+        self._woken = threading.Event()
+        self.failing: str | None = None  # why the last beat could not be written whole
+
+    def wake(self) -> None:
+        """Beat now: what serve says of itself changed (readiness), and `gad-bot status` should read it at once."""
+        self._woken.set()
 
     def run(self) -> None:
         while not self.stopped.is_set():
-            self.beat()
-            self.stopped.wait(HEARTBEAT_SECONDS)
+            self._woken.clear()
+            try:
+                self.beat()
+            except Exception:  # nothing may end this thread but stop(): `healthcheck` reads its beats
+                log.exception("the heartbeat failed; trying again")
+            self._woken.wait(RETRY_SECONDS if self.failing else HEARTBEAT_SECONDS)
 
     def beat(self) -> None:
-        """Rewrite the heartbeat whole (a reader never sees half of one)."""
+        """Rewrite the heartbeat whole (a reader never sees half of one); on a write error, refresh its time."""
         try:
             state = self.describe()
         except Exception:  # what it says is a courtesy; that it beats is the point
             log.exception("describing serve for its heartbeat failed")
             state = ServeState(os.getpid(), time.time())
         temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps(asdict(state)), encoding="utf-8")
-        os.replace(temporary, self.path)
+        try:
+            temporary.write_text(json.dumps(asdict(state)), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as error:
+            temporary.unlink(missing_ok=True)  # a half-written one takes the space the next beat needs
+            try:
+                os.utime(self.path)  # the old heartbeat, fresh: the process is alive, only the disk is not well
+            except OSError:
+                pass
+            if self.failing is None:
+                log.error("cannot write the heartbeat %s (%s); refreshing its time meanwhile and trying again every "
+                          "%s s", self.path, error.strerror or error, RETRY_SECONDS)
+            self.failing = error.strerror or str(error)
+            return
+        if self.failing is not None:
+            log.info("the heartbeat is written again (it could not be: %s)", self.failing)
+            self.failing = None
 
     def stop(self) -> None:
         self.stopped.set()
+        self._woken.set()
         if self.lock.fd >= 0:  # still ours: nobody else can have started beating meanwhile
             self.path.unlink(missing_ok=True)

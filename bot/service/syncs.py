@@ -38,7 +38,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from ..config import Settings
-from .commands import Command, CommandFailed, run_command
+from .commands import Command, CommandFailed, SyncRepos, run_command
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,7 @@ class SyncDone:
     job: SyncJob
     new_commits: int = 0
     error: str | None = None
+    fetch_seconds: float | None = None  # a repository's fetch, when one ran
     result: object = None  # a command's: SyncResult, OrgTrackResult, (commits, seconds), [SyncResult] or CommandFailed
 
 
@@ -292,6 +293,15 @@ class SyncQueue:
         with self._lock:
             return len(self._timers) + len(self._urgent) + len(self._background) + len(self._running)
 
+    def waiting(self) -> int:
+        """Syncs asked for and not yet on a worker (for /metrics)."""
+        with self._lock:
+            return len(self._timers) + len(self._urgent) + len(self._background)
+
+    def running(self) -> int:
+        with self._lock:
+            return len(self._running)
+
     # -- running ----------------------------------------------------------------------------------
     def _fire(self, job: SyncJob) -> None:
         with self._lock:
@@ -378,6 +388,8 @@ class SyncQueue:
             if not self._closed:
                 self._pump()
         if job.kind == "command":
+            if isinstance(job.command, SyncRepos) and isinstance(done.result, list):
+                _count_typed_syncs(done.result)  # `/gad sync`: syncs like the periodic ones, counted alike
             with self._lock:
                 self._stop_relaying(job.name)
                 waiting = self._waiting.pop(job.name, None)
@@ -417,12 +429,27 @@ def overrun_sentence(job: SyncJob, seconds: int) -> str:
             "sync workers free; what was finished is kept, and the next sync goes on from there.")
 
 
+def _count_typed_syncs(results: list) -> None:
+    """The repositories a `/gad sync` synced (its SyncResults), in /metrics as the periodic ones are."""
+    from .. import metrics
+
+    for result in results:
+        metrics.SYNCS.labels(outcome="failed" if result.error else "ok").inc()
+        if not result.error:
+            metrics.SYNC_SECONDS.labels(kind="repo").observe(result.seconds + result.path_seconds)
+        if result.fetch_seconds is not None:
+            metrics.FETCH_SECONDS.observe(result.fetch_seconds)
+
+
 def _completed(done: SyncDone, seconds: float) -> None:
     """The sync's one completion line (a warning when it failed), and its count in /metrics."""
     from .. import metrics
 
     outcome = "failed" if done.error else "ok"
     metrics.SYNCS.labels(outcome=outcome).inc()
+    metrics.SYNC_SECONDS.labels(kind="repo" if done.job.kind == "repo" else "org").observe(seconds)
+    if done.fetch_seconds is not None:
+        metrics.FETCH_SECONDS.observe(done.fetch_seconds)
     extra = {"repo": done.job.name, "outcome": outcome, "seconds": round(seconds, 3)}
     if done.error:
         log.warning("sync of %s %s failed in %.3f s: %s", done.job.kind, done.job.name, seconds, done.error, extra=extra)
@@ -484,9 +511,17 @@ def run_sync(job: SyncJob) -> SyncDone:
         except GadError as error:  # untracked since it was requested
             return SyncDone(job, error=str(error))
         result = engine.sync_one(repo)
-        return SyncDone(job, result.new_commits, result.error)
+        return SyncDone(job, result.new_commits, result.error, fetch_seconds=result.fetch_seconds)
     except GadError as error:  # a command's error goes back whole: serve words it for the person who typed it
         return SyncDone(job, error=str(error), result=CommandFailed(str(error), error.operator_detail))
+    except Exception as error:
+        from ..faults import DiskFullError, is_disk_full
+
+        if not is_disk_full(error):
+            raise
+        # a full disk is no bug: one sentence for the log and for whoever typed the command, no traceback
+        sentence = str(DiskFullError.at())
+        return SyncDone(job, error=sentence, result=CommandFailed(sentence, False))
 
 
 def _announce_org_changes(engine, results) -> None:

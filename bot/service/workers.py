@@ -46,6 +46,7 @@ from datetime import date
 from ..config import Settings
 from ..store import graph
 from ..errors import GadError, for_member
+from ..faults import DiskFullError, IndexDamagedError, is_damaged_index, is_disk_full
 from ..metric import CompareReport, Report
 from ..engine.audiences import Viewer
 from ..engine.query import Compare, Query
@@ -100,6 +101,16 @@ class ReportAnswer:
     detail: str | None = None  # failed with operator detail: text/blocks are for members, this for admins
     sentence: str | None = None  # failed: the sentence as plain text, for a face without blocks (a Workflow step)
     reference: str | None = None  # failed: the reference for the logs that `blocks` show
+    refused: bool = False  # failed because the question cannot be answered as asked (a typo, an untracked name):
+    #                        the person's to fix, counted apart so that typos never page the operator
+    reason: str | None = None  # failed: the kind of error (its class name), for the completion line
+    fault: str | None = None  # "index": the index is damaged (readiness checks it at once)
+    timed_out: bool = False  # stopped at GAD_REPORT_TIMEOUT_SECONDS
+
+    @property
+    def outcome(self) -> str:
+        """How /metrics and the completion line count it: ok, refused, timed_out or failed."""
+        return "refused" if self.refused else "timed_out" if self.timed_out else "failed" if self.failed else "ok"
 
 
 def default_workers() -> int:
@@ -151,6 +162,8 @@ class ReportPool:
         self._processes: list[_Worker | None] = [None] * self.workers
         self._deliveries = ThreadPoolExecutor(max_workers=4, thread_name_prefix="report-delivery")
         self._dispatchers: list[threading.Thread] = []
+        # Told when a report met a damaged index (serve: Health.suspect_index, so /readyz says so at once).
+        self.on_fault: Callable[[str], None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -285,6 +298,11 @@ class ReportPool:
             started = time.monotonic()
             try:
                 answer = self._compute(slot, job)
+                if answer is not None and answer.fault and self.on_fault is not None:
+                    try:
+                        self.on_fault("a report")  # /readyz checks the index now, not in up to 5 minutes
+                    except Exception:
+                        log.exception("telling readiness of a damaged index failed")
             finally:
                 with self._cond:
                     self._running[job.user] -= 1
@@ -295,7 +313,7 @@ class ReportPool:
                     if self._in_flight.pop(token, None) is None:
                         answer = None  # cut off by drain(): its person has been told already (and counted)
                     elif answer is not None:
-                        _completed(job, "failed" if answer.failed else "ok", time.monotonic() - started)
+                        _completed(job, answer.outcome, time.monotonic() - started, answer.reason)
                     # handed over under the lock: shutdown() closes the deliveries only after taking it,
                     # so an answer made before the drain ended is never dropped between the two
                     if answer is not None and not self._deliveries_closed:
@@ -315,9 +333,11 @@ class ReportPool:
         if self._closed:
             return None
         if outcome is _Worker.TIMED_OUT:
-            return _failure(timeout_sentence(int(self.timeout), job.channel), channel=job.channel)
-        return _failure("The report stopped unexpectedly on gad-bot's side (a worker process ended); "
-                        "ask again, and tell the operator if it happens again.")
+            return dataclasses.replace(_failure(timeout_sentence(int(self.timeout), job.channel), channel=job.channel),
+                                       timed_out=True)
+        return dataclasses.replace(_failure("The report stopped unexpectedly on gad-bot's side (a worker process "
+                                            "ended); ask again, and tell the operator if it happens again."),
+                                   reason="the worker process died")
 
     def _restart(self, slot: int) -> None:
         """Replace the worker of `slot` (killed or dead) with a new one, trying until it starts or the pool closes."""
@@ -401,8 +421,13 @@ class _Worker:
             pass  # a shutdown closing every worker may have closed this pipe from another thread first
 
 
-def _completed(job: ReportJob, outcome: str, seconds: float | None) -> None:
-    """The report's one completion line, and its count in /metrics."""
+def _completed(job: ReportJob, outcome: str, seconds: float | None, reason: str | None = None) -> None:
+    """The report's one completion line, and its count in /metrics.
+
+    A refusal (the question cannot be answered as asked) is counted and logged as `refused`, never as
+    `failed`: the documented alert on the failed ratio is for gad-bot's faults, and one person's typos
+    must not page anyone. The line names the kind of error (its class), never its sentence, which
+    quotes what the member typed."""
     from .. import metrics
 
     metrics.REPORTS.labels(outcome=outcome).inc()
@@ -410,9 +435,11 @@ def _completed(job: ReportJob, outcome: str, seconds: float | None) -> None:
         metrics.REPORT_SECONDS.observe(seconds)
     # Names are logged only once answered: a failed one may be anything a member typed (request content).
     repos = ",".join(job.query.repos)[:200] if outcome == "ok" else f"{len(job.query.repos)} names"
-    log.info("report for %s on %s: %s in %s", job.user, repos or "-", outcome,
-             "-" if seconds is None else f"{seconds:.3f} s",
-             extra={"repo": repos, "outcome": outcome, "seconds": None if seconds is None else round(seconds, 3)})
+    said = f"{outcome} ({reason})" if reason else outcome
+    log.log(logging.WARNING if outcome == "failed" else logging.INFO, "report for %s on %s: %s in %s", job.user,
+            repos or "-", said, "-" if seconds is None else f"{seconds:.3f} s",
+            extra={"repo": repos, "outcome": outcome, "seconds": None if seconds is None else round(seconds, 3),
+                   "reason": reason})
 
 
 def cut_off(job: ReportJob) -> ReportAnswer:
@@ -512,12 +539,23 @@ def run_report(job: ReportJob) -> ReportAnswer:
     except GadError as error:
         sentence, reference = for_member(error)
         failure = _failure(sentence, reference)
+        # a setting to fix (ConfigError: operator detail) or a full disk is gad-bot's side; the rest the asker's
+        refused = not error.operator_detail and not isinstance(error, DiskFullError)
+        failure = dataclasses.replace(failure, refused=refused, reason=type(error).__name__)
         return dataclasses.replace(failure, detail=str(error)) if reference else failure
-    except Exception:
+    except Exception as error:
         reference = uuid.uuid4().hex[:8]
+        if is_damaged_index(error):  # every question will fail alike: say what it is, and have readiness see it
+            log.error("a report met a damaged index (reference %s): %s", reference, error, extra={"reference": reference})
+            failure = _failure(str(IndexDamagedError.sentence()), reference)
+            return dataclasses.replace(failure, reason=type(error).__name__, fault="index")
+        if is_disk_full(error):
+            log.error("a report could not write: the disk is full (reference %s): %s", reference, error,
+                      extra={"reference": reference})
+            return dataclasses.replace(_failure(str(DiskFullError.at()), reference), reason="DiskFullError")
         log.exception("internal error computing a report (reference %s)", reference, extra={"reference": reference})
-        return _failure("Something went wrong on gad-bot's side; the operator can find the details in the logs.",
-                        reference)
+        return dataclasses.replace(_failure("Something went wrong on gad-bot's side; the operator can find the "
+                                            "details in the logs.", reference), reason=type(error).__name__)
 
 
 def _run_compare(job: ReportJob) -> ReportAnswer:

@@ -759,3 +759,109 @@ class TrickleServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+# ----------------------------------------------------------------------------- probes and faults of serve
+
+def get(url: str, timeout: float = 10) -> tuple[int, str]:
+    """(status, body) of a GET, whatever the status; (0, why) when nothing answers."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError as error:  # refused, reset: nothing listens (yet)
+        return 0, str(error)
+
+
+def scrape(url: str) -> dict[tuple[str, tuple], float]:
+    """Every sample of `GET url/metrics`, keyed by (name, sorted labels), as Prometheus' own parser reads it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, text = get(url + "/metrics")
+    assert status == 200, text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def wait_until(what: str, check, timeout: float = 60.0, every: float = 0.1):
+    """Poll `check()` until it returns something true (returned), or fail after `timeout` naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what} (last: {found!r})")
+        time.sleep(every)
+
+
+def damage_table(index: Path, table: str) -> None:
+    """Overwrite the root page of `table` with garbage, as a bad disk would (after a checkpoint, so the WAL
+    holds none of it): whatever reads that table next finds `database disk image is malformed`."""
+    db = sqlite3.connect(index)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    db.close()
+    with open(index, "r+b") as handle:
+        handle.seek((root - 1) * page)
+        handle.write(b"\xa5" * page)
+
+
+class Tmpfs:
+    """A tmpfs of `size` mounted at `path` for the test (the kernel's own ENOSPC, not a mock), unmounted after.
+
+    Needs the right to mount (root, or CAP_SYS_ADMIN): the calling test is skipped, with the reason, without it."""
+
+    def __init__(self, path: Path, size: str):
+        self.path, self.size = path, size
+
+    def __enter__(self) -> "Tmpfs":
+        import pytest
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.size},mode=0755", "tmpfs", str(self.path)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here (not root?): {done.stderr.strip()[:200]}")
+        return self
+
+    def remount(self, options: str) -> None:
+        subprocess.run(["mount", "-o", f"remount,{options}", str(self.path)], check=True, capture_output=True)
+
+    def fill(self, keep: int = 0) -> Path:
+        """Write a file until the kernel says ENOSPC (less `keep` bytes); return it (delete it to free the space)."""
+        import errno as errno_
+
+        filler = self.path / "filler"
+        with open(filler, "wb", buffering=0) as handle:
+            for chunk in (1 << 20, 1 << 12, 1):
+                try:
+                    while True:
+                        handle.write(b"\0" * chunk)
+                except OSError as error:
+                    assert error.errno == errno_.ENOSPC, error
+        if keep:
+            os.truncate(filler, max(0, filler.stat().st_size - keep))
+        return filler
+
+    def __exit__(self, *exc) -> None:
+        subprocess.run(["umount", "-l", str(self.path)], capture_output=True)
+
+
+def as_another_user() -> list[str]:
+    """The command prefix that runs a process as a user who owns nothing here (root: `setpriv` to nobody);
+    [] when this process is not root (it then is such a user for what root owns)."""
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without `setpriv`: cannot act as another user")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]

@@ -53,6 +53,11 @@ class Serving(IndexFile):
             cursor = db.execute(f"INSERT OR IGNORE INTO {table} VALUES (?, ?, ?)", (*key, _iso(at)))
             return cursor.rowcount == 1
 
+    def slack_request_seen(self, signature: str, now: float) -> bool:
+        """Whether a Slack request's signature is remembered and its time has not passed (nothing is written)."""
+        return self.conn.execute("SELECT 1 FROM slack_requests WHERE signature = ? AND until >= ?",
+                                 (signature, int(now))).fetchone() is not None
+
     def record_slack_request(self, signature: str, until: int, now: float) -> bool:
         """Remember a Slack request's signature until `until` (epoch seconds); False when it was
         already there (a replay). Signatures whose time has passed are forgotten first."""
