@@ -623,6 +623,39 @@ class Deliverer:
                        post_attempts=attempts, chart=chart)
 
 
+def release_words(ledger: Ledger, channel_id: str, period_start: date | None, grace_hours: int) -> str:
+    """`gad-bot release-digest`: release the channel's one digest left `unknown` (or the one of `period_start`),
+    so the next run may post it; DigestError (one sentence) when there is nothing such to release."""
+    rows = ledger.rows(channel_id)
+    if period_start is not None:
+        rows = [r for r in rows if r.period_start == period_start]
+        if not rows:
+            raise DigestError(f"{channel_id} has no digest for the week of {period_start.isoformat()} in the ledger; "
+                              f"`/gad subscriptions` in that channel lists its weeks.")
+    unknown = [r for r in rows if r.shown_state == "unknown"]
+    if not unknown:
+        if period_start is not None:
+            (row,) = rows
+            if row.shown_state == "in progress":
+                raise DigestError(f"The digest of {channel_id} for the week of {period_start.isoformat()} is being "
+                                  f"posted (since {_iso(row.claimed_at)}); a post that never ends counts as unknown "
+                                  f"{int(STALE_POSTING.total_seconds() // 60)} minutes after it began: release it then.")
+            raise DigestError(f"The digest of {channel_id} for the week of {period_start.isoformat()} is {row.state}, "
+                              "not unknown: there is nothing to release.")
+        raise DigestError(f"{channel_id} has no digest left unknown: there is nothing to release.")
+    if len(unknown) > 1:
+        weeks = ", ".join(r.period_start.isoformat() for r in unknown)
+        raise DigestError(f"{channel_id} has {len(unknown)} digests left unknown (weeks of {weeks}); name the week "
+                          f"to release, e.g. `gad-bot release-digest {channel_id} {unknown[-1].period_start.isoformat()}`.")
+    (row,) = unknown
+    if not ledger.release(channel_id, row.period_start):
+        raise DigestError(f"The digest of {channel_id} for the week of {row.period_start.isoformat()} changed meanwhile; "
+                          "run the command again.")
+    log.info("digest for %s (week of %s) released by the operator", channel_id, row.period_start.isoformat())
+    return (f"released the digest of {channel_id} for the week of {row.period_start.isoformat()}: the next run posts "
+            f"it, if that is within GAD_DIGEST_GRACE_HOURS ({grace_hours} h) of when it fell due.")
+
+
 def _why_skipped(record: DeliveryRecord | None) -> str:
     if record is None:
         return "already handled"

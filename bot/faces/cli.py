@@ -757,6 +757,32 @@ def digest(at, dry_run, channels, as_json):
         sys.exit(1)
 
 
+@cli.command("release-digest")
+@click.argument("channel")
+@click.argument("week", required=False, metavar="[WEEK]")
+@friendly
+def release_digest(channel, week):
+    """Let the next run post CHANNEL's digest that a lost answer (or a kill -9 mid-post) left `unknown`.
+
+    Look in the channel first: a digest that reached it must not be released, or it is posted twice.
+    WEEK is the period's first day (YYYY-MM-DD, as `/gad subscriptions` shows it); needed only when the
+    channel has several unknown digests.
+    """
+    from ..digests.digest import Ledger, release_words
+
+    engine = _engine()
+    click.echo(release_words(Ledger(engine.index), channel, _parse_week(week) if week else None,
+                             engine.settings.digest_grace_hours))
+
+
+def _parse_week(text: str):
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise QueryError(f"`{text}` is not a day; give the week's first day as YYYY-MM-DD, as "
+                         "`/gad subscriptions` shows it.") from None
+
+
 @cli.command()
 @friendly
 def status():
