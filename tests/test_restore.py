@@ -99,3 +99,28 @@ def test_restore_refuses_what_is_not_a_backup_and_changes_nothing(crashed, tmp_p
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and why in lines[0] and "gad-bot backup" in lines[0], lines
     assert (data / "index.sqlite").read_bytes() == before
+
+
+@pytest.mark.parametrize("fault", ["damaged page", "newer schema"])
+def test_a_damaged_or_newer_backup_is_refused_before_the_old_index_is_touched(crashed, tmp_path, fault):
+    """Issue 32: the old index, its WAL included, stays exactly where it was; nothing is put aside."""
+    from tests.faults import damage_table
+
+    data, backup = crashed
+    bad = tmp_path / "bad.sqlite"
+    shutil.copyfile(backup, bad)
+    if fault == "damaged page":
+        damage_table(bad, "repos")
+        why = "(database disk image is malformed)"  # what the integrity check itself raised
+    else:
+        db = sqlite3.connect(bad)
+        db.execute("INSERT INTO migrations VALUES (999, 'from the future', '2030-01-01T00:00:00+00:00')")
+        db.commit()
+        db.close()
+        why = "is an index of schema 999, newer than this gad-bot's"
+    before = {p.name: p.read_bytes() for p in data.iterdir() if p.name.startswith("index.sqlite")}
+    result = run_cli("restore", str(bad), data=data)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert why in result.stderr, result.stderr
+    after = {p.name: p.read_bytes() for p in data.iterdir() if p.name.startswith("index.sqlite")}
+    assert after == before  # no `.before-restore`, no `.restoring`, the WAL not replayed or moved
