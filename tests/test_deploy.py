@@ -350,6 +350,18 @@ def test_lock_has_hashes_for_every_pin():
     assert "pip-compile --generate-hashes" in LOCK.read_text(encoding="utf-8")[:600]  # the header says how it was made
 
 
+def test_the_documented_lock_refresh_keeps_the_hashes_and_the_build_backend_is_pinned():
+    """Issue 32: operations.md's refresh command dropped --generate-hashes, and setuptools was `>=68`."""
+    docs = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    documented = re.search(r"```sh\n(pip-compile [^`]*?pyproject\.toml)\n```", docs)
+    assert documented, "docs/operations.md shows no pip-compile command"
+    header = re.search(r"#\s+(pip-compile .*pyproject\.toml)", LOCK.read_text(encoding="utf-8"))[1]
+    flags = lambda command: {word.split("=")[0] for word in command.replace("\\\n", " ").split() if word.startswith("--")}
+    assert flags(documented[1]) == flags(header) and "--generate-hashes" in flags(header), (documented[1], header)
+    build = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
+    assert build and all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", r) for r in build), build
+
+
 def test_lock_pins_every_runtime_dependency_within_its_range():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     pins = lock_pins()
