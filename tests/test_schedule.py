@@ -296,3 +296,22 @@ def test_a_sync_worker_that_cannot_stop_does_not_hold_serves_exit(engine, caplog
     assert syncs.SHUTDOWN_WAIT_SECONDS <= took < 3 * syncs.SHUTDOWN_WAIT_SECONDS, took
     assert workers and not any(w.is_alive() for w in workers)
     assert f"sync workers did not stop within {syncs.SHUTDOWN_WAIT_SECONDS} s of SIGTERM; killing them" in caplog.text
+
+
+def test_a_full_disk_stops_a_digest_run_with_one_line_not_a_traceback(scheduler, monkeypatch, caplog):
+    """The ledger cannot record a claim on a full disk (SQLite says so in its words): nothing is posted, one line says
+    why, and the next run tries again (issue 32)."""
+    import logging
+    import sqlite3
+
+    import bot.digests.schedule as schedule
+
+    def full(*args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(schedule, "run_due_digests", full)
+    with caplog.at_level(logging.INFO, logger="bot.digests.schedule"):
+        assert scheduler()._run(None) == []
+    (record,) = [r for r in caplog.records if r.name == "bot.digests.schedule"]
+    assert record.getMessage() == "digests are not delivered while the data disk is full; the next run tries again"
+    assert record.exc_info is None

@@ -201,8 +201,13 @@ class DigestScheduler:
         try:
             results = run_due_digests(self.engine, self.client_factory, at=self.clock(), channels=channels,
                                       clock=self.clock, teams=self.teams)
-        except Exception:
-            log.exception("delivering digests failed")
+        except Exception as error:
+            from ..faults import is_disk_full
+
+            if is_disk_full(error):  # the ledger cannot record a claim: nothing posted, the next run tries again
+                log.error("digests are not delivered while the data disk is full; the next run tries again")
+            else:
+                log.exception("delivering digests failed")
             return []
         seconds = round(time.monotonic() - started, 3)  # the run's: digests of one run are delivered together
         for result in results:
