@@ -80,17 +80,23 @@ def gather(settings: Settings, open_engine) -> Status:
     versions = Versions(package_version(), schema, ".".join(map(str, git)) if git else "not installed",
                         sqlite3.sqlite_version)
     pid = serve_pid(settings)
-    usage = shutil.disk_usage(settings.data_dir)
-    if usage.free < FULL_BELOW_BYTES:
-        problems.append(f"FAIL disk: the data disk is full ({usage.free / 2**20:,.1f} MiB free under "
+    try:
+        usage = shutil.disk_usage(settings.data_dir)
+        free, total = usage.free, usage.total
+    except OSError as error:  # another user's data directory: said, not a crash
+        free, total = 0, 0
+        problems.append(f"FAIL disk: cannot read the free space under {settings.data_dir} ({error.strerror}); run "
+                        "gad-bot as the service user that owns it")
+    if total and free < FULL_BELOW_BYTES:
+        problems.append(f"FAIL disk: the data disk is full ({free / 2**20:,.1f} MiB free under "
                         f"{settings.data_dir}); changes are refused, reports still answer; free space there")
     state = read_state(settings) if pid is not None else None
     for line in state.problems if state is not None else ():
         if line not in problems and not (line.startswith("FAIL disk:") and any(p.startswith("FAIL disk:")
                                                                               for p in problems)):
             problems.append(line)
-    return Status(versions, pid, heartbeat_age(settings) if pid is not None else None, state, usage.free,
-                  usage.total, str(settings.data_dir), repos, problems)
+    return Status(versions, pid, heartbeat_age(settings) if pid is not None else None, state, free, total,
+                  str(settings.data_dir), repos, problems)
 
 
 def _when(iso: str | None) -> str:

@@ -172,8 +172,9 @@ def test_a_revoked_token_is_seen_by_readyz_metrics_status_and_one_log_line(tmp_p
 
 
 @pytest.mark.parametrize("fault", ["damaged header", "damaged table", "unreadable", "read-only", "full disk"])
-def test_doctor_never_crashes(fault, tmp_path):
-    """Each fault is one FAIL line and exit 1; never a traceback or an internal error."""
+def test_doctor_and_status_never_crash(fault, tmp_path):
+    """Each fault is one FAIL line and exit 1 from doctor, a problem and exit 1 from status; never a traceback or
+    an internal error."""
     from tests.faults import as_another_user, cli_env
 
     base = tmp_path
@@ -202,8 +203,9 @@ def test_doctor_never_crashes(fault, tmp_path):
 
         from tests.faults import ROOT
 
-        done = subprocess.run([*prefix, sys.executable, "-m", "bot.faces.cli", "doctor"], cwd="/", capture_output=True,
-                              text=True, env=cli_env(data, PYTHONPATH=str(ROOT)), timeout=120)
+        done, status = (subprocess.run([*prefix, sys.executable, "-m", "bot.faces.cli", command], cwd="/",
+                                       capture_output=True, text=True, env=cli_env(data, PYTHONPATH=str(ROOT)),
+                                       timeout=120) for command in ("doctor", "status"))
     finally:
         if fault == "unreadable":
             os.chmod(data, 0o700)
@@ -215,3 +217,7 @@ def test_doctor_never_crashes(fault, tmp_path):
     expected = {"damaged header": "gad-bot restore", "damaged table": "gad-bot restore",
                 "unreadable": "service user", "read-only": "is not writable", "full disk": "the data disk is full"}
     assert any(expected[fault] in line for line in fails), done.stdout
+    # status too: a problem to see (exit 1, `problems:`), never a crash
+    assert status.returncode == 1 and "Traceback" not in status.stderr and "internal error" not in status.stderr, \
+        (status.stdout, status.stderr)
+    assert "problems:" in status.stdout.splitlines(), status.stdout
