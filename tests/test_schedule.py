@@ -315,3 +315,17 @@ def test_a_full_disk_stops_a_digest_run_with_one_line_not_a_traceback(scheduler,
     (record,) = [r for r in caplog.records if r.name == "bot.digests.schedule"]
     assert record.getMessage() == "digests are not delivered while the data disk is full; the next run tries again"
     assert record.exc_info is None
+
+
+def test_a_digest_slack_never_answered_is_counted_unknown(engine, stub):
+    """The documented alert counts `unknown` too: a post whose answer never came is the operator's to look at
+    (`gad-bot release-digest`), and it was counted nowhere (issue 32)."""
+    subs.subscribe(engine, "C1", Subscribe(("web",)), now=CREATED)
+    stub.stall_next("chat.postMessage", 3)  # Slack posts it, after the client (1 s) gave up waiting
+    s = DigestScheduler(engine.settings, engine, factory(stub, timeout=1), clock=Clock(DUE + timedelta(hours=1)))
+    unknown = scraped("gad_digests_total", outcome="unknown")
+    try:
+        assert [r.state for r in s.sweep()] == ["unknown"]
+    finally:
+        s.shutdown(wait=True)
+    assert scraped("gad_digests_total", outcome="unknown") == unknown + 1

@@ -212,7 +212,7 @@ class DigestScheduler:
         seconds = round(time.monotonic() - started, 3)  # the run's: digests of one run are delivered together
         for result in results:
             level = {"posted": logging.INFO, "skipped": logging.DEBUG}.get(result.state, logging.WARNING)
-            if result.state in ("posted", "failed", "missed"):
+            if result.state in metrics.DIGEST_OUTCOMES:  # posted, failed, missed, unknown, paused
                 metrics.DIGESTS.labels(outcome=result.state).inc()
             log.log(level, "digest %s (%.3f s)", result.line(), seconds,
                     extra={"channel": result.channel_id, "outcome": result.state, "seconds": seconds})

@@ -346,6 +346,8 @@ class SlackFace:
                 return  # ack_command already answered it: once is enough
             if self._answered_in_ack.pop(request_id(command), None) is not None:
                 return  # answered in the ack, or queued there for a worker
+            if isinstance(parsed, WRITING_COMMANDS) and disk_full(self.settings.data_dir):
+                return  # refused in the ack already (Bolt may start this before the ack has marked it answered)
             if isinstance(parsed, q.Track):
                 try:
                     check_remote_source(parsed.source, self._ack_policy)
