@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 RESPONSE_URL_LIFETIME = timedelta(minutes=29)  # Slack keeps a response_url for 30 minutes ...
 RESPONSE_URL_USES = 5  # ... and 5 uses
+ACK_WORD_SECONDS = 3.0  # Slack's own bound on an ack: the lazy work waits that long for the ack's word
 PROGRESS_EVERY_SECONDS = 10.0
 ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove, q.SetAccess)
 # What changes the index: refused with one sentence while the data disk is full (reports still answer)
@@ -94,8 +95,9 @@ def _upload_csv(client: WebClient, channel: str, content: str, filename: str, qu
 
 
 def request_id(payload: dict) -> str:
-    """A short id shared by a request's ack and its lazy work (both see the same trigger_id), for the logs."""
-    seed = payload.get("trigger_id") or payload.get("envelope_id") or uuid.uuid4().hex
+    """A short id shared by a request's ack and its lazy work (both see the same trigger_id, or else the same
+    fields), for the logs and for the lazy work to find the ack's word."""
+    seed = payload.get("trigger_id") or payload.get("envelope_id") or json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha1(str(seed).encode()).hexdigest()[:10]
 
 
@@ -187,7 +189,10 @@ class SlackFace:
         # What Slack says of people and channels, cached a few minutes: every answer passes their audience
         # (bot/engine/audiences.py); an ack only ever uses what is cached already.
         self.members = Members(settings, engine.index, client if client is not None else web_client(settings))
-        self._answered_in_ack: dict[str, float] = {}  # request ids the ack answered or queued: the lazy work skips them
+        # Bolt runs a command's ack and its lazy work side by side: the lazy work waits for the ack's word on whether
+        # it answered (or queued) the command itself, by request id, before it does anything.
+        self._answered_in_ack: dict[str, tuple[float, bool]] = {}
+        self._decided = threading.Condition()
         # Slash commands acked whose lazy work has not finished: a shutdown lets them queue (or answer) first, so
         # that the report drain tells each person, instead of a question acked and then lost in the exit.
         self._unsettled = 0
@@ -220,9 +225,19 @@ class SlackFace:
     def ack_command(self, ack, command, respond, client) -> None:
         """Parse and reject in the ack; help and reports are answered or queued right here when what Slack says
         of the person is cached (an ack never waits on Slack), else by the lazy work that asks it."""
-        user = command.get("user_id", "")
         with self._settled:
             self._unsettled += 1  # its lazy work (run_command) settles it, whatever it does
+        answered = False
+        try:
+            answered = self._ack_command(ack, command, respond, client)
+        finally:
+            with self._decided:  # the lazy work waits for this word (run_command)
+                self._answered_in_ack[request_id(command)] = (time.monotonic(), answered)
+                self._decided.notify_all()
+
+    def _ack_command(self, ack, command, respond, client) -> bool:
+        """The ack's work; True when it answered (or queued) the command itself, so the lazy work must not."""
+        user = command.get("user_id", "")
         viewer = self.members.cached_viewer(user)
         try:
             parsed = q.parse_command(typed(command), self.today())
@@ -235,20 +250,18 @@ class SlackFace:
             error = examples.name_tracked(error, found)
             text, blocks = kit.error_blocks(str(error))
             ack(text=text, blocks=blocks, response_type="ephemeral")
-            return
+            return True
         if isinstance(parsed, q.Help) and viewer is not None:
             # examples name what this person may see: a few rows of the index (WAL: a reader never waits for a sync)
-            self._answered_in_ack[request_id(command)] = time.monotonic()
             text, blocks = kit.help_blocks(examples.tracked_or_generic(self.engine.index, viewer))
             ack(text=text, blocks=blocks, response_type="ephemeral")
-            return
+            return True
         if isinstance(parsed, WRITING_COMMANDS) and disk_full(self.settings.data_dir):
             # refused in one sentence before anything starts, rather than failing half-way through a write
             log.info("/gad %s refused in the ack: the data disk is full", type(parsed).__name__,
                      extra={"request_id": request_id(command)})
-            self._answered_in_ack[request_id(command)] = time.monotonic()  # the lazy work must not try it anyway
             ack(*kit.error_blocks(str(DiskFullError.at())), response_type="ephemeral")
-            return
+            return True
         if isinstance(parsed, ADMIN_COMMANDS):
             try:  # a refusal after "Tracking ..." or "Untrack?" would read as a change of mind
                 self._require_admin(client, user)
@@ -257,7 +270,7 @@ class SlackFace:
                          extra={"request_id": request_id(command)})
                 text, blocks = kit.error_blocks(str(error), mentions=self.settings.admins)
                 ack(text=text, blocks=blocks, response_type="ephemeral")
-                return
+                return True
         if isinstance(parsed, q.Track):
             try:  # refuse in the ack itself: a refusal after "Tracking ..." reads as a change of mind
                 check_remote_source(parsed.source, self._ack_policy)
@@ -266,17 +279,17 @@ class SlackFace:
                          extra={"request_id": request_id(command)})
                 text, blocks = kit.error_blocks(str(error))
                 ack(text=text, blocks=blocks, response_type="ephemeral")
-                return
+                return True
             ack(text=f"Tracking {kit.code(redact(parsed.source))} — I will update this message as it goes.",
                 response_type="ephemeral")
-            return
+            return False
         if isinstance(parsed, (q.ShowReport, q.Compare, q.Me)) and self.reports is not None and viewer is not None \
                 and not parsed.query.public and not (uses_teams(parsed) and self.members.cached_teams() is None):
             # (a public answer asks Slack about the channel, and teams about the user groups: the lazy work does)
-            self._answered_in_ack[request_id(command)] = time.monotonic()
             self._queue_report(parsed, command, respond, client, viewer, ack=ack)
-            return
+            return True
         ack()
+        return False
 
     def _queue_report(self, parsed, command: dict, respond, client: WebClient, viewer: Viewer, ack=None) -> None:
         """Queue a report, compare or `me` for a worker process; say where it stands (in the ack, when given)."""
@@ -340,21 +353,9 @@ class SlackFace:
         started = time.perf_counter()
         parsed = None
         try:
-            try:
-                parsed = q.parse_command(typed(command), self.today())
-            except QueryError:
-                return  # ack_command already answered it: once is enough
-            if self._answered_in_ack.pop(request_id(command), None) is not None:
-                return  # answered in the ack, or queued there for a worker
-            if isinstance(parsed, WRITING_COMMANDS) and disk_full(self.settings.data_dir):
-                return  # refused in the ack already (Bolt may start this before the ack has marked it answered)
-            if isinstance(parsed, q.Track):
-                try:
-                    check_remote_source(parsed.source, self._ack_policy)
-                except GadError:
-                    return  # refused in the ack already
-            if isinstance(parsed, ADMIN_COMMANDS) and not self._may_administer(client, user):
-                return  # refused in the ack already
+            if self._ack_answered(request_id(command)):
+                return  # answered in the ack (a refusal, a typo included), or queued there for a worker
+            parsed = q.parse_command(typed(command), self.today())
             viewer = self.members.viewer(user)  # what Slack says of them; it cannot say: one sentence, nothing shown
             if isinstance(parsed, q.Help):
                 responder.final(*kit.help_blocks(examples.tracked_or_generic(self.engine.index, viewer)))
@@ -393,12 +394,20 @@ class SlackFace:
         with self._settled:
             return self._settled.wait_for(lambda: self._unsettled == 0, timeout=timeout)
 
+    def _ack_answered(self, rid: str) -> bool:
+        """The ack's word on a command (waiting for it: Bolt starts the ack and this side by side); an ack that never
+        spoke within ACK_WORD_SECONDS answered nothing."""
+        with self._decided:
+            self._decided.wait_for(lambda: rid in self._answered_in_ack, timeout=ACK_WORD_SECONDS)
+            return self._answered_in_ack.pop(rid, (0.0, False))[1]
+
     def _forget_old_acks(self) -> None:
         """Request ids of acks whose lazy work never came (a lost retry) go after 15 minutes: the dict stays small."""
         cutoff = time.monotonic() - 900
-        for key, at in list(self._answered_in_ack.items()):
-            if at < cutoff:
-                self._answered_in_ack.pop(key, None)
+        with self._decided:
+            for key, (at, _) in list(self._answered_in_ack.items()):
+                if at < cutoff:
+                    self._answered_in_ack.pop(key, None)
 
     def _dispatch(self, parsed, command: dict, responder: Responder, client: WebClient, viewer: Viewer) -> None:
         channel, user = command.get("channel_id", ""), command.get("user_id", "")
