@@ -13,11 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import platformdirs
-
 from .errors import ConfigError
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+
+
+def _user_data_dir() -> str:
+    """The platform's data directory for gad-bot; platformdirs is loaded only when GAD_DATA_DIR is not set."""
+    import platformdirs
+
+    return platformdirs.user_data_dir("gad-bot", appauthor=False)
 
 # name -> (default, meaning). Order is the order of the docs.
 SETTINGS: dict[str, tuple[str, str]] = {
@@ -163,7 +168,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Settings":
         """Build settings from an environment mapping; raise ConfigError naming the bad variable."""
-        data_dir = Path(env.get("GAD_DATA_DIR") or platformdirs.user_data_dir("gad-bot", appauthor=False)).expanduser()
+        data_dir = Path(env.get("GAD_DATA_DIR") or _user_data_dir()).expanduser()
         tz = env.get("GAD_TZ") or "UTC"
         try:
             ZoneInfo(tz)

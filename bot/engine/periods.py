@@ -10,7 +10,6 @@ import calendar
 import re
 from datetime import date, datetime, timedelta
 
-from dateutil.relativedelta import relativedelta
 
 from ..errors import QueryError
 
@@ -48,6 +47,8 @@ def _period_bounds(text: str, today: date) -> tuple[date, date]:
         amount, unit = int(span.group(1)), _UNITS[span.group(2)]
         if amount == 0:
             raise QueryError(f"`{text}` is an empty span; use at least 1, e.g. 30d.")
+        from dateutil.relativedelta import relativedelta  # loaded when used: `gad-bot help` reads PERIOD_FORMS
+
         start = today - relativedelta(**{unit: amount}) + timedelta(days=1)
         return start, today
     quarter = _QUARTER.match(text)
@@ -134,6 +135,8 @@ def mark_partial(rows: list, bucket: str, since: date | None, until: date) -> li
 
 def next_bucket(start: date, bucket: str) -> date:
     """The first day of the bucket after the one starting on `start`."""
+    from dateutil.relativedelta import relativedelta
+
     step = {"week": relativedelta(weeks=1), "month": relativedelta(months=1),
             "quarter": relativedelta(months=3), "year": relativedelta(years=1)}[bucket]
     return start + step

@@ -11,10 +11,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import QueryError, literal
+
+if TYPE_CHECKING:  # numpy is loaded by the two functions that use it: `gad-bot help` reads version_key alone
+    import numpy as np
 
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 KEY_HEX = 16  # a commit key is the first 8 bytes of its id (bot/store/store.py)
@@ -87,6 +89,8 @@ def key_range(prefix: str) -> tuple[int, int]:
 
 def rows_for_prefix(sorted_keys: np.ndarray, order: np.ndarray, prefix: str) -> np.ndarray:
     """Rows whose commit key starts with the hex `prefix` (a key lookup: `store.Lookup`)."""
+    import numpy as np
+
     low, high = key_range(prefix)
     start = int(np.searchsorted(sorted_keys, low, side="left"))
     stop = int(np.searchsorted(sorted_keys, high, side="right"))
@@ -134,6 +138,8 @@ def resolve(repo: str, name: str, tips: dict[str, bytes], rows_of_oid: Callable[
     if _HEX.match(name):
         rows = rows_of_prefix(name)
         if len(name) > KEY_HEX:
+            import numpy as np
+
             rows = np.array([r for r in rows.tolist() if full_oid_of_row(r).hex().startswith(name.lower())], np.int64)
         if len(rows) == 1:
             return int(rows[0])

@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import sys
-import uuid
 from datetime import date, datetime, timezone
 from functools import wraps
 
@@ -49,6 +48,8 @@ def friendly(command):
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
         except Exception:  # a bug: keep the details in the log, give the user a reference
+            import uuid
+
             reference = uuid.uuid4().hex[:8]
             log.exception("internal error, reference %s", reference)
             click.echo(f"gad-bot: internal error (reference {reference}); run again with "
@@ -298,7 +299,7 @@ def _report_epilog() -> str:
     from ..engine.examples import examples
     from ..engine.periods import PERIOD_FORMS
     from ..engine.query import TOKENS
-    from ..render.text import token_lines
+    from ..render.helptext import token_lines
 
     lines = ["\b", "Tokens (any order, after the repository or project names):", *token_lines(TOKENS, 76)]
     lines += ["", f"PERIOD is {PERIOD_FORMS}.", "", "\b", "Examples:"]
@@ -374,7 +375,7 @@ def _one_format(as_json: bool, as_csv: bool, token: str | None) -> None:
 @click.argument("topic", required=False)
 def help_command(topic):
     """What a query can say (every token, with examples), and the commands."""
-    from ..render.text import render_help_text
+    from ..render.helptext import render_help_text
 
     commands = [(f"gad-bot {name}", (command.get_short_help_str(limit=66)))
                 for name, command in sorted(cli.commands.items())]

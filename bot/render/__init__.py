@@ -18,7 +18,7 @@ _LAZY = {"error_blocks": "blocks", "escape_mrkdwn": "blocks", "fit_blocks": "blo
          "home_view": "blocks", "progress_blocks": "blocks", "report_blocks": "blocks", "repos_blocks": "blocks",
          "report_to_csv": "csvout", "report_to_dict": "jsonout", "figure_words": "words", "footnotes": "words",
          "period_words": "words", "sparkline": "words", "render_text": "text", "render_repos_text": "text",
-         "render_help_text": "text", "trend_png": "chart"}
+         "render_help_text": "helptext", "trend_png": "chart"}
 
 __all__ = sorted(_LAZY)
 
