@@ -13,6 +13,17 @@ from bot.errors import face
 from tests.gitbuild import RepoBuilder
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject's addopts): two workers per CPU. Most of the suite's time is spent waiting on the
+    processes it starts (serve, gad-bot commands, git servers, timeouts), so one worker per CPU leaves them idle
+    half the time; more than two per CPU only makes the processes of one test wait for those of another."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(2, 2 * cpus)
+
+
 @pytest.fixture(autouse=True)
 def _slack_face():
     """Each test starts with Slack's wording: a test running the CLI in-process sets the terminal's for its thread."""
@@ -26,6 +37,27 @@ def _blank_git_config(tmp_path_factory):
     for level in (pygit2.enums.ConfigLevel.GLOBAL, pygit2.enums.ConfigLevel.XDG, pygit2.enums.ConfigLevel.SYSTEM):
         pygit2.settings.search_path[level] = str(empty)
     os.environ.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_terminal_size():
+    """The commands the tests run write to pipes, whose width gad-bot takes as 150 columns; pytest-xdist's
+    workers export COLUMNS=80 (and LINES), which would narrow every table a test process prints."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _bytecode_for_processes(tmp_path_factory):
+    """The suite starts hundreds of Python processes (gad-bot commands, serve, its workers). Where the shell
+    says not to write bytecode (PYTHONDONTWRITEBYTECODE, as some containers set) each of them compiled
+    gad-bot's modules anew, 0.1-0.2 s of CPU a process; instead they share one bytecode cache under this
+    run's temporary directory (one for all xdist workers), and the work tree stays free of __pycache__."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "pycache"
+    shared.mkdir(exist_ok=True)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(shared)
 
 
 @pytest.fixture

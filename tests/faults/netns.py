@@ -68,7 +68,7 @@ def run_pytest_inside(args: Sequence[str], scratch: Path, timeout: float = 600) 
     resolv.write_text("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
     env = {**os.environ, ENV: "1", "ADDRESSES": " ".join(ADDRESSES.values())}
     command = ["unshare", "--user", "--map-root-user", "--net", "--mount", "sh", "-c", _SETUP, "sh", str(hosts),
-               str(resolv), sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+               str(resolv), sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0",  # in this process
                f"--basetemp={scratch / 'tmp'}", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout,
                           cwd=Path(__file__).resolve().parents[2])
