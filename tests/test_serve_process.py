@@ -8,6 +8,7 @@ requests are form-encoded and signed exactly as Slack sends them, and posted wit
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,57 +28,75 @@ def stub():
         yield running
 
 
-@pytest.fixture
-def data(tmp_path):
-    """A data directory with `web` (3 commits by 2 people on 3 days) already tracked, through the CLI."""
-    upstream = RepoBuilder(tmp_path / "web")
+@pytest.fixture(scope="module")
+def tracked_once(tmp_path_factory):
+    """A data directory with `web` (3 commits by 2 people on 3 days) tracked through the CLI, once per module."""
+    base = tmp_path_factory.mktemp("serve-process")
+    upstream = RepoBuilder(base / "web")
     upstream.commit(email="ann@example.com", date="2024-01-02")
     upstream.commit(email="bob@example.com", date="2024-01-03")
     upstream.commit(email="ann@example.com", date="2024-02-01")
-    path = tmp_path / "data"
+    path = base / "data"
     tracked = run_cli("track", str(upstream.path), "--name", "web", data=path)
     assert tracked.returncode == 0, tracked.stderr
     return path
+
+
+@pytest.fixture
+def data(tracked_once, tmp_path):
+    """Each test's own copy of it (the index keeps mirror paths relative to the data directory)."""
+    path = tmp_path / "data"
+    shutil.copytree(tracked_once, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def shared(tracked_once, tmp_path_factory):
+    """One HTTP serve (and its Slack stand-in) for the tests that only ask it questions, each under response
+    names of its own; it must still exit 0 on SIGTERM, with no traceback, after all of them."""
+    data = tmp_path_factory.mktemp("shared-serve") / "data"
+    shutil.copytree(tracked_once, data)
+    with SlackStub() as stub, Serve(data, stub, logs=data.parent / "logs") as serve:
+        yield serve
+        assert serve.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in serve.stderr
 
 
 def _answer_text(stub, name: str) -> str:
     return json.dumps(stub.wait_for_response(name, timeout=15))
 
 
-def test_http_slash_command_round_trip(data, stub, tmp_path):
-    with Serve(data, stub, logs=tmp_path / "logs") as serve:
-        with urllib.request.urlopen(serve.url + "/healthz", timeout=5) as health:
-            assert health.status == 200 and health.read() == b"ok\n"
-        status, body, took = serve.post(stub.slash_fields("web since:2024-01 until:2024-01", response_name="jan"))
-        assert status == 200 and took < 3, (status, took)
-        answer = _answer_text(stub, "jan")
-        assert "2GAD" in answer and "4 person-days" in answer  # 2 people x 1 day each in January, doubled
-        # a rejected typo is answered in the ack itself
-        status, body, took = serve.post(stub.slash_fields("web since:2024-13", response_name="typo"))
-        assert status == 200 and took < 3 and "not a period" in body.decode()
-        # the container health check sees the heartbeat
-        assert run_cli("healthcheck", data=data).returncode == 0
-        assert serve.stop(signal.SIGTERM) == 0
-    assert "Traceback" not in serve.stderr
+def test_http_slash_command_round_trip(shared):
+    serve, stub = shared, shared.stub
+    with urllib.request.urlopen(serve.url + "/healthz", timeout=5) as health:
+        assert health.status == 200 and health.read() == b"ok\n"
+    status, body, took = serve.post(stub.slash_fields("web since:2024-01 until:2024-01", response_name="jan"))
+    assert status == 200 and took < 3, (status, took)
+    answer = _answer_text(stub, "jan")
+    assert "2GAD" in answer and "4 person-days" in answer  # 2 people x 1 day each in January, doubled
+    # a rejected typo is answered in the ack itself
+    status, body, took = serve.post(stub.slash_fields("web since:2024-13", response_name="typo"))
+    assert status == 200 and took < 3 and "not a period" in body.decode()
+    # the container health check sees the heartbeat
+    assert run_cli("healthcheck", data=serve.data).returncode == 0
 
 
-def test_forged_signature_and_stale_timestamp_get_401(data, stub, tmp_path):
-    with Serve(data, stub, logs=tmp_path / "logs") as serve:
-        status, _, _ = serve.post(stub.slash_fields("web", response_name="forged"), secret="not-the-signing-secret")
-        assert status == 401
-        status, _, _ = serve.post(stub.slash_fields("web", response_name="stale"), timestamp=int(time.time()) - 6 * 60)
-        assert status == 401
-        unsigned = urllib.request.Request(serve.url + "/slack/events", data=b"command=%2Fgad&text=web", method="POST",
-                                          headers={"Content-Type": "application/x-www-form-urlencoded"})
-        try:
-            urllib.request.urlopen(unsigned, timeout=5)
-            status = 200
-        except urllib.error.HTTPError as error:
-            status = error.code
-        assert status == 401
-        time.sleep(0.5)
-        assert stub.responses("forged") == [] and stub.responses("stale") == []  # nothing ran
-        assert serve.stop() == 0
+def test_forged_signature_and_stale_timestamp_get_401(shared):
+    serve, stub = shared, shared.stub
+    status, _, _ = serve.post(stub.slash_fields("web", response_name="forged"), secret="not-the-signing-secret")
+    assert status == 401
+    status, _, _ = serve.post(stub.slash_fields("web", response_name="stale"), timestamp=int(time.time()) - 6 * 60)
+    assert status == 401
+    unsigned = urllib.request.Request(serve.url + "/slack/events", data=b"command=%2Fgad&text=web", method="POST",
+                                      headers={"Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        urllib.request.urlopen(unsigned, timeout=5)
+        status = 200
+    except urllib.error.HTTPError as error:
+        status = error.code
+    assert status == 401
+    time.sleep(0.5)
+    assert stub.responses("forged") == [] and stub.responses("stale") == []  # nothing ran
 
 
 def test_socket_mode_round_trip(data, stub, tmp_path):
@@ -135,38 +154,36 @@ def test_bad_settings_exit_non_zero_with_one_clear_line(tmp_path, stub, case):
     assert lines[0].startswith("gad-bot: ") and fragment in lines[0], lines[0]
 
 
-def test_home_share_and_subscriptions_through_a_running_serve(data, stub, tmp_path):
+def test_home_share_and_subscriptions_through_a_running_serve(shared):
     """The wiring of `gad-bot serve` itself: App Home, Share and the digest commands (digests are on)."""
     from tests.faults import SIGNING_SECRET
     from tests.slackstub import app_home_opened_event, block_actions_payload, event_callback, signed_event, \
         signed_interaction
 
-    stub.user_tz = "Europe/Paris"
-    with Serve(data, stub, logs=tmp_path / "logs") as serve:
-        status, _ = serve.post_signed(*signed_event(SIGNING_SECRET, event_callback(app_home_opened_event("U123"))))
-        assert status == 200
-        stub.wait_for("views.publish", timeout=15)
-        home = json.dumps(stub.home_views["U123"], ensure_ascii=False)
-        assert "`web` · 2GAD 0 person-days in " in home  # the last full week before today: no commits
-        assert "no weekly figure yet" not in home
-        # a private answer, then its Share button as Slack sends it back
-        serve.post(stub.slash_fields("web since:2024-01 until:2024-01", response_name="private"))
-        private = stub.wait_for_response("private", timeout=15)[-1]
-        assert private["text"] == "web: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
-        (button,) = [e for b in private["blocks"] if b["type"] == "actions" for e in b["elements"]]
-        payload = block_actions_payload("gad_share", button["value"], response_url=stub.response_url("shared"))
-        assert serve.post_signed(*signed_interaction(SIGNING_SECRET, payload))[0] == 200
-        replaced, shared = stub.wait_for_response("shared", count=2, timeout=15)
-        assert shared["response_type"] == "in_channel" and shared["text"] == private["text"]
-        # subscribe in the subscriber's zone, list, preview
-        serve.post(stub.slash_fields("subscribe web day:mon time:9", response_name="sub"))
-        assert "Mondays at 09:00 (Europe/Paris)" in _answer_text(stub, "sub")
-        serve.post(stub.slash_fields("subscriptions", response_name="list"))
-        assert "*Schedule:* Mondays at 09:00 (Europe/Paris)" in _answer_text(stub, "list")
-        serve.post(stub.slash_fields("digest", response_name="preview"))
-        assert "Preview: Weekly 2GAD digest" in _answer_text(stub, "preview")
-        assert serve.stop(signal.SIGTERM) == 0
-    assert "Traceback" not in serve.stderr
+    serve, stub = shared, shared.stub
+    stub.user_tz = "Europe/Paris"  # (the other tests of the shared serve read no time of day)
+    status, _ = serve.post_signed(*signed_event(SIGNING_SECRET, event_callback(app_home_opened_event("U123"))))
+    assert status == 200
+    stub.wait_for("views.publish", timeout=15)
+    home = json.dumps(stub.home_views["U123"], ensure_ascii=False)
+    assert "`web` · 2GAD 0 person-days in " in home  # the last full week before today: no commits
+    assert "no weekly figure yet" not in home
+    # a private answer, then its Share button as Slack sends it back
+    serve.post(stub.slash_fields("web since:2024-01 until:2024-01", response_name="private"))
+    private = stub.wait_for_response("private", timeout=15)[-1]
+    assert private["text"] == "web: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
+    (button,) = [e for b in private["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    payload = block_actions_payload("gad_share", button["value"], response_url=stub.response_url("shared"))
+    assert serve.post_signed(*signed_interaction(SIGNING_SECRET, payload))[0] == 200
+    replaced, in_channel = stub.wait_for_response("shared", count=2, timeout=15)
+    assert in_channel["response_type"] == "in_channel" and in_channel["text"] == private["text"]
+    # subscribe in the subscriber's zone, list, preview
+    serve.post(stub.slash_fields("subscribe web day:mon time:9", response_name="sub"))
+    assert "Mondays at 09:00 (Europe/Paris)" in _answer_text(stub, "sub")
+    serve.post(stub.slash_fields("subscriptions", response_name="list"))
+    assert "*Schedule:* Mondays at 09:00 (Europe/Paris)" in _answer_text(stub, "list")
+    serve.post(stub.slash_fields("digest", response_name="preview"))
+    assert "Preview: Weekly 2GAD digest" in _answer_text(stub, "preview")
 
 
 def test_a_request_cut_off_by_the_shutdown_is_one_line_not_a_traceback():
