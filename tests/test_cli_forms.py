@@ -4,6 +4,7 @@ two formats at once, and projects made from the shell. Expected figures are work
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import date
 
 import pytest
@@ -16,9 +17,11 @@ from tests.test_cli import run
 TODAY = date(2026, 12, 4)
 
 
-@pytest.fixture
-def tracked(tmp_path):
-    """web: Ann 2024-01-02, Bob 2024-01-02, Ann 2024-02-05, Cy 2024-03-01; api: Ann 2024-01-02, Di 2024-02-10."""
+@pytest.fixture(scope="module")
+def tracked_once(tmp_path_factory):
+    """web: Ann 2024-01-02, Bob 2024-01-02, Ann 2024-02-05, Cy 2024-03-01; api: Ann 2024-01-02, Di 2024-02-10;
+    both tracked in place through the CLI, once for the module."""
+    tmp_path = tmp_path_factory.mktemp("cli-forms")
     web = RepoBuilder(tmp_path / "web")
     web.commit(name="Ann", email="ann@example.com", date="2024-01-02T10:00")
     web.commit(name="Bob", email="bob@example.com", date="2024-01-02T11:00")
@@ -30,6 +33,14 @@ def tracked(tmp_path):
     data = tmp_path / "data"
     for repo in (web, api):
         assert run("track", str(repo.path), "--in-place", data=data).returncode == 0
+    return data
+
+
+@pytest.fixture
+def tracked(tracked_once, tmp_path):
+    """Each test's own copy of the data directory (the repositories, read in place, are only read)."""
+    data = tmp_path / "data"
+    shutil.copytree(tracked_once, data)
     return data
 
 
