@@ -13,6 +13,9 @@ import csv
 import io
 import json
 import re
+import shutil
+
+import pytest
 
 from tests.gitbuild import RepoBuilder
 from tests.test_cli import run
@@ -41,10 +44,25 @@ ROWS = [("V_3_6_P1", "V_3_6_P1"), ("V_3_6_1_P1", "V_3_6_P1..V_3_6_1_P1"), ("V_3_
         ("V_3_8_P1", "V_3_7_1_P1..V_3_8_P1")]
 
 
-def test_openssh_releases_come_in_their_order_and_marker_tags_are_no_releases(tmp_path):
-    portable = build_portable(tmp_path / "portable")
-    data = tmp_path / "data"
-    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+@pytest.fixture(scope="module")
+def openssh_once(tmp_path_factory):
+    """build_portable's history tracked as `openssh` through the CLI, once for the module."""
+    base = tmp_path_factory.mktemp("openssh")
+    portable = build_portable(base / "portable")
+    assert run("track", str(portable.path), "--name", "openssh", data=base / "data").returncode == 0
+    return portable, base / "data"
+
+
+@pytest.fixture
+def openssh(openssh_once, tmp_path):
+    """(the repository, a data directory of this test's own where it is tracked as `openssh`)."""
+    portable, tracked = openssh_once
+    shutil.copytree(tracked, tmp_path / "data")
+    return portable, tmp_path / "data"
+
+
+def test_openssh_releases_come_in_their_order_and_marker_tags_are_no_releases(openssh):
+    portable, data = openssh
     result = run("report", "openssh", "by:release", "--json", data=data)
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)["rows"]
@@ -56,12 +74,10 @@ def test_openssh_releases_come_in_their_order_and_marker_tags_are_no_releases(tm
     assert (rows[1]["active_days"], rows[5]["active_days"]) == (2, 2)
 
 
-def test_a_release_table_cut_to_its_newest_releases_does_not_say_all_history(tmp_path):
+def test_a_release_table_cut_to_its_newest_releases_does_not_say_all_history(openssh):
     """`openssh by:release` (the newest 100 of 116 releases) was headed "2GAD 9,874 person-days, all history" while
     `openssh` alone says 10,232 for all history: the period names the releases counted instead."""
-    portable = build_portable(tmp_path / "portable")
-    data = tmp_path / "data"
-    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    portable, data = openssh
     text = run("report", "openssh", "by:release", "top:2", data=data)
     assert text.returncode == 0, text.stderr
     # by hand: V_3_7_1_P1 is Ben's 2003-09-17, V_3_8_P1 Damien's 2003-10-01 and 2004-02-24: 3 person-days
@@ -111,13 +127,11 @@ def test_a_range_whose_two_ends_are_one_commit_says_so_rather_than_a_bare_zero(t
     assert other["hint"] is None and other["active_days"] == 3  # Ben 09-17, Damien 10-01 and 02-24
 
 
-def test_compare_says_why_an_item_is_zero_as_report_does(tmp_path):
+def test_compare_says_why_an_item_is_zero_as_report_does(openssh):
     """`compare openssh range:V_9_5_P1..V_9_0_P1 range:V_9_0_P1..V_9_5_P1` showed the reversed range as a row of
     zeros with nothing said, where `report` says it is reversed. Each item's zero sentence is a note of the
     comparison, naming the item."""
-    portable = build_portable(tmp_path / "portable")
-    data = tmp_path / "data"
-    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    portable, data = openssh
     result = run("compare", "openssh", "range:V_3_7_P1..V_3_6_P1", "range:V_3_6_P1..V_3_7_P1", "--json", data=data)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -195,12 +209,10 @@ def test_compare_of_one_repository_by_release_is_told_what_to_ask(tmp_path):
                                     "of one repository; ask `openssh by:release`, or set releases side by side")
 
 
-def test_compare_of_ranges_says_each_item_has_its_own_range_not_all_history(tmp_path):
+def test_compare_of_ranges_says_each_item_has_its_own_range_not_all_history(openssh):
     """`compare openssh range:V_9_0_P1..V_9_5_P1 range:V_9_5_P1..V_10_0_P1` was headed '(all history)'; each item
     counts its own range, and the text headline, the JSON period and each JSON item say so."""
-    portable = build_portable(tmp_path / "portable")
-    data = tmp_path / "data"
-    assert run("track", str(portable.path), "--name", "openssh", data=data).returncode == 0
+    portable, data = openssh
     ask = ("compare", "openssh", "range:V_3_6_P1..V_3_7_P1", "range:V_3_7_P1..V_3_8_P1")
     text = run(*ask, data=data).stdout
     assert text.splitlines()[0] == ("Side by side: openssh@V_3_6_P1..V_3_7_P1, openssh@V_3_7_P1..V_3_8_P1 "
