@@ -14,14 +14,20 @@ from tests.gitbuild import RepoBuilder
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject's addopts): two workers per CPU. Most of the suite's time is spent waiting on the
-    processes it starts (serve, gad-bot commands, git servers, timeouts), so one worker per CPU leaves them idle
-    half the time; more than two per CPU only makes the processes of one test wait for those of another."""
+    """`-n auto` (pyproject's addopts): two workers per idle CPU, one per CPU at least. Most of the suite's time
+    is spent waiting on the processes it starts (serve, gad-bot commands, git servers, timeouts), so on an idle
+    machine one worker per CPU leaves the CPUs idle half the time; on a busy one (the load average of the last
+    minute) more workers only slow each other's processes, and tests that bound an ack or a child's time in
+    seconds would be measuring that."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(2, 2 * cpus)
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        busy = 0.0
+    return max(cpus, round(2 * cpus - busy))
 
 
 @pytest.fixture(autouse=True)
