@@ -566,10 +566,7 @@ class Serve:
         self.data, self.stub, self.socket_mode, self.secret = data, stub, socket_mode, secret
         self.port = free_port()
         self.logs = logs or data.parent / f"serve-{self.port}"
-        # One report worker unless a test asks for more: "one per CPU" made a serve's processes depend on the
-        # host (16 workers importing the engine on a 16-core box), and each costs ~0.5 s of CPU to start.
-        self.env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url, "GAD_REPORT_WORKERS": "1",
-                    **env}
+        self.env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url, **env}
         if socket_mode:
             self.env.setdefault("SLACK_APP_TOKEN", stub.app_token)
         else:
