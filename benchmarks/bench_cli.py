@@ -147,10 +147,13 @@ def main() -> None:
                     "git log (same question)": ["git", "-C", str(small), *GIT_LOG],
                     "python -c pass": [sys.executable, "-c", "pass"]}
         envs: dict[str, dict[str, str]] = {}
-        if args.before:
+        if args.before:  # its own data directory: an older gad-bot refuses an index of a newer schema
+            before = {"PYTHONPATH": str(args.before.resolve()), "GAD_DATA_DIR": str(work / "data-before")}
+            subprocess.run([*gad, "track", str(small), "--name", "small", "--in-place"], env={**cached, **before},
+                           check=True, capture_output=True)
             for name in ("gad-bot help", "gad-bot report small"):
                 commands[f"{name} (before)"] = commands[name]
-                envs[f"{name} (before)"] = {"PYTHONPATH": str(args.before.resolve())}
+                envs[f"{name} (before)"] = before
         expected = git_two_gad(small, cached)
         shown = run_once(commands["gad-bot report small"], cached)[2]
         said = re.search(r"2GAD\s+([\d,]+) person-days", shown)
