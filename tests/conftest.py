@@ -14,20 +14,14 @@ from tests.gitbuild import RepoBuilder
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject's addopts): two workers per idle CPU, one per CPU at least. Most of the suite's time
-    is spent waiting on the processes it starts (serve, gad-bot commands, git servers, timeouts), so on an idle
-    machine one worker per CPU leaves the CPUs idle half the time; on a busy one (the load average of the last
-    minute) more workers only slow each other's processes, and tests that bound an ack or a child's time in
-    seconds would be measuring that."""
+    """`-n auto` (pyproject's addopts): one worker per CPU. Most of the suite's time is spent waiting on the
+    processes it starts (serve, gad-bot commands, git servers), so more workers would keep the CPUs busier; but a
+    few tests bound an ack or a child's time in seconds, and on 2 cores four workers' processes made those measure
+    each other (seen at a load average of 12-18): one per CPU keeps them honest, and still halves the wall time."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:
-        busy = 0.0
-    return max(cpus, round(2 * cpus - busy))
+        return os.cpu_count() or 1
 
 
 @pytest.fixture(autouse=True)
