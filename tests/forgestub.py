@@ -18,7 +18,12 @@ The API answers as the public docs describe each forge:
 - Gitea/Forgejo (`/api/v1/orgs/{org}/repos?page=&limit=`), `X-Total-Count`; rows with id,
   full_name, clone_url, archived, fork, private, empty.
 
-Private repositories are listed only to a request carrying `token`. `answers` (a list of
+Private repositories are listed only to a request carrying `token` in the forge's own header, as its API
+docs say (TOKEN_HEADERS): GitHub `Authorization: Bearer TOKEN` (or the older `token TOKEN`), GitLab
+`PRIVATE-TOKEN: TOKEN` (or `Authorization: Bearer TOKEN`), Gitea/Forgejo `Authorization: token TOKEN`.
+Credentials in any other form, or a token the forge does not know, are refused with 401, as the forges
+refuse bad credentials (a client that sent GitLab's header to Gitea would otherwise pass here and fail
+there). `answers` (a list of
 (status, headers, body) tuples) replaces the next API answers (rate limits, hostile bodies; a body
 that is not bytes but pieces of bytes is sent chunked, without Content-Length);
 `requests` records (path, authorization headers) of every API request.
@@ -36,6 +41,12 @@ from tests.faults import GitHttpServer
 from tests.gitbuild import RepoBuilder
 
 API_PREFIX = {"github": "/api/v3", "gitlab": "/api/v4", "gitea": "/api/v1"}
+# (header, value before the token) each forge reads a token from: GitHub "Authenticating to the REST API",
+# GitLab "REST API authentication" (personal access tokens), Gitea "API Usage: Authentication"
+TOKEN_HEADERS = {"github": (("Authorization", "Bearer "), ("Authorization", "token ")),
+                 "gitlab": (("PRIVATE-TOKEN", ""), ("Authorization", "Bearer ")),
+                 "gitea": (("Authorization", "token "),)}
+CREDENTIAL_HEADERS = ("Authorization", "PRIVATE-TOKEN")
 
 
 @dataclass
@@ -112,7 +123,9 @@ class ForgeStub(GitHttpServer):
             return self._reply(h, status, body, headers)
         query = dict(urllib.parse.parse_qsl(parts.query))
         path = parts.path[len(prefix):]
-        authorized = self.token is not None and self.token in auth
+        authorized = self._authorized(h)
+        if authorized is None:
+            return self._json(h, 401, {"message": "Bad credentials" if self.kind == "github" else "401 Unauthorized"})
         segments = path.strip("/").split("/")
         if self.kind == "gitlab" and segments[0] == "groups" and len(segments) in (2, 3):
             group = urllib.parse.unquote(segments[1])
@@ -128,6 +141,20 @@ class ForgeStub(GitHttpServer):
                 return self._json(h, 404, {"message": "Not Found"})
             return self._page(h, parts, query, members, authorized)
         return self._json(h, 404, {"message": "Not Found"})
+
+    def _authorized(self, h: BaseHTTPRequestHandler) -> bool | None:
+        """True: this forge's token, in a header this forge reads; False: no credentials (anonymous); None: credentials
+        in a form this forge does not read, or a token it does not know (401)."""
+        sent = {name: h.headers.get(name) for name in CREDENTIAL_HEADERS if h.headers.get(name) is not None}
+        if not sent:
+            return False
+        if len(sent) > 1 or self.token is None:
+            return None
+        ((name, value),) = sent.items()
+        for header, scheme in TOKEN_HEADERS[self.kind]:
+            if name == header and value.startswith(scheme) and value[len(scheme):] == self.token:
+                return True
+        return None
 
     def _page(self, h, parts, query: dict, members: list[StubRepo], authorized: bool) -> None:
         visible = [r for r in members if authorized or not r.private]
