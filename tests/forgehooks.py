@@ -128,6 +128,33 @@ def gitlab_project_create(repo: ForgeRepo) -> dict:
             "project_id": 74, "project_namespace_id": 9, "project_visibility": "private"}
 
 
+def github_ref(repo: ForgeRepo, ref: str, ref_type: str, created: bool, sha: str = "") -> dict:
+    """GitHub's `create` or `delete` event (a branch or tag created or deleted: "Webhook events and payloads");
+    Gitea and Forgejo send the same shape under the same event names, `create` with the commit's `sha` too."""
+    body = github_push(repo, "0" * 40, "0" * 40)
+    payload = {"ref": ref, "ref_type": ref_type, "pusher_type": "user", "repository": body["repository"],
+               "organization": body["organization"], "sender": body["sender"]}
+    if created:
+        payload.update(master_branch="main", description=None, **({"sha": sha} if sha else {}))
+    return payload
+
+
+def gitea_ref(repo: ForgeRepo, ref: str, ref_type: str, created: bool, sha: str = "") -> dict:
+    body = gitea_push(repo, "0" * 40, "0" * 40)
+    payload = {"ref": ref, "ref_type": ref_type, "repository": body["repository"], "sender": body["sender"]}
+    payload.update({"sha": sha} if created else {"pusher_type": "user"})
+    return payload
+
+
+def gitlab_tag_push(repo: ForgeRepo, tag: str, before: str | None, after: str | None) -> dict:
+    """GitLab's Tag Push Hook ("Webhook events": object_kind tag_push): a tag created (`before` all zeros, `after`
+    its commit) or deleted (`after` all zeros, no checkout_sha)."""
+    body = gitlab_push(repo, before or "0" * 40, after or "0" * 40)
+    body.update(object_kind="tag_push", event_name="tag_push", ref=f"refs/tags/{tag}", checkout_sha=after,
+                commits=[], total_commits_count=0)
+    return body
+
+
 # a repository created in an organization: (payload builder, the event header's value)
 CREATED = {"github": (lambda repo: github_repository(repo, "created"), "repository"),
            "gitlab": (gitlab_project_create, "System Hook"),
