@@ -88,7 +88,8 @@ def restore_index(backup: Path, target: Path) -> Restored:
         try:
             problems = [row[0] for row in source.execute("PRAGMA integrity_check")]
             if problems != ["ok"]:
-                raise refuse(f"fails SQLite's integrity check ({problems[0][:200]})")
+                # SQLite's first problem may span lines ("*** in database main ***\nOn tree page 3 ..."): one line
+                raise refuse(f"fails SQLite's integrity check ({' '.join(problems[0].split())[:200]})")
             has = source.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('migrations', 'repos')")
             if has.fetchone()[0] != 2:
                 raise refuse("is a SQLite database but not a gad-bot index")
