@@ -13,7 +13,6 @@ Figures by hand from tests/test_surfaces.py's histories (today is Thursday 2026-
 from __future__ import annotations
 
 import subprocess
-import time
 import uuid
 
 import pytest
@@ -24,6 +23,7 @@ from bot.engine.audiences import Audience
 from bot.engine.engine import Engine
 from bot.faces.links import LinksFace
 from bot.faces.slack import build_app
+from tests.boltidle import drain
 from tests.faults import GitHttpServer
 from tests.slackstub import (SlackStub, block_actions_payload, event_callback, link_shared_event,
                              message_action_payload, signed_event, signed_interaction)
@@ -92,7 +92,7 @@ def test_a_tracked_repositorys_link_unfurls_into_its_card_and_nothing_else_does(
 
 def test_untracked_links_are_left_alone(links, stub):
     links.paste(f"{links.base}/other.git", "https://github.com/torvalds/linux")
-    time.sleep(0.5)
+    drain(links.app)  # the event's listener has returned: a card would have been posted by now
     assert stub.calls_to("chat.unfurl") == []
 
 
@@ -100,7 +100,7 @@ def test_an_admin_can_switch_unfurls_off(tmp_path, stub):
     off = Links(tmp_path, stub, GAD_UNFURLS="off")
     try:
         off.paste(f"{off.base}/web")
-        time.sleep(0.5)
+        drain(off.app)
         assert stub.calls_to("chat.unfurl") == []
     finally:
         off.close()
