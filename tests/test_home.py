@@ -132,9 +132,9 @@ def test_when_only_admins_may_subscribe_a_member_is_told_in_the_modal(tmp_path, 
                                                          "time": "09:00"})
     assert ack["response_action"] == "errors"
     assert ack["errors"]["channel"].startswith("Only the people gad-bot's operator listed can change a channel's digest")
-    import time
+    from tests.boltidle import drain
 
-    time.sleep(0.5)
+    drain(bot.app)  # every listener of the submission has returned: a subscription or a post would be there
     assert subs.get(bot.engine.index, "C555") is None and stub.calls_to("chat.postMessage") == []
 
 
@@ -313,7 +313,6 @@ def test_an_open_while_serves_thread_computes_waits_for_it_rather_than_computing
     """Side by side in one interpreter, the open and the thread took longer than either alone (bench_home.py): an
     open that comes while the thread computes (serve's first seconds, a new week) waits, then computes nothing."""
     import threading
-    import time
 
     from tests.slackstub import app_home_opened_event, event_callback, signed_event
     from tests.test_surfaces import SECRET
@@ -330,11 +329,24 @@ def test_an_open_while_serves_thread_computes_waits_for_it_rather_than_computing
 
     monkeypatch.setattr(bot.engine, "report", gated)
     weeks = bot.face.home_weeks
+    waiting = threading.Event()
+
+    class Idle(threading.Event):
+        """The thread's idle flag, telling the test when an open starts waiting on it."""
+
+        def wait(self, timeout=None):
+            waiting.set()
+            return super().wait(timeout)
+
+    idle = Idle()
+    if weeks._idle.is_set():
+        idle.set()
+    weeks._idle = idle
     weeks.start()
     try:
         assert held.wait(15)  # the thread is computing its first figure
         assert bot._dispatch(*signed_event(SECRET, event_callback(app_home_opened_event("U123")))).status == 200
-        time.sleep(0.5)
+        assert waiting.wait(15), "the open never waited for the thread"
         assert not bot.stub.calls_to("views.publish")  # the open waits for the thread
         release.set()
         bot.stub.wait_for("views.publish", timeout=15)

@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import sqlite3
-import time
 
 import pytest
 from slack_bolt.request import BoltRequest
@@ -42,8 +41,8 @@ def slack(tmp_path_factory):
                                       "GAD_ADMINS": "UADMIN"})
         engine = Engine.open(settings)
         engine.track(str(upstream.path), "web")
-        app, _ = build_app(settings, engine, socket_mode=False)
-        yield app, stub, engine, root / "data"
+        app, face = build_app(settings, engine, socket_mode=False)
+        yield app, stub, engine, root / "data", face
 
 
 def _send(app, stub, name: str, **overrides):
@@ -58,15 +57,11 @@ def _send(app, stub, name: str, **overrides):
     return app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
 
 
-def _seen(response, stub, name: str, wait: float = 5.0) -> list[dict]:
-    """Every message the requester sees: the ack's body, then what reached the response_url."""
+def _seen(response, stub, name: str, face) -> list[dict]:
+    """Every message the requester sees: the ack's body, then what reached the response_url once the command's lazy
+    work has returned (SlackFace.settle: after it, nothing more comes of it)."""
     shown = [json.loads(response.body)] if response.body and response.status == 200 else []
-    if not shown and response.status == 200:
-        try:
-            stub.wait_for_response(name, count=1, timeout=wait)
-        except TimeoutError:
-            pass
-    time.sleep(0.05)
+    assert face.settle(15), "the command's lazy work did not return within 15 s"
     return shown + stub.responses(name)
 
 
@@ -108,11 +103,11 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_hostile_payload_gets_a_clear_reply(slack, name, caplog):
-    app, stub, engine, _ = slack
+    app, stub, engine, _, face = slack
     caplog.set_level(logging.WARNING)
     response = _send(app, stub, name, **CASES[name])
     assert response.status == 200
-    seen = _seen(response, stub, name)
+    seen = _seen(response, stub, name, face)
     assert seen, "the requester was told nothing"
     assert _refused(stub, name) == [], "Slack would refuse the reply (Block Kit limits)"
     for message in seen:
@@ -127,18 +122,18 @@ def test_hostile_payload_gets_a_clear_reply(slack, name, caplog):
 
 
 def test_unknown_command_is_a_clean_404(slack):
-    app, stub, _, _ = slack
+    app, stub, *_ = slack
     response = _send(app, stub, "other", text="web", command="/other")
     assert response.status == 404
     assert "Traceback" not in (response.body or "")
 
 
 def test_sql_and_shell_in_names_stay_text(slack, tmp_path):
-    app, stub, engine, data = slack
+    app, stub, engine, data, face = slack
     for i, text in enumerate(["x'; DROP TABLE repos; --", "web author:'; DROP TABLE repos; --",
                               "project add p web", "'; DELETE FROM commit_chunks; --"]):
         response = _send(app, stub, f"sql-{i}", text=text, user_id="UADMIN")
-        _seen(response, stub, f"sql-{i}")
+        _seen(response, stub, f"sql-{i}", face)
     conn = sqlite3.connect(data / "index.sqlite")
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -164,10 +159,10 @@ def _outside_code(text: str) -> str:
 
 @pytest.mark.parametrize("glob", ["*_~*", "$(rm*-rf*/)", "*bold*_it_~strike~"])
 def test_user_globs_are_shown_as_plain_text(slack, glob):
-    app, stub, _, _ = slack
+    app, stub, _, _, face = slack
     name = f"glob-{abs(hash(glob))}"
     response = _send(app, stub, name, text=f"web author:{glob}")
-    seen = _seen(response, stub, name)
+    seen = _seen(response, stub, name, face)
     assert seen
     for message in seen:
         for text in _texts(message)[1:]:  # the blocks (mrkdwn); the fallback is notification text
@@ -175,37 +170,30 @@ def test_user_globs_are_shown_as_plain_text(slack, glob):
 
 
 def test_a_typo_is_answered_once(slack):
-    app, stub, _, _ = slack
+    app, stub, _, _, face = slack
     response = _send(app, stub, "typo", text="web since:2024-13")
     assert response.status == 200 and "not a period" in (response.body or "")
-    time.sleep(0.5)  # the lazy listener has long finished
+    assert face.settle(15)  # the lazy work has returned: a second answer would be there
     assert stub.responses("typo") == []
 
 
 def test_a_payload_without_response_url_still_gets_an_answer(slack, caplog):
-    app, stub, _, _ = slack
+    app, stub, _, _, face = slack
     caplog.set_level(logging.WARNING)
     before = len(stub.calls_to("chat.postMessage"))
     response = _send(app, stub, "nourl", text="web", response_url=None)
     assert response.status == 200 or 400 <= response.status < 500
-
-    def answered() -> bool:
-        return bool(response.body) or len(stub.calls_to("chat.postMessage")) > before or response.status >= 400
-
-    deadline = time.monotonic() + 5
-    while not answered() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert answered()
-    time.sleep(0.1)
+    assert face.settle(15)  # the lazy work has returned: its answer, or its error, is in
+    assert bool(response.body) or len(stub.calls_to("chat.postMessage")) > before or response.status >= 400
     assert not [r for r in caplog.records if "internal error" in r.getMessage()]
 
 
 @pytest.mark.parametrize("source", ["https://github.com/<!channel>/x", "https://github.com/<https://evil.example|login>/x"])
 def test_track_ack_does_not_echo_live_mrkdwn(slack, source):
-    app, stub, _, _ = slack
+    app, stub, _, _, face = slack
     name = f"track-{abs(hash(source))}"
     response = _send(app, stub, name, text=f"track {source}", user_id="UADMIN")
     assert response.status == 200
-    for message in _seen(response, stub, name):
+    for message in _seen(response, stub, name, face):
         for text in _texts(message):
             assert "<!" not in text and "<http" not in text, text
