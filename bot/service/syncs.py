@@ -104,6 +104,7 @@ class SyncQueue:
         self._bounds: dict[SyncJob, threading.Timer] = {}  # each running job's time bound
         self._overran: set[SyncJob] = set()
         self._closed = False
+        self._adding = threading.local()  # .now: this thread is adding a job's completion callback (_submit)
         # A typed command's progress: workers put (token, event) here; a thread of serve hands each event to
         # the command's listener while its future is not done (later ones are dropped: a progress update
         # must never replace the answer). `_relaying` names the command whose listener runs now: its future is
@@ -334,7 +335,22 @@ class SyncQueue:
         bound.daemon = True
         self._bounds[job] = bound
         bound.start()
-        future.add_done_callback(lambda f, job=job, slot=slot: self._finished(job, f, started, slot))
+
+        def finish(f: Future, job: SyncJob = job, slot: int = slot) -> None:
+            # A job already over (it can finish while the bound's thread starts) has add_done_callback call this at
+            # once, in this thread, under the lock `_finished` takes: finished in a thread of its own instead, or the
+            # queue stays locked for good (tests/test_sync_queue_done.py).
+            if getattr(self._adding, "now", False):
+                threading.Thread(target=self._finished, args=(job, f, started, slot), name="sync-done",
+                                 daemon=True).start()
+            else:
+                self._finished(job, f, started, slot)
+
+        self._adding.now = True
+        try:
+            future.add_done_callback(finish)
+        finally:
+            self._adding.now = False
 
     def _overrun(self, job: SyncJob, slot: int, future: Future) -> None:
         """A job still running at its time bound: its worker is killed (the pool then fails the job)."""
