@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import signal
 import time
@@ -80,6 +81,14 @@ class Site:
     def log_lines(self, fragment: str) -> list[str]:
         return [line for line in self.serve.stderr.splitlines() if fragment in line]
 
+    def wait_lines(self, fragment: str, count: int, seconds: float = 15) -> list[str]:
+        """The log lines holding `fragment`, once there are at least `count` (each request serve answers writes its
+        one line before the answer; the file may show it a moment later)."""
+        deadline = time.monotonic() + seconds
+        while len(lines := self.log_lines(fragment)) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return lines
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
@@ -118,34 +127,113 @@ def test_a_push_is_in_reports_within_seconds(site, forge):
     assert len(site.log_lines(f"sync of {forge} scheduled")) == 1
 
 
-def test_pushes_during_a_sync_are_one_more_sync(site):
-    """Leading-edge debounce through serve: a first push's sync starts at once (its fetch reaches the forge,
-    whose answers the test holds); three more pushes while it runs are one more sync after it, not three
-    and not none; the report counts all four."""
-    synced = len(site.log_lines("sync of repo github: ok"))
-    asked = len(site.git.requests)
-    site.git.hold()
+def test_pushes_during_a_sync_are_one_more_sync(tmp_path):
+    """Leading-edge debounce through serve: a first push's sync starts at once (its fetch reaches the forge, whose
+    answers the test holds); three more pushes while it runs are one more sync after it, not three and not none;
+    the report counts all four.
+
+    Serve's own periodic sync would supply a second sync too (its first run is 30 s after the start): the test first
+    waits for that run to be over (the first sync of each repository, which nothing else asks for), so that the
+    next is 12 hours away and every sync after it is the pushes'. Serve runs on one CPU, so one sync worker takes
+    the jobs in turn: once a push to another repository, made after the two syncs, is synced, a third sync of
+    `web` would have been too."""
+    web = RepoBuilder(tmp_path / "srv" / "acme" / "web.git", bare=True)
+    web.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    other = RepoBuilder(tmp_path / "srv" / "acme" / "other.git", bare=True)
+    other.commit(name="Bob", email="bob@example.com", date="2024-01-03")
+    data = tmp_path / "data"
+    with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
+        for name in ("web", "other"):
+            tracked = run_cli("track", git.url(f"acme/{name}.git"), "--name", name, data=data)
+            assert tracked.returncode == 0, tracked.stderr
+        with Serve(data, stub, logs=tmp_path / "logs", GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET}",
+                   GAD_REPORT_WORKERS="1", cpus={min(os.sched_getaffinity(0))}) as serve:
+            site = Site(git, stub, serve, data, {})
+
+            def push(builder: RepoBuilder, path: str, who: str, day: str) -> None:
+                before = str(builder.tip("main"))
+                after = str(builder.commit(name=who.title(), email=f"{who}@example.com", date=day))
+                repo = ForgeRepo(f"http://127.0.0.1:{git.port}", path)
+                body, headers = delivery("github", PUSH["github"](repo, before, after), SECRET)
+                assert post(f"{serve.url}/hooks/github", body, headers) == (202, "sync scheduled\n")
+
+            # serve's periodic sync, 30 s after its start: over once it has synced both (nothing else asks yet)
+            for name in ("web", "other"):
+                assert site.wait_lines(f"sync of repo {name}: ", 1, seconds=120), serve.stderr[-3000:]
+            synced = len(site.log_lines("sync of repo web: ok"))
+            asked = len(git.requests)
+            git.hold()
+            try:
+                for n in range(4):
+                    push(web, "acme/web", f"pusher{n}", f"2026-11-0{n + 1}")
+                    deadline = time.monotonic() + 30  # no debounce to wait out; a loaded machine may be slow to fork
+                    while n == 0 and len(git.requests) == asked and time.monotonic() < deadline:
+                        time.sleep(0.02)
+                    assert len(git.requests) > asked, "the first push's sync did not reach the forge"
+            finally:
+                git.release()
+            syncs = site.wait_lines("sync of repo web: ok", synced + 2, seconds=60)[synced:]
+            assert len(syncs) == 2, syncs
+            assert ", 4 new commits" in syncs[0] and ", 0 new commits" in syncs[1], syncs
+            # a later push to another repository, synced by the one worker after anything asked before it
+            others = len(site.log_lines("sync of repo other: ok"))
+            push(other, "acme/other", "cy", "2026-11-05")
+            assert len(site.wait_lines("sync of repo other: ok", others + 1, seconds=60)) == others + 1
+            assert site.log_lines("sync of repo web: ok")[synced:] == syncs  # no third
+            expected = 2 * oracle_gad(web.path)
+            assert expected == 10  # Ann's day and the four pushers'
+            assert figure(serve, stub, "web", "coalesced") == expected
+            assert serve.stop(signal.SIGTERM) == 0
+        assert "Traceback" not in serve.stderr
+
+
+def test_a_push_during_its_repositorys_sync_is_one_more_sync_in_the_queue(tmp_path, monkeypatch):
+    """The sync queue alone (one spawned worker): a job held in the worker until the test opens a gate; three
+    requests for it meanwhile are one more job after it; a later request for another repository runs next, and
+    then nothing is left."""
+    from bot.service.syncs import SyncQueue
+
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("GAD_TEST_SYNC_GATE", str(gate))  # the spawned worker reads it
+    settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
+    done = []
+    queue = SyncQueue(settings, workers=1, debounce=0, runner=gated_job, on_done=done.append)
+    queue.start()
     try:
-        for n in range(4):
-            before, after = site.push("github", f"pusher{n}", f"2026-11-0{n + 1}")
-            body, headers = delivery("github", PUSH["github"](site.repo("github"), before, after), SECRET)
-            assert post(site.hook("github"), body, headers) == (202, "sync scheduled\n")
-            deadline = time.monotonic() + 30  # no debounce to wait out; a loaded machine may be slow to fork
-            while n == 0 and len(site.git.requests) == asked and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert len(site.git.requests) > asked, "the first push's sync did not reach the forge"
+        queue.request_repo("web")
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started-web").exists():
+            assert time.monotonic() < deadline, "the first sync never started"
+            time.sleep(0.02)
+        for _ in range(3):
+            queue.request_repo("web")
+        gate.touch()
+        deadline = time.monotonic() + 60
+        while len(done) < 2:
+            assert time.monotonic() < deadline, [d.job.name for d in done]
+            time.sleep(0.02)
+        queue.request_repo("other")  # one worker: it runs after anything asked before it
+        while "other" not in [d.job.name for d in done]:
+            assert time.monotonic() < deadline, [d.job.name for d in done]
+            time.sleep(0.02)
+        assert queue.pending() == 0
     finally:
-        site.git.release()
-    expected = 2 * oracle_gad(site.upstreams["github"].path)
-    seen = figure_reaches(site.serve, site.stub, "github", expected, "coalesced", seconds=30)
-    assert seen[-1] == expected, seen
-    deadline = time.monotonic() + 30
-    while len(site.log_lines("sync of repo github: ok")) < synced + 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1.0)  # a third sync, if any, would have started and ended by now
-    syncs = site.log_lines("sync of repo github: ok")[synced:]
-    assert len(syncs) == 2, syncs
-    assert ", 4 new commits" in syncs[0] and ", 0 new commits" in syncs[1], syncs
+        queue.shutdown()
+    assert [d.job.name for d in done] == ["web", "web", "other"]
+
+
+def gated_job(job):
+    """A sync runner that says it started (a file) and waits for the test's gate (module level: pickled by name)."""
+    import os
+    from pathlib import Path
+
+    from bot.service.syncs import SyncDone
+
+    gate = Path(os.environ["GAD_TEST_SYNC_GATE"])
+    (gate.parent / f"started-{job.name}").touch()
+    while not gate.exists():
+        time.sleep(0.01)
+    return SyncDone(job)
 
 
 @pytest.mark.parametrize("forge", list(PATHS))
@@ -160,9 +248,10 @@ def test_forged_delivery_is_401_with_one_log_line_and_schedules_nothing(site, fo
     if forge != "gitlab":  # GitLab's token does not cover the body
         assert post(site.hook(forge), body.replace(b"main", b"mane"), headers)[0] == 401
     unsigned = {k: v for k, v in headers.items() if "Signature" not in k and "Token" not in k}
+    refusals = len(site.log_lines(f"refused a webhook to /hooks/{forge}: 401"))
     assert post(site.hook(forge), body, unsigned)[0] == 401
-    time.sleep(0.3)  # the log line is written before the answer; give the file a moment anyway
-    refused = site.log_lines(f"refused a webhook to /hooks/{forge}: 401")
+    # the last request's one line is in: any line of these requests (a refusal, or a sync scheduled) is written
+    refused = site.wait_lines(f"refused a webhook to /hooks/{forge}: 401", refusals + 1)
     assert len(refused) == (3 if forge != "gitlab" else 2), refused
     assert len(site.log_lines(f"sync of {forge} scheduled")) == scheduled
 
@@ -196,9 +285,10 @@ def test_a_replayed_delivery_is_refused(site, forge):
     body, headers = delivery(forge, PUSH[forge](site.repo(forge), before, after), SECRET)
     scheduled = len(site.log_lines(f"sync of {forge} scheduled"))
     assert post(site.hook(forge), body, headers)[0] == 202
+    replays = len(site.log_lines(f"refused a webhook to /hooks/{forge}: 409"))
     status, text = post(site.hook(forge), body, headers)
     assert status == 409 and "already received" in text
-    time.sleep(0.3)
+    assert len(site.wait_lines(f"refused a webhook to /hooks/{forge}: 409", replays + 1)) == replays + 1
     assert len(site.log_lines(f"sync of {forge} scheduled")) == scheduled + 1
     # the ids are in the database, not in serve's memory
     import sqlite3
@@ -548,7 +638,8 @@ def test_a_repository_created_in_a_tracked_organization_is_tracked(tmp_path):
 
 def run_queue(tmp_path, requests, count: int, debounce: float) -> list:
     """What a one-worker SyncQueue (in a spawned process, with `record_job` as its runner) finished, in order,
-    after `requests(queue)`: once `count` jobs are done, and a moment longer for any extra one."""
+    after `requests(queue)`: once `count` jobs are done, then a sentinel request is done too (the one worker runs it
+    after anything asked before it) and nothing is left waiting, not even a debounce timer."""
     from bot.service.syncs import SyncQueue
 
     settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
@@ -560,12 +651,15 @@ def run_queue(tmp_path, requests, count: int, debounce: float) -> list:
         deadline = time.monotonic() + 60
         while len(done) < count and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(1.5)  # one more sync would have been handed to the worker by now
+        queue.request_repo("sentinel", delay=0)
+        while "sentinel" not in [d.job.name for d in done] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [d.job.name for d in done][-1:] == ["sentinel"], [d.job.name for d in done]
+        assert queue.pending() == 0
     finally:
         queue.shutdown()
-    assert queue.pending() == 0
     assert all(d.error == "tracked nowhere" for d in done)
-    return [d.job.name for d in done]
+    return [d.job.name for d in done][:-1]
 
 
 def test_a_burst_of_pushes_is_one_sync(tmp_path):
@@ -679,9 +773,11 @@ def test_a_signed_nesting_bomb_is_400_not_a_traceback(site):
     """A body of arrays nested 100,000 deep (200 KB, under the size cap), signed: Python's JSON parser gives up
     with a RecursionError; the answer is a 400 with one log line, never a 500 the forge would retry."""
     body, headers = delivery("github", b"[" * 100_000 + b"]" * 100_000, SECRET)
+    refusals = len(site.log_lines("refused a webhook to /hooks/github: 400 (body is not a JSON object"))
     status, text = post(site.hook("github"), body, headers)
     assert status == 400 and "not a JSON object" in text
-    time.sleep(0.3)
+    assert len(site.wait_lines("refused a webhook to /hooks/github: 400 (body is not a JSON object", refusals + 1)) \
+        == refusals + 1  # its one line is in
     assert len(site.log_lines(headers["X-GitHub-Delivery"])) == 0  # nothing of the request in the log
     assert "Traceback" not in site.serve.stderr and "RecursionError" not in site.serve.stderr
 

@@ -562,8 +562,11 @@ class Serve:
     """
 
     def __init__(self, data: Path, stub, *, socket_mode: bool = False, secret: str = SIGNING_SECRET,
-                 logs: Path | None = None, **env: str):
+                 logs: Path | None = None, cpus: set[int] | None = None, **env: str):
+        """`cpus`: the CPUs serve may run on (its affinity, inherited by its workers), e.g. one CPU for one sync
+        worker (bot/service/workers.default_workers)."""
         self.data, self.stub, self.socket_mode, self.secret = data, stub, socket_mode, secret
+        self.cpus = cpus
         self.port = free_port()
         self.logs = logs or data.parent / f"serve-{self.port}"
         self.env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url, **env}
@@ -583,7 +586,8 @@ class Serve:
         self._err = open(self.logs / "stderr", "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot.faces.cli", "serve", "--port", str(self.port), "--host", "127.0.0.1"],
-            cwd=ROOT, env=cli_env(self.data, **self.env), stdout=self._out, stderr=self._err, start_new_session=True)
+            cwd=ROOT, env=cli_env(self.data, **self.env), stdout=self._out, stderr=self._err, start_new_session=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None)
         if wait:
             self.wait_ready(timeout)
         return self
