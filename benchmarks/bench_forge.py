@@ -79,15 +79,15 @@ def stream(seed: int, commits: int = COMMITS) -> bytes:
     return b"".join(out)
 
 
-def build(base: Path, count: int) -> list[str]:
-    """N bare repositories `acme/repo-NNNN.git` under base, 300 commits each."""
+def build(base: Path, count: int, commits: int = COMMITS) -> list[str]:
+    """N bare repositories `acme/repo-NNNN.git` under base, `commits` commits each (300 unless told)."""
     env = git_env()
     names = [f"acme/repo-{n:04d}" for n in range(count)]
 
     def one(n: int) -> None:
         path = base / f"{names[n]}.git"
         subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(path)], check=True, env=env)
-        subprocess.run(["git", "fast-import", "--quiet"], input=stream(n), cwd=path, check=True, env=env,
+        subprocess.run(["git", "fast-import", "--quiet"], input=stream(n, commits), cwd=path, check=True, env=env,
                        capture_output=True)
 
     (base / "acme").mkdir(parents=True, exist_ok=True)

@@ -83,6 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", type=int, default=2000)
     parser.add_argument("--reports", type=int, default=20)
+    parser.add_argument("--commits", type=int, default=COMMITS, help="commits of each repository")
     parser.add_argument("--keep", help="work in this directory and keep it (default: a temporary one)")
     parser.add_argument("--profile", action="store_true", help="profile the warm reports (cProfile)")
     args = parser.parse_args()
@@ -92,8 +93,8 @@ def main() -> None:
     srv = work / "srv"
     paths = [srv / f"acme/repo-{n:04d}.git" for n in range(args.repos)]
     if not all(p.exists() for p in paths):
-        print(f"building {args.repos:,} repositories of {COMMITS} commits ...", flush=True)
-        seconds, _ = timed(lambda: build(srv, args.repos))
+        print(f"building {args.repos:,} repositories of {args.commits} commits ...", flush=True)
+        seconds, _ = timed(lambda: build(srv, args.repos, args.commits))
         print(f"  built in {seconds:.1f} s", flush=True)
 
     from bot.config import Settings
@@ -121,6 +122,7 @@ def main() -> None:
         "report over the whole project": lambda: engine.report(plain),
         "`by:month` over the whole project": lambda: engine.report(Query(repos=(PROJECT,), by="month")),
         "`by:person` over the whole project": lambda: engine.report(Query(repos=(PROJECT,), by="person")),
+        "`by:repo` over the whole project": lambda: engine.report(Query(repos=(PROJECT,), by="repo")),
         "`compare` of its two halves": lambda: engine.compare(compare),
         "`since:` over the whole project, another month each time": lambda: engine.report(
             Query(repos=(PROJECT,), since=next(months))),
@@ -144,7 +146,7 @@ def main() -> None:
     print()
     print(f"Run on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: {cpus()} CPUs, Python {platform.python_version()}, "
           f"pygit2 {pygit2.__version__}, git {subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.split()[-1]}; "
-          f"{args.repos:,} repositories x {COMMITS} commits ({args.repos * COMMITS:,} commits), {PEOPLE} people; "
+          f"{args.repos:,} repositories x {args.commits} commits ({args.repos * args.commits:,} commits), {PEOPLE} people; "
           f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) at the end.")
     print()
     print("| what | time | beside it | target |")

@@ -160,6 +160,8 @@ def test_compose_builds_the_dockerfile_with_a_named_volume_and_env_file():
     logging_ = service["logging"]
     assert logging_["driver"] == "json-file"
     assert re.fullmatch(r"\d+[km]", logging_["options"]["max-size"]) and int(logging_["options"]["max-file"]) >= 1
+    # open files as the systemd unit allows them (a container's default may be 1,024)
+    assert service["ulimits"]["nofile"] == {"soft": 65536, "hard": 65536}
 
 
 def test_compose_passes_the_base_image_pin_through_with_the_dockerfiles_default():
@@ -213,6 +215,7 @@ REQUIRED_SERVICE_DIRECTIVES = {
     "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX",
     "RestrictSUIDSGID": "yes",
     "LockPersonality": "yes",
+    "LimitNOFILE": "65536",  # systemd's default 1,024 stopped the sync of an organization of 8,000 (issue 32)
 }
 
 

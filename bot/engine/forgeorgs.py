@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 GONE_NOTE = "deleted upstream (no longer in {org}'s listing); its history stays counted"
 GONE_RETRY = timedelta(days=3650)  # a repository deleted upstream is not fetched again
+PROGRESS_SECONDS = 15.0  # how often a long track or sync of an organization says where it stands in the log
 
 
 @dataclass(frozen=True)
@@ -258,46 +259,59 @@ class OrgTracker:
 
     def _sync_members(self, org: OrgRow, skip: set[int]) -> list[tuple[str, str]]:
         """Fetch every repository of `org` that is due (not gone upstream, not in back-off, not being synced by
-        another process right now, not just cloned), in lanes; then index each in the worker processes."""
+        another process right now, not just cloned), in lanes; then index each in the worker processes.
+
+        Each lane takes a repository's lock file only for that repository's fetch: the open files are bounded by
+        the lanes (GAD_FORGE_FETCHES), never by the organization's size (issue 32: one lock held per repository
+        at once ran out of descriptors at 1,024 with 8,000 repositories)."""
         engine, index, now = self.engine, self.engine.index, utcnow()
-        held: list[tuple[object, object]] = []  # (repository, its lock file), each locked without waiting
+        due = []
         for row in self.rows.repos(org.id):
             repo = index.repo_by_id(row.repo_id) if row.state == TRACKED and row.repo_id is not None else None
             if repo is None or repo.id in skip or repo.in_place or not repo.mirror_path.exists() \
                     or (repo.next_attempt_at and repo.next_attempt_at > now):
                 continue
-            handle = _try_lock(self.settings.data_dir, repo.id)
-            if handle is not None:
-                held.append((repo, handle))
+            due.append(repo)
         failed: list[tuple[str, str]] = []
         fetched: list[int] = []
-        if not held:
+        if not due:
             return failed
         from ..store.mirrors import Mirror, fetch_many
 
-        def done(number: int, error: str | None) -> None:
-            repo, handle = held[number]
-            handle.close()  # unlocks: the index worker takes the lock again
+        data_dir = self.settings.data_dir
+        guard = engine.policy if org.guarded else None
+        started, last_said = time.monotonic(), [time.monotonic()]
+
+        def done(repo, error: str | None) -> None:
             if error is None:
                 fetched.append(repo.id)
-                return
-            failed.append((repo.name, error))
-            delay = timedelta(minutes=min(self.settings.sync_interval_minutes * 2 ** min(repo.failures + 1, 10), 24 * 60))
-            index.record_attempt(repo.id, error, now, now + delay)
+            else:
+                failed.append((repo.name, error))
+                delay = timedelta(minutes=min(self.settings.sync_interval_minutes * 2 ** min(repo.failures + 1, 10),
+                                              24 * 60))
+                index.record_attempt(repo.id, error, now, now + delay)
+            if time.monotonic() - last_said[0] >= PROGRESS_SECONDS:  # a line now and then, never one per repository
+                last_said[0] = time.monotonic()
+                log.info("fetching %s: %d of %d repositories fetched, %d failed, %.0f s", org.name,
+                         len(fetched) + len(failed), len(due), len(failed), last_said[0] - started)
 
-        try:
-            for repo, _ in held:
-                Mirror(repo.mirror_path).clear_stale_locks()  # what a killed fetch left: the lock is ours
-            lanes = max(1, min(self.settings.forge_fetches, len(held)))
-            guard = engine.policy if org.guarded else None
-            with ThreadPoolExecutor(lanes, thread_name_prefix="org-fetch") as pool:
-                for lane in range(lanes):
-                    numbers = list(range(lane, len(held), lanes))
-                    pool.submit(fetch_many, [held[n][0].mirror_path for n in numbers], engine.store.limits, guard,
-                                lambda i, error, numbers=numbers: done(numbers[i], error))
-        finally:
-            for _, handle in held:
-                handle.close()
+        def lane(repos: list) -> None:
+            for repo in repos:
+                handle = _try_lock(data_dir, repo.id)
+                if handle is None:  # another process syncs it right now: it is synced
+                    continue
+                try:
+                    Mirror(repo.mirror_path).clear_stale_locks()  # what a killed fetch left: the lock is ours
+                    outcome: list[str | None] = []
+                    fetch_many([repo.mirror_path], engine.store.limits, guard, lambda _, error: outcome.append(error))
+                finally:
+                    handle.close()  # unlocks: the index worker takes the lock again
+                done(repo, outcome[0] if outcome else "The fetch stopped unexpectedly.")
+
+        lanes = max(1, min(self.settings.forge_fetches, len(due)))
+        with ThreadPoolExecutor(lanes, thread_name_prefix="org-fetch") as pool:
+            for future in [pool.submit(lane, due[number::lanes]) for number in range(lanes)]:
+                future.result()  # a lane's own fault (not a fetch's: those are `done`'s) is not swallowed
         # A fetch that brought nothing leaves nothing to index: no worker processes to start (seconds each on a
         # loaded machine, most of a cycle in which nothing changed), no Engine to open for it.
         current: set[int] = set()
