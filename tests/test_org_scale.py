@@ -85,3 +85,43 @@ def test_an_organizations_sync_holds_open_files_by_lanes_not_by_repositories(for
     from bot.engine.query import Query
 
     assert fresh.report(Query(repos=("acme",))).totals.person_days == len(pairs)
+
+
+# -- by:repo over a project of many repositories: one pass, the figures git's -------------------------------------
+
+def test_by_repo_over_a_project_is_each_repositorys_own_figure(tmp_path):
+    """by:repo over a project (the merged rows, no loop per repository) with and without since:/until: and author:,
+    each row against git's own pairs for that repository; a repository with nothing in the period is a zero row."""
+    from datetime import date
+
+    from bot.engine import columns as col
+    from bot.engine.query import Query
+    from bot.store.store import IN_DEFAULT
+
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    names = []
+    for n in range(12):
+        builder = RepoBuilder(tmp_path / f"r{n}")
+        for k in range(n % 4 + 1):  # ann every time, bob some days, 1-4 commits per repository
+            builder.commit(name="Ann", email="ann@x.example", date=f"2024-0{k % 3 + 1}-{n + 1:02d}")
+            if (n + k) % 3 == 0:
+                builder.commit(name="Bob", email="Bob@X.example", date=f"2024-0{k % 3 + 1}-{n + 1:02d}")
+        engine.track(str(tmp_path / f"r{n}"), f"r{n:02d}", in_place=True)
+        names.append(f"r{n:02d}")
+    engine.project_add("suite", names)
+
+    def expected(n: int, since: str | None = None, until: str | None = None, who: str | None = None) -> tuple:
+        pairs = {(e, d) for e, d in oracle_pairs(tmp_path / f"r{n}")
+                 if (since is None or d >= since.encode()) and (until is None or d <= until.encode())
+                 and (who is None or e.startswith(who.encode()))}
+        return len(pairs), len({e for e, _ in pairs})
+
+    for query, bounds in [(Query(repos=("suite",), by="repo"), {}),
+                          (Query(repos=("suite",), by="repo", since=date(2024, 2, 1), until=date(2024, 2, 29)),
+                           {"since": "2024-02-01", "until": "2024-02-29"}),
+                          (Query(repos=("suite",), by="repo", authors=("bob*",)), {"who": "bob"})]:
+        rows = {r.key: (r.totals.person_days, r.totals.developers) for r in engine.report(query).rows}
+        assert rows == {f"r{n:02d}": expected(n, **bounds) for n in range(12)}, query
+    columns = [engine.snapshots.columns_of(engine.repo(n), engine.repo(n).generation) for n in names]
+    assert engine.snapshots.merged(columns, [None] * 12, col.Filter(scope_bit=IN_DEFAULT),
+                                   Query(repos=("suite",), by="repo")) is not None  # the one-pass path was taken

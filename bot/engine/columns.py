@@ -186,7 +186,7 @@ def _within_period(days: np.ndarray, flt: Filter, keep: np.ndarray | None) -> np
     return keep
 
 
-MERGED_BYTES_PER_ROW = 28  # a key, a person and a commit id (int64 each) and a day (int32)
+MERGED_BYTES_PER_ROW = 44  # a key, a person and a commit id (int64 each) and a day (int32); by:repo's key and place
 
 
 @dataclass
@@ -201,6 +201,12 @@ class Merged:
     days: np.ndarray  # int32
     commit_ids: np.ndarray  # int64; no id twice: the repositories share no commit
     skipped: int  # rows left out for an impossible day
+    # by:repo: the same rows in repository order (each repository's sorted keys one after another), the number of
+    # each repository's rows, their names, and each sorted row's place in that order
+    repo_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    repo_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    names: tuple[str, ...] = ()
+    place: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def merge(columns_list: list[RepoColumns], scope_bit: int, mailmap: bool, bots: bool) -> Merged:
@@ -210,16 +216,23 @@ def merge(columns_list: list[RepoColumns], scope_bit: int, mailmap: bool, bots: 
     order = np.argsort(keys, kind="stable")
     return Merged(f"{len(parts)} repositories", keys[order], np.concatenate([p.persons for p in parts])[order],
                   np.concatenate([p.days for p in parts])[order], np.concatenate([p.commit_ids for p in parts])[order],
-                  sum(len(p.bad_index) for p in parts))
+                  sum(len(p.bad_index) for p in parts), repo_keys=keys,
+                  repo_rows=np.array([len(p.keys) for p in parts], np.int64),
+                  names=tuple(c.name for c in columns_list), place=order)
+
+
+def _merged_keep(merged: Merged, flt: Filter) -> np.ndarray | None:
+    keep = _within_period(merged.days, flt, None)
+    if flt.allowed_people is not None:
+        allowed = flt.allowed_people[merged.persons]
+        keep = allowed if keep is None else keep & allowed
+    return keep
 
 
 def select_merged(merged: Merged, flt: Filter) -> Selection:
     """`select` over a Merged (scope, mailmap and bots are the Merged's): the period and author filters, one
     selection whose (person, day) pairs stay sorted."""
-    keep = _within_period(merged.days, flt, None)
-    if flt.allowed_people is not None:
-        allowed = flt.allowed_people[merged.persons]
-        keep = allowed if keep is None else keep & allowed
+    keep = _merged_keep(merged, flt)
     if keep is None:
         return Selection(merged.name, merged.persons, merged.days, merged.commit_ids, True, merged.skipped,
                          merged.keys)
@@ -537,6 +550,47 @@ def keep(selection: Selection, mask: np.ndarray) -> Selection:
     return Selection(selection.name, selection.persons[mask], selection.days[mask], selection.commit_ids[mask],
                      sorted_pairs=selection.sorted_pairs, skipped=selection.skipped,
                      keys=None if selection.keys is None else selection.keys[mask])
+
+
+def by_repo(selections: list[Selection], names: list[str]) -> list[Row]:
+    """One row per repository of `names` (in their order), over its selections (its authors' and, with co-authors,
+    theirs): grouped in one pass, so thousands of repositories cost linear time (a scan of every selection per
+    repository was N^2: 4.3 s at 8,000, issue 32)."""
+    grouped: dict[str, list[Selection]] = {name: [] for name in names}
+    for selection in selections:
+        grouped.setdefault(selection.name, []).append(selection)
+    return [Row(name, totals(grouped[name])[0]) for name in dict.fromkeys(names)]
+
+
+def by_repo_merged(merged: Merged, flt: Filter) -> list[Row]:
+    """by:repo over a Merged, every repository's row in a few passes over all rows (no loop per repository): the
+    rows kept by the period and author filters, in repository order, each repository's distinct (person, day)
+    pairs and persons counted where its sorted keys change."""
+    keep = _merged_keep(merged, flt)
+    keys, rows = merged.repo_keys, merged.repo_rows
+    if keep is not None:
+        kept = np.zeros(len(keys), bool)
+        kept[merged.place[keep]] = True  # each sorted row's place in repository order
+        ends = np.cumsum(rows)
+        counted = np.concatenate([[0], np.cumsum(kept)])
+        rows = counted[ends] - counted[ends - rows]
+        keys = keys[kept]
+    return [Row(name, Totals(int(p), int(d), int(c))) for name, p, d, c in
+            zip(merged.names, *_segment_counts(keys, rows), rows.tolist())]
+
+
+def _segment_counts(keys: np.ndarray, lengths: np.ndarray) -> tuple[list[int], list[int]]:
+    """Per segment of `keys` (consecutive, of `lengths`; each sorted), its distinct keys and distinct persons."""
+    starts = np.cumsum(lengths) - lengths
+    counts = []
+    for values in (keys, keys >> DAY_BITS):
+        new = np.ones(len(values), np.int64)
+        if len(values) > 1:
+            new[1:] = values[1:] != values[:-1]
+        new[starts[lengths > 0]] = 1  # a segment's first value is new whatever came before it
+        running = np.concatenate([[0], np.cumsum(new)])
+        counts.append((running[starts + lengths] - running[starts]).tolist())
+    return counts[0], counts[1]
 
 
 def by_org(selections: list[Selection], keys: np.ndarray, table, *, disjoint: bool = False) -> list[Row]:

@@ -220,10 +220,10 @@ class Reporting:
             rows = mark_partial(rows, query.by, query.since, query.until or today)
         elif query.by == "person":
             rows = col.by_person(selections, keys, self.snapshots.people_names(col.distinct_persons(keys)), disjoint=disjoint)
+        elif query.by == "repo" and merged is not None:  # thousands of repositories: no loop over them (issue 32)
+            rows = col.by_repo_merged(merged, flt)
         elif query.by == "repo":
-            for name in dict.fromkeys(s.name for s in author_selections):
-                repo_totals, _ = col.totals([s for s in selections if s.name == name])
-                rows.append(col.Row(name, repo_totals))
+            rows = col.by_repo(selections, [s.name for s in author_selections])
         elif query.by == "team":
             grouped = [(m.team.label, np.array(m.ids, np.int64)) for m in matched]
             everyone = col.distinct_persons(keys)

@@ -139,8 +139,8 @@ class Snapshots:
     def merged(self, columns: list[col.RepoColumns], masks: list, flt: col.Filter, query: Query) -> col.Merged | None:
         """The repositories' rows as one sorted selection (columns.Merged), kept per set of snapshots, when the
         question allows it: several repositories that share no commit, no mask (branch:NAME, range:, by:release,
-        path:), neither by:repo nor co-authors, and room for it in half the query cache (else None)."""
-        if len(columns) < 2 or query.by == "repo" or query.coauthors or any(m is not None for m in masks):
+        path:), no co-authors, and room for it in half the query cache (else None)."""
+        if len(columns) < 2 or query.coauthors or any(m is not None for m in masks) or (query.by == "repo" and query.orgs):
             return None
         if sum(len(c.days) for c in columns) * col.MERGED_BYTES_PER_ROW > self.masks.budget // 2:
             return None  # would not be kept: merging again for every question costs more than it saves
