@@ -141,8 +141,33 @@ class Engine:
         """Mirror (or register in place) a repository and index it; nothing is left behind on failure."""
         return self.tracking.track(source, name, in_place=in_place, progress=progress, paths=paths, guarded=guarded)
 
-    def untrack(self, name: str) -> None:
+    def sync_many(self, repos: list[RepoRow], progress=None) -> list[SyncResult]:
+        """Sync these repositories as serve's periodic sync does: fetched in GAD_FORGE_FETCHES lanes, what changed
+        indexed in worker processes (bot/engine/lanes.py); one SyncResult each, in their order."""
+        from .lanes import sync_in_lanes
+
+        return sync_in_lanes(self, repos, progress=progress)
+
+    def untrack(self, name: str):
+        """Forget a repository; or, for one an organization lists that could not be tracked, leave it out from now
+        on (returns its `FailedRepo` then, else None)."""
+        if self.index.repo(name) is None:
+            from ..store.orgindex import OrgIndex
+
+            dropped = OrgIndex(self.index).drop_failed(name)
+            if dropped is not None:
+                return dropped
         self.tracking.untrack(name)
+        return None
+
+    def failed_repos(self, viewer: Viewer = OPERATOR) -> list:
+        """The repositories tracked organizations list that could not be tracked (`orgindex.FailedRepo`: reason,
+        tries, next try), those `viewer` may see: `repos`, `status`, `projects` and `sync` show them."""
+        from ..store.orgindex import OrgIndex
+
+        if not OrgIndex(self.index).orgs():
+            return []
+        return self.forge_orgs.failed(viewer)
 
     def sync(self, names: Iterable[str] = (), progress: Progress | None = None, now=None) -> list[SyncResult]:
         """Fetch and index each named repository (all when none); one failure never stops the others."""

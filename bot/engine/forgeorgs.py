@@ -18,19 +18,18 @@ in the calling (serving) process. Every finished repository is recorded as it fi
 from __future__ import annotations
 
 import logging
-import multiprocessing
-import os
 import re
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
 from ..errors import GadError, MirrorError, QueryError
 from .audiences import ADMINS_AUDIENCE, EVERYONE_AUDIENCE, Audience
 from ..store.forges import ForgeClient, ForgeError, Forges, Listing, OwnerRef, is_gitlab_group, list_owner
 from ..store.index import utcnow
-from ..store.orgindex import DROPPED, FAILED, GONE, PENDING, TRACKED, OrgIndex, OrgRepoRow, OrgRow
+from .lanes import IndexPool, index_workers, sync_in_lanes
+from ..store.orgindex import DROPPED, FAILED, GONE, PENDING, TRACKED, OrgIndex, OrgRepoRow, OrgRow, repo_name_for
 from .lookalikes import lookalike
 
 log = logging.getLogger(__name__)
@@ -121,13 +120,7 @@ class OrgSyncResult:
     changes: tuple[OrgChange, ...] = ()
     failed: tuple[tuple[str, str], ...] = ()
     error: str | None = None  # the listing failed: nothing changed
-
-
-def repo_name_for(full_name: str) -> str:
-    """The tracked repository's name for a forge's full name: `Acme/Web.Site` -> `acme/web.site`."""
-    segments = [re.sub(r"[^\w.\-]+", "-", s.lower()).strip(".-") for s in full_name.split("/")]
-    name = "/".join(s for s in segments if s)
-    return name if re.fullmatch(r"[\w][\w.\-/]*", name) else "repo"
+    waiting: int = 0  # listed repositories that could not be cloned before, waiting for their next try
 
 
 def name_part(raw: str) -> str:
@@ -144,14 +137,6 @@ def name_part(raw: str) -> str:
 
 def project_name_for(owner: OwnerRef) -> str:
     return repo_name_for(owner.owner)
-
-
-@dataclass(frozen=True)
-class _Indexed:
-    """What a worker process sends back after indexing one repository."""
-
-    new_commits: int
-    error: str | None = None
 
 
 class OrgTracker:
@@ -254,17 +239,13 @@ class OrgTracker:
             if fetch:
                 outcome.failed.extend(self._sync_members(org, outcome.fresh))
             results.append(OrgSyncResult(org.name, len(self._member_ids(org)), tuple(outcome.changes),
-                                         tuple(outcome.failed)))
+                                         tuple(outcome.failed), waiting=outcome.waiting))
         return results
 
     def _sync_members(self, org: OrgRow, skip: set[int]) -> list[tuple[str, str]]:
         """Fetch every repository of `org` that is due (not gone upstream, not in back-off, not being synced by
-        another process right now, not just cloned), in lanes; then index each in the worker processes.
-
-        Each lane takes a repository's lock file only for that repository's fetch: the open files are bounded by
-        the lanes (GAD_FORGE_FETCHES), never by the organization's size (issue 32: one lock held per repository
-        at once ran out of descriptors at 1,024 with 8,000 repositories)."""
-        engine, index, now = self.engine, self.engine.index, utcnow()
+        another process right now, not just cloned), in lanes; then index each in the worker processes."""
+        index, now = self.engine.index, utcnow()
         due = []
         for row in self.rows.repos(org.id):
             repo = index.repo_by_id(row.repo_id) if row.state == TRACKED and row.repo_id is not None else None
@@ -272,67 +253,25 @@ class OrgTracker:
                     or (repo.next_attempt_at and repo.next_attempt_at > now):
                 continue
             due.append(repo)
-        failed: list[tuple[str, str]] = []
-        fetched: list[int] = []
-        if not due:
-            return failed
-        from ..store.mirrors import Mirror, fetch_many
+        results = sync_in_lanes(self.engine, due, label=org.name,
+                                rewrite=lambda error: listed_but_not_served(error, org.name))
+        return [(r.name, r.error) for r in results if r.error]
 
-        data_dir = self.settings.data_dir
-        guard = engine.policy if org.guarded else None
-        started, last_said = time.monotonic(), [time.monotonic()]
+    def backoff(self, failures: int) -> timedelta:
+        """How long a repository that failed `failures` times in a row waits for its next try (as a sync's)."""
+        return timedelta(minutes=min(self.settings.sync_interval_minutes * 2 ** min(failures, 10), 24 * 60))
 
-        def done(repo, error: str | None) -> None:
-            if error is None:
-                fetched.append(repo.id)
-            else:
-                failed.append((repo.name, error))
-                delay = timedelta(minutes=min(self.settings.sync_interval_minutes * 2 ** min(repo.failures + 1, 10),
-                                              24 * 60))
-                index.record_attempt(repo.id, error, now, now + delay)
-            if time.monotonic() - last_said[0] >= PROGRESS_SECONDS:  # a line now and then, never one per repository
-                last_said[0] = time.monotonic()
-                log.info("fetching %s: %d of %d repositories fetched, %d failed, %.0f s", org.name,
-                         len(fetched) + len(failed), len(due), len(failed), last_said[0] - started)
-
-        def lane(repos: list) -> None:
-            for repo in repos:
-                handle = _try_lock(data_dir, repo.id)
-                if handle is None:  # another process syncs it right now: it is synced
-                    continue
-                try:
-                    Mirror(repo.mirror_path).clear_stale_locks()  # what a killed fetch left: the lock is ours
-                    outcome: list[str | None] = []
-                    fetch_many([repo.mirror_path], engine.store.limits, guard, lambda _, error: outcome.append(error))
-                finally:
-                    handle.close()  # unlocks: the index worker takes the lock again
-                done(repo, outcome[0] if outcome else "The fetch stopped unexpectedly.")
-
-        lanes = max(1, min(self.settings.forge_fetches, len(due)))
-        with ThreadPoolExecutor(lanes, thread_name_prefix="org-fetch") as pool:
-            for future in [pool.submit(lane, due[number::lanes]) for number in range(lanes)]:
-                future.result()  # a lane's own fault (not a fetch's: those are `done`'s) is not swallowed
-        # A fetch that brought nothing leaves nothing to index: no worker processes to start (seconds each on a
-        # loaded machine, most of a cycle in which nothing changed), no Engine to open for it.
-        current: set[int] = set()
-        for repo_id in fetched:
-            repo = index.repo_by_id(repo_id)
-            try:
-                if repo is not None and engine.indexer.is_current(repo, Mirror(repo.mirror_path)):
-                    index.record_attempt(repo_id, None, now)  # synced, as sync_one would have said
-                    current.add(repo_id)
-            except GadError:  # a mirror that cannot be read: the index worker says so, as before
-                pass
-        fetched = [repo_id for repo_id in fetched if repo_id not in current]
-        with _IndexPool(engine, _index_workers(len(fetched))) as workers:
-            for repo_id, future in [(r, workers.submit(r)) for r in fetched]:
-                try:
-                    result = future.result()
-                except Exception as error:  # a worker that died: the next sync goes on
-                    result = _Indexed(0, f"indexing stopped ({type(error).__name__})")
-                if result.error:
-                    failed.append((index.repo_by_id(repo_id).name if index.repo_by_id(repo_id) else "?", result.error))
-        return failed
+    def failed(self, viewer=None) -> list:
+        """The repositories organizations list that could not be tracked (`FailedRepo`s), those of organizations
+        `viewer` may see (all when None)."""
+        rows = self.rows.failed()
+        if viewer is None:
+            return rows
+        if viewer.operator:
+            return rows
+        hidden = set(self.engine.catalog.unseen(viewer, sorted({r.org for r in rows})))
+        # a private one (as the forge lists it) would start as `admins`: only they see that it failed
+        return [r for r in rows if r.org not in hidden and (viewer.admin or not r.private)]
 
     def _owner_of_row(self, org: OrgRow) -> OwnerRef:
         forge = self.forges.forge_for(org.host)
@@ -346,6 +285,9 @@ class OrgTracker:
     # -- listing against what is tracked --------------------------------------------------------------
     def _reconcile(self, org: OrgRow, listing: Listing, progress: OrgProgressFn | None, *,
                    announce_new: bool) -> "_Outcome":
+        """announce_new: a periodic (or `sync`) listing, whose new repositories are announced and whose failed ones
+        wait out their back-off; else `track URL` again, which tries every failed one now."""
+        retry_failed = not announce_new
         outcome = _Outcome()
         known = {r.forge_id: r for r in self.rows.repos(org.id)}
         listed_ids = set()
@@ -386,10 +328,14 @@ class OrgTracker:
                 continue
             self.rows.upsert(org.id, repo.forge_id, repo.full_name, repo.clone_url, repo.archived, PENDING,
                              private=repo.private)
+            if row is not None and row.state == FAILED and not retry_failed and row.next_attempt_at is not None \
+                    and row.next_attempt_at > now:
+                outcome.waiting += 1  # failed before: tried again once its back-off is over
+                continue
             if row is None or row.state in (PENDING, FAILED):
                 to_track.append(OrgRepoRow(org.id, repo.forge_id, repo.full_name, repo.clone_url,
                                            row.repo_id if row else None, PENDING, repo.archived, None,
-                                           private=repo.private))
+                                           private=repo.private, failures=row.failures if row else 0))
                 continue
             if row.state == DROPPED:
                 continue
@@ -410,6 +356,9 @@ class OrgTracker:
                 if new_name != tracked.name:
                     outcome.changes.append(OrgChange(org.name, "renamed", new_name, tracked.name))
         for row in known.values():
+            if row.forge_id not in listed_ids and row.state in (FAILED, PENDING):
+                self.rows.forget(org.id, row.forge_id)  # never tracked, and no longer listed: nothing to keep
+                continue
             if row.forge_id in listed_ids or row.state != TRACKED or row.repo_id is None:
                 continue
             tracked = self.engine.index.repo_by_id(row.repo_id)
@@ -465,15 +414,19 @@ class OrgTracker:
             if progress is not None:
                 progress(OrgProgress(org.name, phase, clock.done, clock.total, clock.commits, clock.seconds_left()))
 
-        def finished(row: OrgRepoRow, repo_id: int, result: _Indexed | None, error: str | None) -> None:
+        def finished(row: OrgRepoRow, repo_id: int, result, error: str | None) -> None:
             clock.done += 1
             if error is not None:
+                error = listed_but_not_served(error, org.name)
                 outcome.failed.append((row.full_name, error))
                 repo = index.repo_by_id(repo_id) if repo_id else None
                 if repo is not None:
                     engine.untrack(repo.name)
-                self.rows.set_state(org.id, row.forge_id, FAILED, error=error)
+                now = utcnow()
+                self.rows.set_failed(org.id, row.forge_id, error, now, now + self.backoff(row.failures + 1))
             else:
+                if row.failures:
+                    self.rows.clear_failures(org.id, row.forge_id)
                 clock.commits += result.new_commits if result else 0
                 outcome.commits += result.new_commits if result else 0
                 outcome.new += 1
@@ -514,10 +467,10 @@ class OrgTracker:
                     continue
             claimed.add(name)
             to_clone.append((row, name))
-        workers = _index_workers(len(rows))
+        workers = index_workers(len(rows))
         lanes = max(1, min(self.settings.forge_fetches, len(to_clone)))
         # the store's creation lock: a clone not yet in the index is no orphan to a sweep meanwhile
-        with engine.store.creating(), _IndexPool(engine, workers) as pool, \
+        with engine.store.creating(), IndexPool(engine, workers) as pool, \
                 ThreadPoolExecutor(lanes, thread_name_prefix="org-clone") as clones:
             if to_clone:
                 pool.start()
@@ -555,6 +508,21 @@ class OrgTracker:
                     finished(row, int(what), result, result.error)
 
 
+def listed_but_not_served(error: str, org: str) -> str:
+    """A fetch's "no such repository" for one the forge lists right now: not deleted or moved, whatever git says.
+    (A listed repository's git side may answer 404: no commits pushed yet, a token that lists but cannot read
+    code, a forge still creating it.)"""
+    from ..store.mirrors import GONE_UPSTREAM
+
+    if GONE_UPSTREAM not in error:
+        return error
+    head, _, rest = error.partition(GONE_UPSTREAM)
+    detail = rest.split(":", 1)[0].strip() if rest.lstrip().startswith("(") else ""
+    return (f"{head}its git server says there is no such repository {detail} although {org}'s listing names it: "
+            f"it may have no commits yet, or the token may list it without reading its code; it is tried again "
+            f"later, and untrack leaves it out.").replace("  ", " ")
+
+
 def _clone_lane(store, items: list[tuple[str, str]], futures: list[Future], guard) -> None:
     """Clone `items` (source, name) one after another; each future gets the mirror's path or a MirrorError."""
     def done(number: int, path, error: str | None) -> None:
@@ -582,6 +550,7 @@ class _Outcome:
     changes: list[OrgChange] = field(default_factory=list)
     fresh: set[int] = field(default_factory=set)  # repository ids cloned by this call
     refused: list[tuple[str, str]] = field(default_factory=list)  # (full name, why): named outside, or a look-alike
+    waiting: int = 0  # failed before, in back-off: not tried this time
 
 
 @dataclass
@@ -595,99 +564,3 @@ class _Clock:
         if not self.done or self.done >= self.total:
             return None
         return (time.monotonic() - self.started) * (self.total - self.done) / self.done
-
-
-def _try_lock(data_dir, repo_id: int):
-    """The repository's writer lock (the file Tracking._repo_lock takes, bot/engine/tracking.py), if no one holds it; else None."""
-    import fcntl
-
-    lock_dir = data_dir / "locks"
-    lock_dir.mkdir(exist_ok=True, mode=0o700)
-    handle = open(lock_dir / f"{repo_id}.lock", "w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        return None
-    return handle
-
-
-def _index_workers(count: int) -> int:
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, count))
-
-
-class _IndexPool:
-    """Indexing in worker processes (one per CPU), never in the caller: a serving process stays responsive."""
-
-    def __init__(self, engine, workers: int):
-        self.engine, self.workers = engine, workers
-        self._executor: ProcessPoolExecutor | None = None
-
-    def __enter__(self) -> "_IndexPool":
-        return self
-
-    def start(self) -> None:
-        """Start every worker now (seconds each on a loaded machine: Python, numpy, an Engine), while the
-        listing's first clones run, rather than when the first clone is done."""
-        if multiprocessing.current_process().daemon:
-            return
-        executor = self._pool()
-        for _ in range(self.workers):
-            executor.submit(_warm)
-
-    def _pool(self) -> ProcessPoolExecutor:
-        if self._executor is None:
-            context = multiprocessing.get_context("spawn")
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
-                                                 initializer=_init_index_worker, initargs=(type(self.engine), self.engine.settings, os.getpid()))
-        return self._executor
-
-    def submit(self, repo_id: int) -> Future:
-        if multiprocessing.current_process().daemon:  # a daemonic worker may not have children: index here
-            future: Future = Future()
-            repo = self.engine.index.repo_by_id(repo_id)
-            result = self.engine.sync_one(repo, fetch=False) if repo is not None else None
-            future.set_result(_Indexed(result.new_commits, result.error) if result else
-                              _Indexed(0, "the repository was untracked while it was being indexed"))
-            return future
-        return self._pool().submit(_index_in_worker, repo_id)
-
-    def __exit__(self, *exc) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-
-
-_worker_engine = None
-
-
-def _init_index_worker(engine_class, settings, parent: int) -> None:
-    """Die with the process that asked (kill -9 included), and open the Engine once."""
-    global _worker_engine
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(4)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _worker_engine = engine_class(settings)
-
-
-def _warm() -> None:
-    """A no-op job: it makes the pool start a worker (see _IndexPool.start)."""
-
-
-def _index_in_worker(repo_id: int) -> _Indexed:
-    engine = _worker_engine
-    repo = engine.index.repo_by_id(repo_id)
-    if repo is None:
-        return _Indexed(0, "the repository was untracked while it was being indexed")
-    result = engine.sync_one(repo, fetch=False)
-    return _Indexed(result.new_commits, result.error)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the index imports sqlite-utils; the renderers need only the type
     from ..store.index import RepoRow
+    from ..store.orgindex import FailedRepo
 
 
 LOCAL_SOURCE = "a directory on the gad-bot server"  # what people who are not admins see of a local source
@@ -37,6 +38,25 @@ class RepoSummary:
     next_attempt: datetime | None = None
     guarded: bool = False  # typed in Slack: every connection of its fetches is checked (bot/store/egress.py)
     missing_objects: str | None = None  # what `doctor`'s connectivity check found missing in the mirror
+    # "tracked", or "not cloned": an organization lists it, but cloning (or its first index) failed; it is tried
+    # again at `next_attempt`, and `untrack NAME` leaves it out (issue 32: it used to vanish)
+    state: str = "tracked"
+    org: str | None = None  # the organization that lists it, for a repository not cloned
+
+    @property
+    def problem(self) -> bool:
+        """Whether a person should look at it: not cloned, failing to sync, or missing objects."""
+        return self.state != "tracked" or bool(self.last_error) or bool(self.missing_objects)
+
+    @classmethod
+    def of_failed(cls, failed: "FailedRepo", *, paths: bool = True) -> "RepoSummary":
+        """A repository an organization lists that could not be tracked (`store.orgindex.FailedRepo`)."""
+        from ..store.sources import redact
+
+        error = failed.error
+        return cls(name=failed.name, source=redact(failed.source) if failed.source else failed.full_name,
+                   last_sync=failed.failed_at, last_error=error, next_attempt=failed.next_attempt_at,
+                   state="not cloned", org=failed.org)
 
     @classmethod
     def of(cls, repo: "RepoRow", *, paths: bool = True, missing_objects: str | None = None) -> "RepoSummary":

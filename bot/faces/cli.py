@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import sys
+import time
 from datetime import date, datetime, timezone
 from functools import wraps
 
@@ -173,13 +174,32 @@ def track(source, name, in_place, forks):
     click.echo(f"{result.name}: changed paths of {count:,} commits indexed in {seconds:.1f} s (for path:)")
 
 
+PROGRESS_SECONDS = 15.0  # off a terminal, a long track or sync prints where it stands this often (to stderr)
+
+
 def _track_org(engine, owner, name, forks: bool) -> None:
     """Every repository of a forge organization: one progress line, then what was found."""
     if name:
         raise QueryError("An organization is tracked under its own name (its project's); leave out --name.")
 
+    said = [time.monotonic()]
+
+    def line(state) -> None:  # off a terminal (a pipe, a log): a line now and then, never silence for minutes
+        if bar.enabled or time.monotonic() - said[0] < PROGRESS_SECONDS:
+            return
+        said[0] = time.monotonic()
+        if state.phase == "repositories":
+            left = f", about {state.seconds_left / 60:.0f} min left" if state.seconds_left else ""
+            click.echo(f"gad-bot: {state.org}: {state.done:,} of {state.total:,} repositories, "
+                       f"{state.commits:,} commits indexed{left}", err=True)
+        elif state.phase == "rate limit":
+            click.echo(f"gad-bot: {state.org}: waiting {state.waiting:.0f} s for the API's rate limit", err=True)
+        else:
+            click.echo(f"gad-bot: {state.org}: listing repositories ({state.done:,} so far)", err=True)
+
     with _ProgressBar(True) as bar:
         def progress(state) -> None:
+            line(state)
             if state.phase == "repositories":
                 bar("repositories", state.done, state.total,
                     f"{state.org}: repositories ({state.commits:,} commits indexed)")
@@ -190,8 +210,13 @@ def _track_org(engine, owner, name, forks: bool) -> None:
 
         result = engine.track_org(owner, forks=forks, progress=progress)
     click.echo(result.sentence())
+    if result.failed:
+        click.echo(f"{result.org}: {len(result.failed):,} not cloned yet are tried again later; `gad-bot repos` lists "
+                   "them with the reason, and `gad-bot untrack NAME` leaves one out.")
     click.echo(f"{result.org}: {result.new:,} repositories tracked now, {result.commits:,} commits indexed in "
                f"{result.seconds:.1f} s; reports, compare and subscriptions can name `{result.org}`.")
+    if result.failed:  # a script (or a person) must not take a partial track for a whole one
+        sys.exit(1)
 
 
 def _normalise_source(source: str) -> str:
@@ -210,60 +235,118 @@ def _normalise_source(source: str) -> str:
 @click.argument("names", nargs=-1)
 @click.option("--reclone", is_flag=True, help="Replace each named mirror with a fresh clone (for a damaged mirror); "
                                               "keeps its projects and subscriptions.")
+@click.option("--all", "every", is_flag=True, help="A line for every repository (past 50, the counts and the "
+                                                   "failures are printed).")
 @friendly
-def sync(names, reclone):
+def sync(names, reclone, every):
     """Fetch (with prune) and index what is new, for NAMES or every tracked repository.
 
-    A tracked forge organization (named, or all of them when no NAMES are given) is listed again:
-    new repositories are tracked, renamed ones renamed, deleted ones marked gone upstream.
+    Repositories are fetched GAD_FORGE_FETCHES at a time and indexed in one worker process per CPU, as serve's
+    periodic sync does. A tracked forge organization (named, or all of them when no NAMES are given) is listed
+    again first: new repositories are tracked, renamed ones renamed, deleted ones marked gone upstream; a named
+    one's repositories are synced.
     """
-    from ..store.orgindex import OrgIndex
+    from ..store.orgindex import TRACKED, OrgIndex
 
     engine = _engine()
     if reclone and not names:
         raise QueryError("Name the repositories to re-clone, e.g. `gad-bot sync --reclone myrepo`.")
-    known_orgs = [org.name for org in OrgIndex(engine.index).orgs()]
-    orgs = [n for n in names if n in known_orgs and not engine.index.repo(n)] if names else known_orgs
+    org_rows = {org.name: org for org in OrgIndex(engine.index).orgs()}
+    orgs = [n for n in names if n in org_rows and not engine.index.repo(n)] if names else list(org_rows)
     failed = False
-    with _ProgressBar(True) as progress:
-        for name in [n for n in names if n not in orgs] or ([] if names else [r.name for r in engine.repos()]):
-            result = engine.reclone(name, progress) if reclone else engine.sync([name], progress=progress)[0]
-            failed |= bool(result.error)
-            click.echo(_summary(result))
-    for listed in engine.sync_orgs(orgs) if orgs and not reclone else []:
+    if reclone:
+        with _ProgressBar(True) as progress:
+            for name in names:
+                result = engine.reclone(name, progress)
+                failed |= bool(result.error)
+                click.echo(_summary(result))
+        sys.exit(1 if failed else 0)
+    for listed in engine.sync_orgs(orgs) if orgs else []:
         failed |= bool(listed.error)
         changes = " ".join(change.sentence() for change in listed.changes) or "nothing changed upstream."
+        not_cloned = (f" {len(listed.failed) + listed.waiting:,} could not be cloned (`gad-bot repos` says why)."
+                      if listed.failed or listed.waiting else "")
         click.echo(f"{listed.org}: listing failed: {listed.error}" if listed.error else
-                   f"{listed.org}: {listed.repositories:,} repositories; {changes}")
+                   f"{listed.org}: {listed.repositories:,} repositories; {changes}{not_cloned}")
+    if names:
+        repos = [engine.repo(n) for n in names if n not in orgs]
+        members = OrgIndex(engine.index)
+        for org in orgs:  # a named organization: its repositories (not those gone upstream)
+            repos += [r for r in (engine.index.repo_by_id(row.repo_id) for row in members.repos(org_rows[org].id)
+                                  if row.state == TRACKED and row.repo_id is not None) if r is not None]
+        repos = list({r.id: r for r in repos}.values())
+    else:
+        repos = engine.repos()
+    started = time.monotonic()
+
+    def progress(done: int, total: int, failures: int, seconds: float) -> None:
+        click.echo(f"gad-bot: synced {done:,} of {total:,} repositories ({failures:,} failed) in {seconds:.0f} s",
+                   err=True)
+
+    if len(repos) == 1:  # one repository: here, with its progress bar (no worker processes to start)
+        with _ProgressBar(True) as bar:
+            results = engine.sync([repos[0].name], progress=bar)
+    else:
+        results = engine.sync_many(repos, progress=progress) if repos else []
+    failed |= any(r.error for r in results)
+    for line in sync_lines(results, time.monotonic() - started, every=every):
+        click.echo(line)
     if failed:
         sys.exit(1)
+
+
+LISTED_AT_MOST = 50  # more repositories than this: `sync` prints counts and the failures (`--all`: every line)
+
+
+def sync_lines(results, seconds: float, *, every: bool = False) -> list[str]:
+    """What `sync` prints: a line per repository, or past LISTED_AT_MOST the counts, then each failure (first
+    first, LISTED_AT_MOST at most)."""
+    if every or len(results) <= LISTED_AT_MOST:
+        return [_summary(r) for r in results]
+    failures = [r for r in results if r.error]
+    changed = [r for r in results if not r.error and not r.unchanged]
+    lines = [f"{len(results):,} repositories synced in {seconds:.0f} s: "
+             f"{len(results) - len(failures) - len(changed):,} up to date, {len(changed):,} with new commits "
+             f"(+{sum(r.new_commits for r in changed):,}), {len(failures):,} failed"
+             + ("; each failure below" if failures else "") + " (`gad-bot sync --all` prints every repository)."]
+    lines += [_summary(r) for r in failures[:LISTED_AT_MOST]]
+    if len(failures) > LISTED_AT_MOST:
+        lines.append(f"... and {len(failures) - LISTED_AT_MOST:,} more failures (`gad-bot repos` lists them).")
+    return lines
 
 
 @cli.command()
 @click.argument("name")
 @friendly
 def untrack(name):
-    """Forget a repository: its mirror and its rows."""
-    _engine().untrack(name)
+    """Forget a repository: its mirror and its rows (one an organization lists but could not clone: leave it out)."""
+    dropped = _engine().untrack(name)
+    if dropped is not None:
+        click.echo(f"{name}: left out of {dropped.org} (it could not be cloned); it will not be tried again")
+        return
     click.echo(f"{name}: untracked")
 
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--all", "every", is_flag=True, help="List every repository (past 50, only the counts and the "
+                                                   "ones to look at are listed).")
 @friendly
-def repos(as_json):
-    """List tracked repositories: source, commits, last sync, last error."""
+def repos(as_json, every):
+    """List tracked repositories: source, commits, last sync, last error; and those an organization lists that
+    could not be cloned."""
     from ..engine.rows import RepoSummary
 
     engine = _engine()
-    rows = [RepoSummary.of(r, missing_objects=engine.damage(r)) for r in engine.repos()]
+    rows = [RepoSummary.of_failed(f) for f in engine.failed_repos()]
+    rows += [RepoSummary.of(r, missing_objects=engine.damage(r)) for r in engine.repos()]
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows], default=lambda v: v.isoformat() if hasattr(v, "isoformat")
                               else str(v), indent=2))
         return
     from ..render.text import render_repos_text
 
-    click.echo(render_repos_text(rows))
+    click.echo(render_repos_text(rows, every=every))
 
 
 def _track_on_the_fly(engine, words: list[str]) -> list[str]:
@@ -549,7 +632,10 @@ def project(words):
         engine.project_remove(parsed.name)
         click.echo(f"Removed project `{parsed.name}` (its repositories stay tracked).")
     elif isinstance(parsed, ListProjects):
-        click.echo(projects_words(engine.projects()) if engine.projects() else
+        not_cloned: dict[str, int] = {}
+        for failed in engine.failed_repos():
+            not_cloned[failed.org] = not_cloned.get(failed.org, 0) + 1
+        click.echo(projects_words(engine.projects(), not_cloned) if engine.projects() else
                    "No projects yet; create one with `gad-bot project add NAME REPO...`.")
 
 
@@ -785,13 +871,15 @@ def _parse_week(text: str):
 
 
 @cli.command()
+@click.option("--all", "every", is_flag=True, help="A line for every repository (past 50, the counts and the "
+                                                   "failing ones).")
 @friendly
-def status():
+def status(every):
     """Whether serve runs, its queue, workers and jobs, each repository's sync, disk space, versions; exit 1 on a problem."""
     from .status import gather, render
 
     found = gather(_settings(), _engine)
-    click.echo(render(found))
+    click.echo(render(found, every=every))
     if found.problems:  # a damaged index, a full disk, serve not ready: a cron job or a monitor sees it
         sys.exit(1)
 

@@ -417,8 +417,10 @@ class SlackFace:
             self._compare(parsed, typed(command), responder, client, channel, user, viewer)
         elif isinstance(parsed, q.ListRepos):
             paths = viewer.admin  # where repositories live on the server is the admins' business
-            responder.final(*kit.repos_blocks([RepoSummary.of(r, paths=paths, missing_objects=self.engine.damage(r))
-                                               for r in self.engine.repos(viewer)]))
+            rows = [RepoSummary.of_failed(f, paths=paths) for f in self.engine.failed_repos(viewer)]
+            rows += [RepoSummary.of(r, paths=paths, missing_objects=self.engine.damage(r))
+                     for r in self.engine.repos(viewer)]
+            responder.final(*kit.repos_blocks(rows))
         elif isinstance(parsed, q.SetAccess):
             # the words as Slack sent them: `<#C…|eng>` keeps the id that decoding the text for the grammar drops
             raw = (command.get("text") or "").split()[2:]
@@ -431,9 +433,15 @@ class SlackFace:
         elif isinstance(parsed, q.Sync):
             names = parsed.names or tuple(r.name for r in self.engine.repos())
             results = self._run(SyncRepos(tuple(names)))
+            failures = [r for r in results if r.error]
+            shown = results if len(results) <= 50 else failures[:20]  # thousands: the counts and what failed first
             lines = [f"{kit.code(r.name)}: " + (f"failed — {kit.escape_mrkdwn(r.error)}" if r.error else
-                                                 f"{r.commits:,} commits (+{r.new_commits:,})") for r in results]
+                                                 f"{r.commits:,} commits (+{r.new_commits:,})") for r in shown]
             text = "Synced: " + "; ".join(f"{r.name}" for r in results)
+            if len(results) > 50:
+                text = (f"Synced {len(results):,} repositories: {len(failures):,} failed, "
+                        f"+{sum(r.new_commits for r in results):,} new commits.")
+                lines.insert(0, text + (" The failures, first first:" if failures else ""))
             responder.final(text, [kit.section("\n".join(lines) or "Nothing is tracked yet.")])
         elif isinstance(parsed, q.ProjectAdd):
             members = self.engine.project_add(parsed.name, parsed.repos)
@@ -445,8 +453,14 @@ class SlackFace:
             responder.final(f"Removed project {parsed.name}.", [kit.section(f"Removed project {kit.code(parsed.name)}.")])
         elif isinstance(parsed, q.ListProjects):
             projects = self.engine.projects(viewer)
-            lines = [f"{kit.code(n)}: " + ", ".join(kit.code(r) for r in repos) for n, repos in projects.items()]
-            responder.final(words.projects_words(projects), [kit.section("\n".join(lines) or "No projects yet; create one with "
+            not_cloned: dict[str, int] = {}
+            for failed in self.engine.failed_repos(viewer):
+                not_cloned[failed.org] = not_cloned.get(failed.org, 0) + 1
+            lines = [f"{kit.code(n)}: " + ", ".join(kit.code(r) for r in repos[:10])
+                     + (f" and {len(repos) - 10:,} more" if len(repos) > 10 else "")
+                     + (f"; {not_cloned[n]:,} more it lists could not be cloned (`/gad repos` says why)"
+                        if not_cloned.get(n) else "") for n, repos in projects.items()]
+            responder.final(words.projects_words(projects, not_cloned), [kit.section("\n".join(lines) or "No projects yet; create one with "
                                                      "`/gad project add NAME REPO...`.")])
         elif isinstance(parsed, (q.Subscribe, q.Unsubscribe, q.ListSubscriptions, q.PreviewDigest)):
             if self.digests is None:

@@ -55,6 +55,7 @@ class Status:
     data_dir: str
     repos: list[RepoStatus] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # each a `FAIL part: ...` line, as /readyz words it
+    not_cloned: list = field(default_factory=list)  # orgindex.FailedRepo: listed by an organization, not cloned
 
 
 def gather(settings: Settings, open_engine) -> Status:
@@ -67,12 +68,13 @@ def gather(settings: Settings, open_engine) -> Status:
 
     git = git_version()
     problems: list[str] = []
-    schema, repos = 0, []
+    schema, repos, not_cloned = 0, [], []
     try:
         engine = open_engine()
         schema = engine.index.schema_version()
         repos = [RepoStatus(r.name, r.last_success_at, r.last_error, r.failures, r.next_attempt_at)
                  for r in engine.index.repos()]
+        not_cloned = engine.failed_repos()
     except Exception as error:
         fix = ("run `gad-bot doctor`, then `gad-bot restore` from the latest backup" if is_damaged_index(error)
                else "run `gad-bot doctor`")
@@ -96,7 +98,7 @@ def gather(settings: Settings, open_engine) -> Status:
                                                                               for p in problems)):
             problems.append(line)
     return Status(versions, pid, heartbeat_age(settings) if pid is not None else None, state, free, total,
-                  str(settings.data_dir), repos, problems)
+                  str(settings.data_dir), repos, problems, not_cloned)
 
 
 def _when(iso: str | None) -> str:
@@ -110,7 +112,10 @@ def _gib(size: int) -> str:
     return f"{size / 2**30:,.1f} GiB"
 
 
-def render(status: Status, now: datetime | None = None) -> str:
+LISTED_AT_MOST = 50  # more repositories than this: counts and the failing ones, unless every=True (`--all`)
+
+
+def render(status: Status, now: datetime | None = None, *, every: bool = False) -> str:
     now = now or datetime.now(timezone.utc)
     v = status.versions
     schema = f"index schema {v.schema}" if v.schema else "index unreadable"
@@ -135,8 +140,19 @@ def render(status: Status, now: datetime | None = None) -> str:
     if not status.repos:
         lines.append("repositories: none tracked")
     else:
-        lines.append("repositories:")
-        for repo in status.repos:
+        failing = [r for r in status.repos if r.last_error]
+        many = len(status.repos) > LISTED_AT_MOST and not every
+        listed = failing[:LISTED_AT_MOST] if many else status.repos
+        if many:  # an organization of thousands: the counts, what failed first, and the failing ones
+            never = sum(1 for r in status.repos if r.last_success_at is None and not r.last_error)
+            lines.append(f"repositories: {len(status.repos):,} tracked: {len(status.repos) - len(failing) - never:,} "
+                         f"synced, {len(failing):,} failing" + (f", {never:,} never synced" if never else "")
+                         + (" (failing ones below, first failure first; `gad-bot status --all` lists all)"
+                            if failing else " (`gad-bot status --all` lists all)"))
+            listed = sorted(failing, key=lambda r: r.next_attempt_at or now)[:LISTED_AT_MOST]
+        else:
+            lines.append("repositories:")
+        for repo in listed:
             synced = f"synced {ago((now - repo.last_success_at).total_seconds())}" if repo.last_success_at \
                 else "never synced"
             line = f"  {repo.name}: {synced}"
@@ -144,6 +160,15 @@ def render(status: Status, now: datetime | None = None) -> str:
                 retry = f"; next try {_when(repo.next_attempt_at.isoformat())}" if repo.next_attempt_at else ""
                 line += f"; the last {max(1, repo.failures)} sync(s) failed: {repo.last_error[:300]}{retry}"
             lines.append(line)
+    if status.not_cloned:
+        lines.append(f"not cloned: {len(status.not_cloned):,} repositor{'y' if len(status.not_cloned) == 1 else 'ies'} "
+                     "an organization lists (tried again later; `gad-bot untrack NAME` leaves one out):")
+        for failed in status.not_cloned[:LISTED_AT_MOST if not every else None]:
+            retry = f"; next try {_when(failed.next_attempt_at.isoformat())}" if failed.next_attempt_at else ""
+            lines.append(f"  {failed.name} ({failed.org}): {failed.failures} tr{'y' if failed.failures == 1 else 'ies'} "
+                         f"failed: {failed.error[:300]}{retry}")
+        if not every and len(status.not_cloned) > LISTED_AT_MOST:
+            lines.append(f"  ... and {len(status.not_cloned) - LISTED_AT_MOST:,} more (`gad-bot status --all`)")
     if status.problems:
         lines.append("problems:")
         lines += [f"  {problem}" for problem in status.problems]

@@ -407,6 +407,10 @@ def help_blocks(found: Tracked | None = None) -> tuple[str, list[dict]]:
 
 
 def _repo_line(row: RepoSummary) -> str:
+    if row.state != "tracked":  # an organization lists it; cloning it failed (tried again later)
+        retry = f"; next try {words.utc_words(row.next_attempt)}" if row.next_attempt else ""
+        return (f"{code(row.name)} · not cloned ({escape_mrkdwn(row.org or '')} lists it)\n    :warning: "
+                f"{_prose(row.last_error or '', 300)}{retry}")
     parts = [code(row.name)]
     parts.append(words.plural(row.commits, "commit") if row.commits is not None else "not indexed yet")
     parts.append(f"synced {words.utc_words(row.last_sync)}" if row.last_sync is not None else "never synced")
@@ -457,17 +461,25 @@ def repos_blocks(rows: Sequence[RepoSummary]) -> tuple[str, list[dict]]:
         text = "No repositories are tracked yet; an admin can add one with `/gad track URL`."
         return "No repositories are tracked yet.", [section(text)]
     rows = list(rows)
-    failing = sum(1 for r in rows if r.last_error)
+    if len(rows) > REPOS_PER_MESSAGE:  # what to look at first: thousands would hide it past the cut
+        rows.sort(key=lambda r: not r.problem)
+    not_cloned = sum(1 for r in rows if r.state != "tracked")
+    failing = sum(1 for r in rows if r.last_error and r.state == "tracked")
     shown = rows[:REPOS_PER_MESSAGE]
     tail = []
-    fallback = words.plural(len(rows), "tracked repository", "tracked repositories")
+    fallback = words.plural(len(rows) - not_cloned, "tracked repository", "tracked repositories")
     if failing:
         fallback += f", {failing} failing to sync"
         tail.append(context([f":warning: {words.plural(failing, 'repository', 'repositories')} "
                              "failed their last sync (marked :warning: above)."]))
+    if not_cloned:
+        fallback += f", {not_cloned} not cloned"
+        tail.append(context([f":warning: {words.plural(not_cloned, 'repository', 'repositories')} an organization "
+                             "lists could not be cloned: tried again later; the operator's `gad-bot untrack NAME` "
+                             "leaves one out."]))
     body = _packed([_repo_line(r) for r in shown], MAX_BLOCKS - 1 - len(tail),
                    lambda n: f"… and {words.number(n)} more", hidden=len(rows) - len(shown))
-    blocks = [header(f"Tracked repositories ({len(rows)})"), *body, *tail]
+    blocks = [header(f"Tracked repositories ({len(rows) - not_cloned:,})"), *body, *tail]
     return fallback, fit_blocks(blocks, MAX_BLOCKS)
 
 

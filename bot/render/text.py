@@ -57,7 +57,7 @@ def _totals_table(report: Report) -> Table:
         grid.add_row("filters", " ".join(filters))
     if report.asked and set(report.asked) != set(report.repos):
         grid.add_row("asked", ", ".join(report.asked))
-    grid.add_row("repositories" if len(report.repos) != 1 else "repository", ", ".join(report.repos) or "none")
+    grid.add_row("repositories" if len(report.repos) != 1 else "repository", _names(report.repos) or "none")
     if report.cocomo is not None:
         c = report.cocomo
         grid.add_row("vs COCOMO", f"{c.person_months:,.1f} person-months by basic COCOMO ({c.mode} mode, {c.counter}, "
@@ -133,25 +133,66 @@ def render_text(report: Report, *, width: int = 100, color: bool = False) -> str
     return render_parts(parts, width, color)
 
 
-def render_repos_text(rows: Sequence[RepoSummary], *, width: int = 100, color: bool = False) -> str:
-    """`gad-bot repos`: name, commits, last sync, status and (already redacted) source of each repository."""
+LISTED_AT_MOST = 50  # more repositories than this: counts and the ones to look at; `--all` lists every one
+NAMED_AT_MOST = 20  # a report over more repositories names the first ones and counts the rest (issue 32: 1,161)
+
+
+def _names(repos: Sequence[str]) -> str:
+    if len(repos) <= NAMED_AT_MOST:
+        return ", ".join(repos)
+    return ", ".join(repos[:10]) + f" and {len(repos) - 10:,} more (by:repo lists them all, --json names them)"
+
+
+def render_repos_text(rows: Sequence[RepoSummary], *, width: int = 100, color: bool = False,
+                      every: bool = False) -> str:
+    """`gad-bot repos`: name, commits, last sync, status and (already redacted) source of each repository; past
+    LISTED_AT_MOST of them (an organization of thousands) the counts and only the rows to look at, unless `every`."""
     if not rows:
         return "No repositories are tracked yet; add one with `gad-bot track URL`.\n"
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("name", overflow="fold")
-    table.add_column("commits", justify="right", no_wrap=True)
-    table.add_column("last sync", no_wrap=True)
-    table.add_column("status", overflow="fold")
-    table.add_column("source", overflow="fold")
-    for row in rows:
-        table.add_row(row.name,
-                      words.number(row.commits) if row.commits is not None else "-",
-                      words.utc_words(row.last_sync) if row.last_sync is not None else "never",
-                      f"missing objects: {row.missing_objects} (gad-bot doctor says how to repair it)"
-                      if row.missing_objects else f"failed: {row.last_error}" if row.last_error else "ok",
-                      row.source)
-    failing = sum(1 for r in rows if r.last_error)
-    summary = words.plural(len(rows), "repository", "repositories") + " tracked"
+    rows = sorted(rows, key=lambda r: not r.problem) if len(rows) > LISTED_AT_MOST else list(rows)
+    shown = rows if every or len(rows) <= LISTED_AT_MOST else [r for r in rows if r.problem][:LISTED_AT_MOST]
+    parts: list = []
+    if shown:
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table.add_column("name", overflow="fold")
+        table.add_column("commits", justify="right", no_wrap=True)
+        table.add_column("last sync", no_wrap=True)
+        table.add_column("status", overflow="fold")
+        table.add_column("source", overflow="fold")
+        for row in shown:
+            table.add_row(row.name,
+                          words.number(row.commits) if row.commits is not None else "-",
+                          words.utc_words(row.last_sync) if row.last_sync is not None else "never",
+                          _repo_status(row), row.source)
+        parts += [table, ""]
+    return render_parts(parts + repos_summary_lines(rows, len(shown)), width, color)
+
+
+def _repo_status(row: RepoSummary) -> str:
+    if row.state != "tracked":
+        retry = f"; next try {words.utc_words(row.next_attempt)}" if row.next_attempt else ""
+        return f"not cloned ({row.org} lists it): {row.last_error}{retry}"
+    if row.missing_objects:
+        return f"missing objects: {row.missing_objects} (gad-bot doctor says how to repair it)"
+    return f"failed: {row.last_error}" if row.last_error else "ok"
+
+
+def repos_summary_lines(rows: Sequence[RepoSummary], shown: int) -> list[str]:
+    """The counts under `repos` (and `status`): tracked, failing, not cloned, what failed first, what was left out."""
+    tracked = [r for r in rows if r.state == "tracked"]
+    failing = [r for r in tracked if r.last_error]
+    not_cloned = [r for r in rows if r.state != "tracked"]
+    summary = words.plural(len(tracked), "repository", "repositories") + " tracked"
     if failing:
-        summary += f", {failing} failing to sync"
-    return render_parts([table, "", summary], width, color)
+        summary += f", {len(failing):,} failing to sync"
+    lines = [summary]
+    if not_cloned:
+        lines.append(f"{words.plural(len(not_cloned), 'repository', 'repositories')} an organization lists could not "
+                     f"be cloned: tried again later (`gad-bot untrack NAME` leaves one out)")
+    if len(rows) > LISTED_AT_MOST and (failing or not_cloned):
+        first = (not_cloned or failing)[0]
+        lines.append(f"First: {first.name}: {first.last_error}")
+    if shown < len(rows):
+        lines.append(("Listed above: the ones to look at. " if shown else "")
+                     + f"`gad-bot repos --all` lists all {len(rows):,}.")
+    return lines

@@ -442,12 +442,19 @@ def repos_words(repos: Sequence[str], *, limit: int = 5) -> str:
     return ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
-def projects_words(projects: dict[str, Sequence[str]]) -> str:
-    """'2 projects: media (openssh and gstreamer); suite (web and api)', or 'No projects yet.'"""
+def projects_words(projects: dict[str, Sequence[str]], not_cloned: dict[str, int] | None = None) -> str:
+    """'2 projects: media (openssh and gstreamer); suite (web and api)', or 'No projects yet.'; an organization's
+    repositories that could not be cloned (`not_cloned`, by project) are counted after its own."""
     if not projects:
         return "No projects yet."
+    not_cloned = not_cloned or {}
+
+    def failed(name: str) -> str:
+        count = not_cloned.get(name, 0)
+        return f"; {number(count)} more it lists could not be cloned (see repos)" if count else ""
+
     return (plural(len(projects), "project") + ": "
-            + "; ".join(f"{name} ({repos_words(members)})" for name, members in projects.items()))
+            + "; ".join(f"{name} ({repos_words(members)}{failed(name)})" for name, members in projects.items()))
 
 
 def clip(text: str, limit: int, ellipsis: str = "…") -> str:

@@ -7,12 +7,13 @@ can tell new, renamed and deleted repositories apart.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 from .index import Index, _iso, parse_time, utcnow
 
-__all__ = ["OrgRow", "OrgRepoRow", "OrgIndex", "PENDING", "TRACKED", "GONE", "DROPPED", "FAILED"]
+__all__ = ["OrgRow", "OrgRepoRow", "FailedRepo", "OrgIndex", "PENDING", "TRACKED", "GONE", "DROPPED", "FAILED"]
 
 PENDING, TRACKED, GONE, DROPPED, FAILED = "pending", "tracked", "gone", "dropped", "failed"
 
@@ -43,6 +44,25 @@ class OrgRepoRow:
     archived: bool
     error: str | None
     private: bool = False  # the forge lists it as private (or internal): it starts visible to admins only
+    failures: int = 0  # tries to clone (or first index) that failed in a row
+    failed_at: datetime | None = None
+    next_attempt_at: datetime | None = None  # when the periodic sync tries a failed one again
+
+
+@dataclass(frozen=True)
+class FailedRepo:
+    """A repository an organization lists that could not be tracked: `repos`, `status`, `projects` and `sync`
+    show it with its reason until a try succeeds or an admin untracks it (issue 32)."""
+
+    org: str  # the organization's (its project's) name
+    name: str  # the name it would be tracked under (`untrack NAME` drops it)
+    full_name: str  # as the forge lists it
+    error: str
+    failures: int
+    failed_at: datetime | None
+    next_attempt_at: datetime | None
+    private: bool = False
+    source: str = ""  # its clone URL
 
 
 class OrgIndex:
@@ -106,6 +126,37 @@ class OrgIndex:
             self.index.execute("UPDATE forge_org_repos SET state = ?, error = ?, repo_id = ? "
                                "WHERE org_id = ? AND forge_id = ?", (state, error, repo_id, org_id, forge_id))
 
+    def set_failed(self, org_id: int, forge_id: str, error: str, at: datetime, next_attempt: datetime) -> None:
+        """A try to track it failed: kept as failed, with its reason, one more failure, the next try's time."""
+        self.index.execute("UPDATE forge_org_repos SET state = ?, error = ?, repo_id = NULL, failures = failures + 1, "
+                           "failed_at = ?, next_attempt_at = ? WHERE org_id = ? AND forge_id = ?",
+                           (FAILED, error, _iso(at), _iso(next_attempt), org_id, forge_id))
+
+    def forget(self, org_id: int, forge_id: str) -> None:
+        self.index.execute("DELETE FROM forge_org_repos WHERE org_id = ? AND forge_id = ?", (org_id, forge_id))
+
+    def clear_failures(self, org_id: int, forge_id: str) -> None:
+        self.index.execute("UPDATE forge_org_repos SET failures = 0, failed_at = NULL, next_attempt_at = NULL "
+                           "WHERE org_id = ? AND forge_id = ?", (org_id, forge_id))
+
+    def failed(self) -> list[FailedRepo]:
+        """Every repository of every organization that could not be tracked (and is not dropped), by name."""
+        rows = self.index.rows("SELECT r.*, o.name AS org_name FROM forge_org_repos r JOIN forge_orgs o "
+                               "ON o.id = r.org_id WHERE r.state = ? ORDER BY r.full_name", (FAILED,))
+        return [FailedRepo(row["org_name"], repo_name_for(row["full_name"]), row["full_name"],
+                           row["error"] or "it could not be cloned", row["failures"], parse_time(row["failed_at"]),
+                           parse_time(row["next_attempt_at"]), bool(row["private"]), row["clone_url"]) for row in rows]
+
+    def drop_failed(self, name: str) -> FailedRepo | None:
+        """`untrack NAME` of a repository that could not be tracked: it is left out from now on (None: no such)."""
+        for found in self.failed():
+            if found.name == name or found.full_name.lower() == name.lower():
+                self.index.execute("UPDATE forge_org_repos SET state = ? WHERE state = ? AND full_name = ? AND "
+                                   "org_id = (SELECT id FROM forge_orgs WHERE name = ?)",
+                                   (DROPPED, FAILED, found.full_name, found.org))
+                return found
+        return None
+
     def rename_repo(self, repo_id: int, old: str, new: str, source: str) -> None:
         """A repository renamed or transferred upstream: its name and source follow, history stays; so do the
         subscriptions that name it."""
@@ -131,6 +182,13 @@ class OrgIndex:
             "WHERE r.name = ? ORDER BY s.channel_id", (name,))]
 
 
+def repo_name_for(full_name: str) -> str:
+    """The tracked repository's name for a forge's full name: `Acme/Web.Site` -> `acme/web.site`."""
+    segments = [re.sub(r"[^\w.\-]+", "-", s.lower()).strip(".-") for s in full_name.split("/")]
+    name = "/".join(s for s in segments if s)
+    return name if re.fullmatch(r"[\w][\w.\-/]*", name) else "repo"
+
+
 def _org(row: dict) -> OrgRow:
     return OrgRow(id=row["id"], name=row["name"], host=row["host"], kind=row["kind"], owner=row["owner"],
                   url=row["url"], forks=bool(row["forks"]), guarded=bool(row["guarded"]),
@@ -141,4 +199,6 @@ def _org(row: dict) -> OrgRow:
 def _repo(row: dict) -> OrgRepoRow:
     return OrgRepoRow(org_id=row["org_id"], forge_id=row["forge_id"], full_name=row["full_name"],
                       clone_url=row["clone_url"], repo_id=row["repo_id"], state=row["state"],
-                      archived=bool(row["archived"]), error=row["error"], private=bool(row["private"]))
+                      archived=bool(row["archived"]), error=row["error"], private=bool(row["private"]),
+                      failures=row.get("failures", 0) or 0, failed_at=parse_time(row.get("failed_at")),
+                      next_attempt_at=parse_time(row.get("next_attempt_at")))

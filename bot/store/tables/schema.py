@@ -374,6 +374,13 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", I
         # `subscribe REPO team:@group`: a digest of those Slack user groups' people only (handles or ids, spaces)
         "ALTER TABLE subscriptions ADD COLUMN teams TEXT NOT NULL DEFAULT ''",
     ]),
+    (19, "org_repo_failures", [
+        # A repository of an organization that could not be cloned stays in sight (issue 32): how many tries
+        # failed in a row, when the last one did, and when the periodic sync tries again (back-off).
+        "ALTER TABLE forge_org_repos ADD COLUMN failures INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE forge_org_repos ADD COLUMN failed_at TEXT",
+        "ALTER TABLE forge_org_repos ADD COLUMN next_attempt_at TEXT",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
