@@ -48,15 +48,18 @@ def sync_in_lanes(engine, repos: list, *, label: str = "repositories", rewrite: 
     to_index: list[tuple[int, bool]] = [(r.id, True) for r, fetch in zip(repos, lanes_fetch) if not fetch]
     by_id = {r.id: r for r in repos}
 
+    done = [0]  # repositories fetched (or failed, or skipped), then those indexed too
+
     def tell() -> None:
+        done[0] += 1
         if time.monotonic() - said[0] < PROGRESS_SECONDS:
             return
         said[0] = time.monotonic()
-        failed = sum(1 for r in results.values() if r.error)
-        log.info("syncing %s: %d of %d repositories done, %d failed, %.0f s", label, len(results), len(repos),
-                 failed, said[0] - started)
+        failed = sum(1 for r in list(results.values()) if r.error)
+        log.info("syncing %s: %d of %d repositories fetched or indexed, %d failed, %.0f s", label,
+                 min(done[0], len(repos)), len(repos), failed, said[0] - started)
         if progress is not None:
-            progress(len(results), len(repos), failed, said[0] - started)
+            progress(min(done[0], len(repos)), len(repos), failed, said[0] - started)
 
     fetched: list[int] = []
     if to_fetch:
@@ -102,6 +105,7 @@ def sync_in_lanes(engine, repos: list, *, label: str = "repositories", rewrite: 
             except GadError:  # a mirror that cannot be read: the index worker says so
                 pass
             to_index.append((repo_id, False))
+    done[0] = len(repos) - len(to_index)  # what is left is what the workers index
     with IndexPool(engine, index_workers(len(to_index))) as workers:
         for (repo_id, fetch), future in [(item, workers.submit(*item)) for item in to_index]:
             try:

@@ -66,6 +66,8 @@ def run_command(engine, command: Command, notify: Callable[[object], None]) -> o
         return engine.track_org(command.owner, forks=command.forks, guarded=True, progress=notify)
     if isinstance(command, IndexPaths):
         return engine.index_paths(command.name, progress)
-    if isinstance(command, SyncRepos):
+    if isinstance(command, SyncRepos):  # several: in the lanes of the periodic sync (bot/engine/lanes.py)
+        if len(command.names) > 1:
+            return engine.sync_many([engine.repo(name) for name in command.names])
         return engine.sync(command.names)
     raise TypeError(f"not a command: {command!r}")
