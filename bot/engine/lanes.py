@@ -76,6 +76,8 @@ def sync_in_lanes(engine, repos: list, *, label: str = "repositories", rewrite: 
                     Mirror(repo.mirror_path).clear_stale_locks()  # what a killed fetch left: the lock is ours
                     fetch_many([repo.mirror_path], engine.store.limits, engine.policy if repo.guarded else None,
                                lambda _, error: outcome.append(error))
+                except (GadError, OSError) as error:  # this mirror's own trouble: the lane goes on with the rest
+                    outcome.append(str(error) or "The mirror could not be opened.")
                 finally:
                     handle.close()  # unlocks: the index worker takes the lock again
                 error = outcome[0] if outcome else "The fetch stopped unexpectedly."
