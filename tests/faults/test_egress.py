@@ -415,7 +415,9 @@ def test_an_organization_whose_listing_leads_inside_tracks_nothing_from_inside(t
     assert any("/acme/web.git" in path for _, path, _ in forge.requests), "the clone was never tried: no redirect"
     assert "sent gad-bot to another address" in moved
     assert internal.requests == []  # not one request reached the internal server
-    assert repos_json(tmp_path / "data") == []
+    # nothing tracked from inside; the repository that could not be cloned stays in sight, not cloned (issue 32)
+    assert [(r["name"], r["state"], r["commits"]) for r in repos_json(tmp_path / "data")] == [
+        ("acme/web", "not cloned", None)]
 
 
 # ----------------------------------------------------------------------------- typed in Slack, run in a sync worker
