@@ -238,8 +238,9 @@ class Reporting:
             rows = release_rows(self.snapshots, repos[0], all_columns[0], query, flt, released, org_table)
             more_rows = released.more
             notes = released.notes
-        if query.by in ("person", "org", "repo", "team"):
+        if query.by in ("person", "org", "repo", "team") and not (query.by == "repo" and merged is not None):
             # the order every face shows (CSV and JSON take rows as they come), and so the rows top:N keeps
+            # (by_repo_merged gives its rows in that order already)
             rows.sort(key=table_order)
         if query.top is not None and query.by in ("person", "org", "repo", "team"):  # by:release: _release_ranges
             more_rows = max(0, len(rows) - query.top)
