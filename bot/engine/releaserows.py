@@ -47,13 +47,14 @@ def release_ranges(snapshots: Snapshots, repo: RepoRow, columns: col.RepoColumns
                 if name.startswith("refs/tags/")}
         names = list(tags)
         rows = lookup.rows_of(np.array([store.key_of(tags[n]) for n in names], np.int64)) if names else []
-        found = releases.releases(dict(zip(names, (int(r) for r in rows))), query.tags, query.prereleases)
+        found = releases.releases(dict(zip(names, (int(r) for r in rows))), query.tags, query.prereleases,
+                                  query.release_series)
         if not found.tags:
             raise releases.no_release_error(repo.name, names, query.tags)
         return found
 
-    found, left_out = snapshots.masks.get_or_compute(
-        snapshot_key(columns, "release tags", query.tags, query.prereleases), sorted_releases)
+    found, left_out, placeholders = snapshots.masks.get_or_compute(
+        snapshot_key(columns, "release tags", query.tags, query.prereleases, query.release_series), sorted_releases)
     days = columns.store.history.days
     day_of = [from_epoch_day(int(days[t.row])) if days[t.row] != col.BAD_DAY else None for t in found]
     window = releases.window(day_of, query.since, query.until, query.top or MAX_RELEASE_ROWS)
@@ -70,10 +71,11 @@ def release_ranges(snapshots: Snapshots, repo: RepoRow, columns: col.RepoColumns
         tag = found[at]
         before = found[at - 1] if at else None
         shown.append((Release(tag.name, before.name if before else None, day_of[at],
-                              day_of[at - 1] if before else None, tag.prerelease),
+                              day_of[at - 1] if before else None, tag.prerelease,
+                              releases.series_of(tag.name) if query.release_series else None, tag.folded),
                       members[at - window.first]))
         union[members[at - window.first]] = True
-    notes = [left_out, releases.same_commit_note([(found[at].name, found[at - 1].name) for at in window.shown
+    notes = [left_out, placeholders, releases.same_commit_note([(found[at].name, found[at - 1].name) for at in window.shown
                                                   if at and found[at].row == found[at - 1].row])]
     if window.shown[-1] == len(found) - 1:  # the newest release is a row: its tip is the last of `tips`
         newest = found[-1]
@@ -110,5 +112,19 @@ def release_rows(snapshots: Snapshots, repo: RepoRow, columns: col.RepoColumns, 
             parts += [named] if len(named.persons) else []
         if wanted is not None:
             parts = [col.keep(p, wanted[org_table.orgs_of(p.persons, p.days)]) for p in parts]
-        out.append(Row(release.tag, col.totals(parts)[0], release=release))
+        out.append(Row(release.series or release.tag, col.totals(parts)[0], release=release))
     return out
+
+
+def typical_release(rows: list, series: bool = False):
+    """The median 2GAD and interval of the release rows shown, with their quartiles (metric.TypicalRelease);
+    the first release (everything before it) is left out; None when no other row is shown."""
+    from ..metric import Quartiles, TypicalRelease
+
+    counted = [row for row in rows if row.release is not None and row.release.previous is not None]
+    if not counted:
+        return None
+    intervals = [row.release.interval_days for row in counted if row.release.interval_days is not None]
+    return TypicalRelease(two_gad=Quartiles.of(row.totals.two_gad for row in counted),
+                          interval_days=Quartiles.of(intervals), releases=len(counted),
+                          left_out_first=len(counted) < len(rows), series=series)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import columns as col
+from . import calibrations, columns as col
 from ..config import Settings
 from ..errors import GadError, PermissionDeniedError, QueryError, command, literal
 from ..metric import Report, table_order
@@ -29,7 +29,7 @@ from .teams import NO_TEAM, Matched, Teams, no_committer_error, unmatched_note
 from .filters import Active, author_zero_words, check_authors, check_filters
 from .periods import from_epoch_day, mark_partial, to_epoch_day
 from .query import Compare, Query, RefRange
-from .releaserows import refuse_releases_of_several, release_ranges, release_rows
+from .releaserows import refuse_releases_of_several, release_ranges, release_rows, typical_release
 from .snapshots import Snapshots
 
 if TYPE_CHECKING:
@@ -266,9 +266,18 @@ class Reporting:
                       mailmap=query.mailmap, bots=query.bots,
                       more_rows=more_rows, coauthors=query.coauthors, coauthor_commits=coauthor_commits,
                       coauthor_active_days=coauthor_days, release_tags=query.tags, prereleases=query.prereleases,
+                      release_series=query.release_series,
+                      typical=typical_release(rows, query.release_series) if released is not None else None,
                       notes=notes)
         if query.range is not None and repos:
             report = dataclasses.replace(report, **self._range_days(repos[0], query.range, author_selections))
+        calibrated = calibrations.applied(self.index, query.calibrated, totals.two_gad)
+        if calibrated is not None:  # `calibrated:NAME`, or the default calibration (none saved: nothing changes)
+            report = dataclasses.replace(report, calibrated=calibrated)
+        if query.vs_fte:  # over the very pairs counted: every filter, co-authors when on
+            from .fte import fte
+
+            report = dataclasses.replace(report, fte=fte(keys, query.fte_threshold, query.since, query.until, today))
         if totals.person_days == 0:
             report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table, active))
         access_notes = [f"{hidden:,} of {literal(project)}'s repositories are left out: you are not in their audience."

@@ -442,8 +442,14 @@ def compare(words, as_json, as_csv):
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV: the months, the total, the people listed apart.")
 @click.option("--chart", "chart_path", type=click.Path(dir_okay=False, writable=True), metavar="PATH.png",
               help="Also write a PNG of both curves per month to PATH.png.")
+@click.option("--save", "save_as", metavar="NAME",
+              help="Keep the measured ratio (logged person-days / 2GAD, the months' spread) as NAME, for "
+                   "`calibrated:NAME` in reports.")
+@click.option("--default", "as_default", is_flag=True,
+              help="With --save: every report shows its calibrated figure by this one (calibrated:off leaves it out).")
 @friendly
-def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as_csv, chart_path):
+def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as_csv, chart_path, save_as,
+              as_default):
     """2GAD beside TIMESHEET (a CSV export of hours per person and day) for REPO... [tokens].
 
     Per month and in total: the person-days logged (hours / --hours-per-day) by the people who commit,
@@ -458,9 +464,12 @@ def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as
 
     parsed = parse_query(query_words(query), _today())
     _one_format(as_json, as_csv, parsed.format)
-    if parsed.by is not None or parsed.vs_cocomo:
-        raise QueryError(f"calibrate breaks its figures down by month itself; leave out "
-                         f"`{'by:' + parsed.by if parsed.by else 'vs:cocomo'}`.")
+    if parsed.by is not None or parsed.vs_cocomo or parsed.vs_fte or parsed.calibrated:
+        given_token = ('by:' + parsed.by if parsed.by else 'vs:cocomo' if parsed.vs_cocomo else 'vs:fte'
+                       if parsed.vs_fte else 'calibrated:' + parsed.calibrated)
+        raise QueryError(f"calibrate breaks its figures down by month itself; leave out `{given_token}`.")
+    if as_default and not save_as:
+        raise QueryError("--default makes a saved calibration every report's; give it a name with `--save NAME`.")
     given = parse_columns_option(columns) if columns else None
     try:
         with open(timesheet, "rb") as file:
@@ -474,6 +483,14 @@ def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as
     result = compare_with_timesheet(engine, sheet, parsed, _today(), hours_per_day=hours_per_day)
     from ..render import calibrate as view
 
+    if save_as:
+        from ..engine.calibrations import save
+
+        kept = save(engine.index, save_as, result, default=as_default)
+        click.echo(f"gad-bot: saved as {kept.name}: logged person-days / 2GAD = {kept.ratio:.2f} over "
+                   f"{kept.months} months (band {kept.low:.2f}-{kept.high:.2f}, the months' 25th to 75th "
+                   f"percentile){'; every report now shows its calibrated figure' if kept.is_default else ''}; "
+                   f"reports show it with calibrated:{kept.name}.", err=True)
     if chart_path:
         _write_whole(chart_path, view.calibration_png(result))
     if as_json:

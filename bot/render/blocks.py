@@ -341,10 +341,15 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
     cocomo = []
     if report.cocomo is not None:
         c = report.cocomo
+        per = words.cocomo_ksloc_words(report)
         cocomo.append(section(
             f"*vs COCOMO* (basic, {c.mode}; {_prose(c.counter, 200)}, {words.number(c.sloc)} SLOC)\n"
             f"COCOMO {c.person_months:,.1f} person-months · 2GAD {c.two_gad_person_months:,.1f} person-months · "
-            f"ratio {c.ratio:.2f} (2GAD / COCOMO)"))
+            f"ratio {c.ratio:.2f} (2GAD / COCOMO)" + (f"\n{escape_mrkdwn(per)}" if per else "")))
+    estimates = [line for line in (words.fte_words(report), words.typical_words(report),
+                                   words.calibrated_words(report)) if line]
+    if estimates:  # beside the figure, before the breakdown: what an estimate quotes
+        body.append(section("\n".join(f"• {escape_mrkdwn(line)}" for line in estimates)))
 
     notes = [_prose(n, 2000) for n in words.footnotes(report, scope=False)]
     if shared_by:

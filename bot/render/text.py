@@ -66,6 +66,15 @@ def _totals_table(report: Report) -> Table:
         grid.add_row("vs COCOMO", f"{c.person_months:,.1f} person-months by basic COCOMO ({c.mode} mode, {c.counter}, "
                                   f"{words.number(c.sloc)} SLOC); 2GAD {c.two_gad_person_months:,.1f} "
                                   f"person-months; ratio {c.ratio:.2f}")
+        per = words.cocomo_ksloc_words(report)
+        if per:
+            grid.add_row("per KSLOC", per)
+    if report.fte is not None:
+        grid.add_row("vs FTE", words.fte_words(report))
+    if report.typical is not None:
+        grid.add_row("typical", words.typical_words(report))
+    if report.calibrated is not None:
+        grid.add_row("calibrated", words.calibrated_words(report))
     return grid
 
 

@@ -254,8 +254,91 @@ def figure_words(totals: Totals) -> str:
 
 
 def is_converted(report: Report) -> bool:
-    """Whether a figure in person-months/years (or COCOMO) appears, so the units note is due."""
-    return report.cocomo is not None or converted_words(report.two_gad) is not None
+    """Whether a figure in person-months/years (or COCOMO, or the FTE model) appears, so the units note is due."""
+    return (report.cocomo is not None or report.fte is not None
+            or converted_words(report.two_gad) is not None)
+
+
+def _pm(value: float) -> str:
+    return f"{value:,.1f} person-month" + ("" if round(value, 1) == 1.0 else "s")
+
+
+def fte_words(report: Report) -> str | None:
+    """'FTE model (Robles et al., t = 12): 14.5 person-months beside 2GAD's 10.2 (ratio 1.42); partial half-years:
+    2024-H1 (from 2024-03-01)', or None without vs:fte."""
+    f = report.fte
+    if f is None:
+        return None
+    ratio = f" (ratio {f.ratio:.2f})" if f.ratio is not None else ""
+    text = (f"FTE model (Robles et al., t = {f.threshold}): {_pm(f.person_months)} beside 2GAD's "
+            f"{f.two_gad_person_months:,.1f}{ratio}, over {plural(len(f.halves), 'half-year')}")
+    partial = [f"{h.key} ({h.first_day.isoformat()} to {h.last_day.isoformat()})" for h in f.partial]
+    if partial:
+        text += f"; partial: {', '.join(partial)}"
+    return text
+
+
+def fte_note(report: Report) -> str | None:
+    """Where both models are shown: how they differ, and for how many people of this figure."""
+    f = report.fte
+    if f is None:
+        return None
+    day = 6 / f.threshold
+    return (f"The FTE model counts, per person and calendar half-year, min(6, 6 x active days / {f.threshold}) "
+            f"person-months: it gives occasional contributors more than 2GAD (one active day is {day:.2g} "
+            f"person-months, {day * 19:.3g} person-days, against 2GAD's 2) and full-timers less (it stops at 6 "
+            f"person-months a half-year from {f.threshold} active days on); here {plural(f.people_above, 'person', 'people')} "
+            f"got more from it and {plural(f.people_below, 'person', 'people')} less. A half-year cut by since:, until: or "
+            "today is counted over its days in the period (partial).")
+
+
+def typical_words(report: Report) -> str | None:
+    """'Typical release (median of 5; the first, everything before it, left out): 2GAD 12 person-days (P25-P75:
+    8-20), 1.9 months apart (P25-P75: 1.0-2.5 months)', or None."""
+    typical = report.typical
+    if typical is None:
+        return None
+    q = typical.two_gad
+    what = "series" if typical.series else "release"
+    count = plural(typical.releases, what, "series" if typical.series else "releases")
+    first = "; the first, everything before it, left out" if typical.left_out_first else ""
+    text = (f"Typical {what} (median of {count}{first}): 2GAD {_figure(q.median)} person-days "
+            f"(P25-P75: {_figure(q.p25)}-{_figure(q.p75)})")
+    i = typical.interval_days
+    if i is not None:
+        text += (f", {_days(i.median)} after the one before (P25-P75: {_days(i.p25)}-{_days(i.p75)})")
+    return text
+
+
+def _figure(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def _days(days: float) -> str:
+    from ..metric import DAYS_PER_MONTH
+
+    return f"{_figure(days)} days" if abs(days) < 61 else months_words(days / DAYS_PER_MONTH)
+
+
+def calibrated_words(report: Report) -> str | None:
+    """'Calibrated by team (logged / 2GAD = 1.13 over 6 months, 2024-01-01 to 2024-06-30): 452 person-days
+    (band 400-520, the months' 25th to 75th percentile)', or None."""
+    c = report.calibrated
+    if c is None:
+        return None
+    low, high = c.band
+    return (f"Calibrated by {c.name} (logged person-days / 2GAD = {c.ratio:.2f}, measured over {plural(c.months, 'month')}, "
+            f"{c.first_day.isoformat()} to {c.last_day.isoformat()}): {c.person_days:,.0f} person-days "
+            f"(band {low:,.0f}-{high:,.0f}, from the months' 25th to 75th percentile)")
+
+
+def cocomo_ksloc_words(report: Report) -> str | None:
+    """'2GAD 3.2 person-days per thousand source lines (at the head counted)' beside vs:cocomo."""
+    c = report.cocomo
+    if c is None or c.two_gad_per_ksloc is None:
+        return None
+    return (f"2GAD {c.two_gad_per_ksloc:,.2f} person-days per thousand source lines ({number(c.sloc)} SLOC at the "
+            "head counted): multiply by a planned size in KSLOC to scale it")
 
 
 def uses_paths(report: Report) -> bool:
@@ -302,6 +385,9 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
         notes.append(ORG_NOTE)
     if is_converted(report):
         notes.append(UNITS_NOTE)
+    for line in (fte_note(report),):
+        if line:
+            notes.append(line)
     coauthors = coauthor_words(report)
     if coauthors:
         notes.append(coauthors)

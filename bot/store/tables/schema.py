@@ -374,6 +374,23 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", I
         # `subscribe REPO team:@group`: a digest of those Slack user groups' people only (handles or ids, spaces)
         "ALTER TABLE subscriptions ADD COLUMN teams TEXT NOT NULL DEFAULT ''",
     ]),
+    (19, "calibrations", [
+        # `gad-bot calibrate ... --save NAME`: a team's measured ratio of logged person-days to 2GAD, kept so that
+        # `calibrated:NAME` (or the default one) shows a report's figure beside its calibrated one
+        # (bot/engine/calibrations.py reads and writes it).
+        """CREATE TABLE calibrations (
+            name TEXT PRIMARY KEY,
+            ratio REAL NOT NULL,
+            low REAL NOT NULL,
+            high REAL NOT NULL,
+            months INTEGER NOT NULL,
+            first_day TEXT NOT NULL,
+            last_day TEXT NOT NULL,
+            repos TEXT NOT NULL,
+            people INTEGER NOT NULL,
+            is_default INTEGER NOT NULL DEFAULT 0,
+            saved_at TEXT NOT NULL)""",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
