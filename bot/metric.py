@@ -385,6 +385,8 @@ class CompareRow:
     cocomo: Cocomo | None = None
     range: str | None = None  # the item's `range:A..B` ("v1.0..v2.0"), shared or its own; None for its scope
     hint: str | None = None  # for a zero that is likely a mistake: the item's report's one sentence (Report.hint)
+    range_start_day: date | None = None  # the author days of the commits the range's ends name
+    range_end_day: date | None = None
 
     @classmethod
     def from_report(cls, item: str, report: "Report") -> "CompareRow":
@@ -393,7 +395,13 @@ class CompareRow:
         busiest = max(months, key=lambda r: r.totals.person_days, default=None)  # first of equals: the earliest
         return cls(item, report.repos, report.totals, report.first_day, report.last_day, len(months),
                    busiest.key if busiest else None, busiest.totals.person_days if busiest else 0, report.cocomo,
-                   report.range, report.hint)
+                   report.range, report.hint, report.range_start_day, report.range_end_day)
+
+    @property
+    def range_interval_days(self) -> int | None:
+        """Days from the commit of the range's start to its end's (None for `..B` or no range)."""
+        return ((self.range_end_day - self.range_start_day).days
+                if self.range_start_day and self.range_end_day else None)
 
     @property
     def two_gad(self) -> int:
@@ -428,3 +436,4 @@ class CompareReport:
     vs_cocomo: bool = False
     data_as_of: datetime | None = None
     notes: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()  # every shared filter token besides the period (`path:src`, `bots:on`, ...)

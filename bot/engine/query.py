@@ -533,7 +533,7 @@ def parse_query(words: list[str], today: date, *, repos_required: bool = True) -
             options["range"] = _parse_range(value)
         elif key == "path":
             target = excluded if value.startswith("!") else paths
-            cleaned = value.lstrip("!").strip("/")
+            cleaned = clean_path(value.lstrip("!"))
             if not cleaned or ".." in cleaned.split("/"):
                 raise QueryError(f"`path:{value}` is not a path inside the repository; use e.g. `path:src/net`.")
             if any(c in cleaned for c in "*?["):
@@ -662,6 +662,15 @@ def team_word(value: str) -> str:
     return handle
 
 
+def clean_path(value: str) -> str:
+    """A path as git names it inside the repository: `./src/x` and `src\\x` (a Windows shell's) are `src/x`, and
+    `src/x/` is `src/x`. Both used to match nothing and suggest some other path nearby."""
+    cleaned = value.replace("\\", "/").strip("/")
+    while cleaned.startswith("./"):
+        cleaned = cleaned[2:].lstrip("/")
+    return "" if cleaned == "." else cleaned
+
+
 def _tags_glob(value: str) -> str:
     """`tags:GLOB`: a tag-name pattern (fnmatch's `*`, `?`, `[...]`; never a regular expression), bounded."""
     if len(value) > MAX_TAGS_GLOB or not re.fullmatch(r"[\w.\-/+@*?\[\]!~]+", value):
@@ -703,7 +712,7 @@ def _compare_item(word: str) -> CompareItem:
         own, word = _parse_range(span), base
     key, sep, value = word.partition(":")
     if sep and not is_source(word):
-        path = value.strip("/")
+        path = clean_path(value)
         if not path or ".." in path.split("/"):
             raise QueryError(f"`{word}` is not `NAME:PATH`; use e.g. `linux:drivers/gpu/drm/nouveau`.")
         return CompareItem(_check_repo_word(key), path, own, team)

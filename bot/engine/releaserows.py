@@ -112,8 +112,43 @@ def release_rows(snapshots: Snapshots, repo: RepoRow, columns: col.RepoColumns, 
             parts += [named] if len(named.persons) else []
         if wanted is not None:
             parts = [col.keep(p, wanted[org_table.orgs_of(p.persons, p.days)]) for p in parts]
-        out.append(Row(release.series or release.tag, col.totals(parts)[0], release=release))
+        key = f"{release.series} ({release.tag})" if release.series else release.tag  # the series, to its newest
+        out.append(Row(key, col.totals(parts)[0], release=release))
     return out
+
+
+def trimmed_note(columns: col.RepoColumns, released: "ReleaseRanges", query: Query, most: int = 3) -> str | None:
+    """since:/until: pick releases by their tag's day and also bound the days counted inside each: a release whose
+    range holds commits authored outside the period is counted in part. Said, with how many commits, since a row
+    cut that way used to read as the release's whole work."""
+    if query.since is None and query.until is None:
+        return None
+    from .periods import to_epoch_day
+
+    days = columns.store.history.days
+    low = to_epoch_day(query.since) if query.since else None
+    high = to_epoch_day(query.until) if query.until else None
+    cut = []
+    for release, members in released.shown:
+        member_days = days[members]
+        member_days = member_days[member_days != col.BAD_DAY]
+        outside = np.zeros(len(member_days), bool)
+        if low is not None:
+            outside |= member_days < low
+        if high is not None:
+            outside |= member_days > high
+        if outside.any():
+            cut.append((release.tag, int(outside.sum())))
+    if not cut:
+        return None
+    told = [f"{literal(name)} {n:,} commit{'s' * (n != 1)}" for name, n in cut[:most]]
+    if len(cut) > most:
+        told.append(f"{len(cut) - most:,} more release{'s' * (len(cut) - most != 1)}")
+    period = " and ".join(t for t in (f"since:{query.since.isoformat()}" if query.since else "",
+                                      f"until:{query.until.isoformat()}" if query.until else "") if t)
+    return (f"{period} also bound{'s' * (' and ' not in period)} the days counted inside each release, so rows count "
+            f"their ranges in part, leaving out commits authored outside the period ({', '.join(told)}); leave "
+            "since:/until: out for whole releases, and pick the newest with top:N.")
 
 
 def typical_release(rows: list, series: bool = False):
@@ -124,7 +159,10 @@ def typical_release(rows: list, series: bool = False):
     counted = [row for row in rows if row.release is not None and row.release.previous is not None]
     if not counted:
         return None
-    intervals = [row.release.interval_days for row in counted if row.release.interval_days is not None]
+    # a release tagged on an older commit than the one before it in version order (a back-port) has no interval of
+    # its own to speak of: its negative one is left out of the typical interval
+    intervals = [row.release.interval_days for row in counted
+                 if row.release.interval_days is not None and row.release.interval_days >= 0]
     return TypicalRelease(two_gad=Quartiles.of(row.totals.two_gad for row in counted),
                           interval_days=Quartiles.of(intervals), releases=len(counted),
                           left_out_first=len(counted) < len(rows), series=series)

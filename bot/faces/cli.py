@@ -193,6 +193,13 @@ def _track_org(engine, owner, name, forks: bool) -> None:
                f"{result.seconds:.1f} s; reports, compare and subscriptions can name `{result.org}`.")
 
 
+def _text_width() -> int:
+    """The terminal's width, 80 when it is not a terminal (a pipe, a file, CI): tables fit a plain terminal."""
+    import shutil
+
+    return max(40, min(200, shutil.get_terminal_size((80, 24)).columns))
+
+
 def _normalise_source(source: str) -> str:
     """Local paths are stored absolute, so a later `sync` from another directory finds them."""
     from ..store.sources import is_local_path
@@ -289,6 +296,9 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
             existing_name = existing.name
             if existing.in_place:
                 engine.sync([existing_name])
+            elif source != existing.source:  # another form of its URL: say which tracked one it named
+                click.echo(f"gad-bot: {word} is the tracked repository `{existing_name}` ({existing.source}); "
+                           f"reports can name it `{existing_name}`.", err=True)
         resolved.append(existing_name)
     return resolved
 
@@ -359,7 +369,7 @@ def report(query, as_json, as_csv):
     else:
         from ..render.text import render_text
 
-        click.echo(render_text(result))
+        click.echo(render_text(result, width=_text_width()))
 
 
 def _one_format(as_json: bool, as_csv: bool, token: str | None) -> None:
@@ -539,10 +549,10 @@ def orgs(query, as_json, as_csv):
     if as_json:
         click.echo(json.dumps([view.domain_to_dict(r) for r in rows], indent=2))
     elif as_csv or parsed.format == "csv":
-        click.echo(view.domains_to_csv(rows), nl=False)
+        click.echo(view.domains_to_csv(rows, parsed), nl=False)
     else:
         file = engine.settings.org_file
-        click.echo(view.render_domains_text(rows, str(file) if file else None))
+        click.echo(view.render_domains_text(rows, str(file) if file else None, width=_text_width()))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})

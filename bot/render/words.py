@@ -39,7 +39,7 @@ COMPARE_NOTE = ("2GAD counts the effort that reached git in each slice: the days
 SAMPLE_ANSWERS_TITLE = "What estimation answers look like on the README's demo history (benchmarks/synth.py)"
 SAMPLE_ANSWERS = (
     ("demo range:v2.0..v3.0", "demo: 2GAD 1,706 person-days (7.5 person-years), range v2.0..v3.0: v2.0 (2011-12-28) "
-                              "to v3.0 (2012-12-31), 12.1 months; its commits span 18.4 months because 33 older "
+                              "to v3.0 (2012-12-31), 12.1 months apart; its commits span 18.4 months because 33 older "
                               "commits were merged in"),
     ("demo since:2024 by:org", "1. `example.com` — 2GAD 1,488 · 43.0 % · 179 developers · 784 commits"),
     ("compare demo:drivers/gpu demo:net range:v3.0..v4.0",
@@ -155,6 +155,8 @@ def filter_tokens(report: Report) -> list[str]:
         tokens.append(f"tags:{report.release_tags}")
     if report.prereleases:
         tokens.append("prereleases:on")
+    if report.release_series:
+        tokens.append("releases:series")
     return tokens
 
 
@@ -172,12 +174,29 @@ def coauthor_words(report: Report) -> str | None:
     return f"{named[0].upper()}{named[1:]}; coauthors:on adds {added}."
 
 
+# Tokens that widen the count (more refs, more authors, more records) or change who is who: "only" would read
+# as the opposite of what they do.
+WIDENING = ("refs:all", "bots:on", "coauthors:on", "prereleases:on", "mailmap:off", "releases:series")
+
+
+def git_log_words(span: str) -> str:
+    """What git lists for a range as `range:` takes it: 'what git log v1.0..v2.0 lists', and for `..B` (which
+    git reads as `HEAD..B`, not as everything up to B) 'what git log B lists'."""
+    start, _, end = span.partition("..")
+    return f"what git log {span if start else end} lists"
+
+
 def filters_words(report: Report) -> str | None:
-    """'only path:src/net and org:intel*' (the filter tokens), or None without any."""
+    """'only path:src/net and org:intel*, with bots:on' (narrowing tokens after "only", widening ones after
+    "with"), or None without any."""
     tokens = filter_tokens(report)
     if not tokens:
         return None
-    return "only " + (tokens[0] if len(tokens) == 1 else ", ".join(tokens[:-1]) + " and " + tokens[-1])
+    narrowing = [t for t in tokens if t not in WIDENING]
+    widening = [t for t in tokens if t in WIDENING]
+    joined = lambda items: items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]  # noqa: E731
+    parts = ([f"only {joined(narrowing)}"] if narrowing else []) + ([f"with {joined(widening)}"] if widening else [])
+    return ", ".join(parts)
 
 
 def subject_words(report: Report, *, limit: int = 5) -> str:
@@ -216,8 +235,10 @@ def range_headline(report: Report) -> str | None:
     if report.first_day and report.last_day:
         span = span_length(report.first_day, report.last_day)
         older = report.range_older_commits
+        # the interval (between the ends' commits) and the span (of the commits counted) are different things:
+        # "8.8 months, over 8.8 months" read as one figure said twice
         text += (f"; its commits span {span} because {plural(older, 'older commit')} "
-                 f"{'was' if older == 1 else 'were'} merged in" if older else f", over {span}")
+                 f"{'was' if older == 1 else 'were'} merged in" if older else f"; its commits span {span}")
     return text
 
 
@@ -230,7 +251,7 @@ def range_ends_words(report: Report) -> str | None:
     if not start or report.range_start_day is None:
         return f"up to {end} ({report.range_end_day.isoformat()})"
     return (f"{start} ({report.range_start_day.isoformat()}) to {end} ({report.range_end_day.isoformat()}), "
-            f"{interval_words(report.range_start_day, report.range_end_day)}")
+            f"{interval_words(report.range_start_day, report.range_end_day)} apart")
 
 
 def interval_words(start: date, end: date) -> str:
@@ -306,8 +327,17 @@ def typical_words(report: Report) -> str | None:
             f"(P25-P75: {_figure(q.p25)}-{_figure(q.p75)})")
     i = typical.interval_days
     if i is not None:
-        text += (f", {_days(i.median)} after the one before (P25-P75: {_days(i.p25)}-{_days(i.p75)})")
+        text += f", {_days(i.median)} after the one before (P25-P75: {_days_between(i.p25, i.p75, i.median)})"
     return text
+
+
+def _days_between(low: float, high: float, median: float) -> str:
+    """'31-54 days', '1.2-3.0 months': both ends in the median's unit."""
+    from ..metric import DAYS_PER_MONTH
+
+    if abs(median) < 61:
+        return f"{_figure(low)}-{_figure(high)} days"
+    return f"{low / DAYS_PER_MONTH:,.1f}-{high / DAYS_PER_MONTH:,.1f} months"
 
 
 def _figure(value: float) -> str:

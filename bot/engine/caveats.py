@@ -1,0 +1,190 @@
+"""Notes that say when a figure may mislead (issue 33 part 4), worked out from what a report counted.
+
+- An account named like a tool (`Documentation Generation`, `CI Build`) holding a large share of the active days:
+  named, with how to leave it out (a bots pattern).
+- One name under several e-mails: each counted as a person of its own, their shared days twice; the `.mailmap`
+  line that would join them, and what the figure would lose.
+- A large share of the active days that only commits outside the default branch give (the default scope counts
+  every branch and tag): said, with `branch:HEAD`'s figure.
+
+Person-level facts (names, e-mails) go only to a viewer who may read them (GAD_PERSON_DETAIL=admins); others
+get the same note without them. Each check is bounded: names are read once per repository and generation
+(cached on its columns), and the branch check counts a second time only when an upper bound says it may matter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from . import columns as col
+from ..errors import literal
+from ..store.store import IN_HEAD
+
+TOOL_SHARE = 0.10  # a tool-like account with this share of the active days or more gets a note
+OUTSIDE_SHARE = 0.10  # active days only commits outside the default branch give, as a share of the figure
+MOST_NAMES = 3  # names with several e-mails spelled out (the rest counted)
+# Words of an account that is a program, not a person (a name's words, lower-cased); `[bot]` is left out already.
+TOOL_WORDS = frozenset({"bot", "robot", "automation", "automated", "automatic", "autobuild", "generation",
+                        "generator", "generated", "build", "builder", "buildbot", "builds", "ci", "jenkins", "travis",
+                        "circleci", "deploy", "deployer", "deployment", "releaser", "sync", "syncer", "mirror",
+                        "importer", "cron", "daemon", "script", "pipeline", "actions", "autocommit", "updater"})
+# Names that many people share or that say nothing of who committed: never "one person under several e-mails".
+GENERIC_NAMES = frozenset({"", "root", "admin", "administrator", "user", "unknown", "none", "nobody", "ubuntu",
+                           "debian", "localhost", "your name", "git", "anonymous", "developer", "dev", "test"})
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclasses.dataclass(frozen=True)
+class Names:
+    """One repository's author names per person (mailmap on and off), for the notes: a person's names, and the
+    names that stand for several persons."""
+
+    by_person: dict[int, tuple[str, ...]]  # person -> raw names as commits write them (the mailmap's when on)
+    several: dict[str, tuple[int, ...]]  # folded name -> its persons, for names with two or more
+
+
+def names_of(index, columns: col.RepoColumns, mailmap: bool) -> Names:
+    """The names of each person of a repository, read once per columns object (a generation) and mailmap mode."""
+    cache = columns.__dict__.setdefault("_caveat_names", {})
+    found = cache.get(mailmap)
+    if found is not None:
+        return found
+    person_of = columns.person_mm if mailmap else columns.person_raw
+    bot = columns.bot_mm if mailmap else columns.bot_raw
+    by_person: dict[int, set[str]] = {}
+    folded: dict[str, set[int]] = {}
+    for author, name, _email in index.repo_author_identities(columns.repo_id):
+        if author >= len(person_of) or bot[author]:
+            continue
+        person = int(person_of[author])
+        if person <= 0:
+            continue
+        shown = " ".join(name.split())
+        by_person.setdefault(person, set()).add(shown)
+        key = shown.casefold()
+        if key not in GENERIC_NAMES and " " in key:  # a first and a last name: "ann" alone is many people
+            folded.setdefault(key, set()).add(person)
+    found = cache[mailmap] = Names({p: tuple(sorted(n)) for p, n in by_person.items()},
+                                   {k: tuple(sorted(v)) for k, v in folded.items() if len(v) > 1})
+    return found
+
+
+def _per_person(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(persons, their active days) from sorted distinct pair keys."""
+    persons = keys >> 32
+    if not len(persons):
+        return persons, persons
+    starts = np.flatnonzero(np.r_[True, persons[1:] != persons[:-1]])
+    return persons[starts], np.diff(np.r_[starts, len(persons)])
+
+
+def is_tool_like(name: str) -> bool:
+    return any(word in TOOL_WORDS for word in _WORD.findall(name.lower()))
+
+
+def tool_notes(names: list[Names], keys: np.ndarray, emails: Callable[[np.ndarray], dict[int, str]],
+               people_detail: bool) -> list[str]:
+    """A tool-like account with TOOL_SHARE of the active days or more: named (or, to a viewer who may not read
+    people, counted), with how to leave it out."""
+    persons, days = _per_person(keys)
+    total = len(keys)
+    if not total:
+        return []
+    big = persons[days >= TOOL_SHARE * total]
+    notes = []
+    for person in big.tolist():
+        named = sorted({n for found in names for n in found.by_person.get(person, ())})
+        tool = [n for n in named if is_tool_like(n)]
+        if not tool:
+            continue
+        share = 100 * int(days[persons == person][0]) / total
+        if not people_detail:
+            notes.append(f"An account named like a tool, not a person, holds {share:.1f} % of the active days; an admin "
+                         "can see which, and leave it out with a bots pattern (GAD_BOT_PATTERNS).")
+            continue
+        email = emails(np.array([person]))[person]
+        notes.append(f"{literal(tool[0])} ({email}) holds {share:.1f} % of the active days and is named like a tool, "
+                     f"not a person; if it is one, the operator leaves it out with a bots pattern "
+                     f"(GAD_BOT_PATTERNS={email}; bots:on counts it again).")
+    return notes
+
+
+def several_emails_note(names: list[Names], keys: np.ndarray, emails: Callable[[np.ndarray], dict[int, str]],
+                        people_detail: bool) -> str | None:
+    """Names counted as several people (one per e-mail): the mailmap line that joins the busiest, and the active
+    days the figure would lose (the days two of their addresses both committed)."""
+    groups: dict[str, set[int]] = {}
+    for found in names:
+        for name, persons in found.several.items():
+            groups.setdefault(name, set()).update(persons)
+    if not groups:
+        return None
+    persons, days = _per_person(keys)
+    counted = dict(zip(persons.tolist(), days.tolist()))
+    pair_persons = keys >> 32
+    found_groups = []
+    for name, members in groups.items():
+        active = sorted((p for p in members if p in counted), key=lambda p: (-counted[p], p))
+        if len(active) < 2:
+            continue
+        member_days = keys[np.isin(pair_persons, active)] & 0xFFFFFFFF
+        overlap = len(member_days) - len(np.unique(member_days))
+        found_groups.append((overlap, sum(counted[p] for p in active), name, active))
+    if not found_groups:
+        return None
+    found_groups.sort(key=lambda g: (-g[0], -g[1], g[2]))
+    lost = sum(g[0] for g in found_groups)
+    if not people_detail:
+        return (f"{len(found_groups):,} name{'s' * (len(found_groups) != 1)} commit under several e-mails and count as "
+                f"several people (joined, the figure would lose up to {2 * lost:,} person-days); an admin can see which "
+                "and join them with `.mailmap` lines.")
+    mail = emails(np.array([p for g in found_groups[:MOST_NAMES] for p in g[3]]))
+    told = []
+    for overlap, _, _, active in found_groups[:MOST_NAMES]:
+        shown = next((n for found in names for n in found.by_person.get(active[0], ())), "")
+        line = f"{shown} <{mail[active[0]]}> " + " ".join(f"<{mail[p]}>" for p in active[1:2])
+        more = f" (and {len(active) - 2} more addresses)" if len(active) > 2 else ""
+        told.append(f"{literal(shown)} commits as {', '.join(mail[p] for p in active[:3])}{more}: the mailmap line "
+                    f"{literal(line.strip())} joins {'them' if len(active) == 2 else 'the first two'}"
+                    + (f" ({2 * overlap:,} person-days counted twice)" if overlap else ""))
+    rest = len(found_groups) - MOST_NAMES
+    return ("One name under several e-mails counts as several people: " + "; ".join(told)
+            + (f"; and {rest:,} more name{'s' * (rest != 1)}" if rest > 0 else "")
+            + (f". Joined, the figure would lose up to {2 * lost:,} person-days." if lost else "."))
+
+
+def outside_default_note(all_columns: list[col.RepoColumns], masks: list, flt: col.Filter, author_keys: np.ndarray,
+                         disjoint: bool) -> str | None:
+    """When the default scope (every branch and tag) counts OUTSIDE_SHARE of its active days or more only through
+    commits the default branch does not reach: say so, with branch:HEAD's figure. Counted a second time only when
+    the commits outside (an upper bound of those days) could reach the share."""
+    total = len(author_keys)
+    if not total:
+        return None
+    bound = 0
+    for columns in all_columns:
+        outside = (columns.bits & flt.scope_bit) != 0
+        outside &= (columns.bits & IN_HEAD) == 0
+        if flt.since_day is not None:
+            outside &= columns.days >= flt.since_day
+        if flt.until_day is not None:
+            outside &= columns.days <= flt.until_day
+        bound += int(np.count_nonzero(outside))
+    if bound < OUTSIDE_SHARE * total:
+        return None
+    head_flt = dataclasses.replace(flt, scope_bit=IN_HEAD)
+    selections = []
+    for columns, mask in zip(all_columns, masks):
+        head_mask = None if mask is None else mask & ((columns.bits & IN_HEAD) != 0)
+        selections.append(col.select(columns, head_flt, head_mask))
+    head, _ = col.totals(selections, disjoint=disjoint)
+    only_outside = total - head.person_days
+    if only_outside < OUTSIDE_SHARE * total:
+        return None
+    return (f"{100 * only_outside / total:.1f} % of the active days ({only_outside:,}) come only from commits outside "
+            f"the default branch (other branches and tags, which the default scope counts); branch:HEAD counts "
+            f"{2 * head.person_days:,} person-days.")
