@@ -104,8 +104,9 @@ def _estimates(report: Report) -> tuple[list[str], list]:
         t = report.typical
         i = t.interval_days
         heads += TYPICAL
-        cells += [t.releases, t.two_gad.p25, t.two_gad.median, t.two_gad.p75,
-                  *((i.p25, i.median, i.p75) if i else ("", "", ""))]
+        whole = lambda v: int(v) if float(v).is_integer() else round(v, 2)  # noqa: E731  (2, not 2.0)
+        cells += [t.releases, *map(whole, (t.two_gad.p25, t.two_gad.median, t.two_gad.p75)),
+                  *(map(whole, (i.p25, i.median, i.p75)) if i else ("", "", ""))]
     if report.calibrated is not None:
         c = report.calibrated
         heads += CALIBRATED
