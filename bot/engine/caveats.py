@@ -139,8 +139,9 @@ def several_emails_note(names: list[Names], keys: np.ndarray, emails: Callable[[
     found_groups.sort(key=lambda g: (-g[0], -g[1], g[2]))
     lost = sum(g[0] for g in found_groups)
     if not people_detail:
-        return (f"{len(found_groups):,} name{'s' * (len(found_groups) != 1)} commit under several e-mails and count as "
-                f"several people (joined, the figure would lose up to {2 * lost:,} person-days); an admin can see which "
+        one = len(found_groups) == 1
+        return (f"{len(found_groups):,} name{'' if one else 's'} commit{'s' if one else ''} under several e-mails and "
+                f"count{'s' if one else ''} as several people (joined, the figure would lose up to {2 * lost:,} person-days); an admin can see which "
                 "and join them with `.mailmap` lines.")
     mail = emails(np.array([p for g in found_groups[:MOST_NAMES] for p in g[3]]))
     told = []

@@ -328,7 +328,9 @@ TOKENS: tuple[Token, ...] = (
     Token("format:csv", "CSV (in Slack: an attached file)", "format:csv"),
     Token("public", "in Slack: post the answer for everyone instead of only to you", "public"),
 )
-_EXAMPLE_OF = {t.form.split(":")[0]: t.example for t in TOKENS}
+_EXAMPLE_OF: dict[str, str] = {}
+for _token in TOKENS:  # a key's first token gives its example (`vs:cocomo`, not `vs:fte`)
+    _EXAMPLE_OF.setdefault(_token.form.split(":")[0], _token.example)
 _REPORT_KEYS = tuple(k for k in _EXAMPLE_OF if k != "public")
 
 # The first word of every command other than a report (for "did you mean" on a mistyped one).
@@ -417,7 +419,13 @@ def _split(text: str) -> list[str]:
     if "\x00" in text:
         raise QueryError("The command contains a NUL character; type it again without it.")
     try:
-        words = shlex.split(straighten(text))
+        # quotes group words, but a backslash is no escape: `path:src\\x` from a Windows shell keeps it (clean_path
+        # makes it `src/x`), where shlex.split dropped it and asked about `srcx`
+        lexer = shlex.shlex(straighten(text), posix=True)
+        lexer.whitespace_split = True
+        lexer.escape = ""
+        lexer.commenters = ""
+        words = list(lexer)
     except ValueError:
         raise QueryError("A quote is not closed; close it or leave the quotes out.") from None
     # Quoted words (and words split only by exotic separators) may still hold line breaks, tabs or
@@ -580,6 +588,9 @@ def parse_query(words: list[str], today: date, *, repos_required: bool = True) -
             model = value.lower()
             if model not in ("cocomo", "fte"):
                 raise QueryError(f"`vs:{value}` is not a model gad-bot compares with; use `vs:cocomo` or `vs:fte`.")
+            if seen.get("vs:" + model):
+                raise QueryError(f"`vs:` is given twice; keep one of `vs:{seen['vs:' + model]}` and `vs:{value}`.")
+            seen["vs:" + model] = value
             options["vs_" + model] = True
         elif key == "fte":
             _one(key, seen, value)
