@@ -77,7 +77,11 @@ QUERIES: list[tuple[str, str, dict]] = [
     # range_query) and a breakdown by organization (its total must equal git's ungrouped figure)
     ("range:A..B (issue 13)", "range:", {}),
     ("by:org (issue 13)", "by:org", {}),
+    # issue 33: the full-time-equivalent model beside 2GAD, over the same pairs (its figure is the plain one's);
+    # its p95 must stay within TARGET_FTE_RATIO of the plain report's, measured in the same process
+    ("vs:fte (issue 33)", "vs:fte", {}),
 ]
+TARGET_FTE_RATIO = 1.5
 TARGET_RANGE_P95_MS = 100.0  # issue 13: range:A..B spanning a quarter of the history
 
 TARGET_COMMITS_TIME = 1.2  # commits indexed, against git log
@@ -677,6 +681,15 @@ def in_process_section(res: Results, args, data: Path) -> None:
             res.misses.append(f"in-process `{tokens or '(no tokens)'}`: p95 {p95:.1f} ms (target <= {target:.0f} ms)")
         res.inproc.append([f"`{(NAME + ' ' + tokens).strip()}`", f"{entry['first'] * 1000:.1f} ms", f"{p50:.1f} ms",
                            f"{p95:.1f} ms", f"{max(times) * 1000:.1f} ms", f"<= {target:.0f} ms: {verdict(ok)}"])
+    p95s = {tokens: sorted(entry["times"])[max(0, math.ceil(0.95 * len(entry["times"])) - 1)]
+            for (_, tokens, _), entry in zip(QUERIES, timings)}
+    if "vs:fte" in p95s and p95s.get(""):
+        ratio = p95s["vs:fte"] / p95s[""]
+        ok = ratio <= TARGET_FTE_RATIO
+        if not ok:
+            res.misses.append(f"in-process `vs:fte`: p95 {ratio:.2f}x the plain report's (target <= {TARGET_FTE_RATIO}x)")
+        res.inproc.append([f"`{NAME} vs:fte` / `{NAME}` (p95, same process)", "", "", f"{ratio:.2f}x", "",
+                           f"<= {TARGET_FTE_RATIO}x: {verdict(ok)}"])
     res.notes.append(f"In-process: the benchmark process imports the engine (`import bot.engine.engine`: "
                      f"{timings[0]['import'] * 1000:.0f} ms), opens it once (`Engine.open`: {timings[0]['open'] * 1000:.0f} ms) "
                      f"and times {args.inproc_runs} runs of `engine.report(parse_command(text).query)` per query; "
