@@ -244,3 +244,20 @@ def test_help_samples_are_real_answers_on_the_readme_demo_history(tmp_path):
                       f"{r.totals.developers} developers" for r in result.rows)
     assert said == compare_answer
     assert compare_blocks(result, compare_text)[1]
+
+
+def test_slack_vs_fte_shows_the_model_beside_2gad_and_how_they_differ(bot, stub, tmp_path):
+    # the model by hand over git's own records: per person and half-year, min(6, 6 d / 12)
+    from tests.test_estimation import git_records
+
+    pairs = {(p, d) for p, d, _ in git_records(RepoBuilder(tmp_path / "web"), "--branches", "--tags")}
+    halves: dict = {}
+    for person, day in pairs:
+        half = (person, day[:4], int(day[5:7]) > 6)
+        halves[half] = halves.get(half, 0) + 1
+    model = sum(min(6, 6 * d / 12) for d in halves.values())
+    _, name = dispatch(bot, stub, "web vs:fte")
+    shown = " ".join(read(answer(stub, name)).split())
+    assert (f"FTE model (Robles et al., t = 12): {model:,.1f} person-months beside 2GAD's "
+            f"{2 * len(pairs) / 19:,.1f}") in shown
+    assert "it gives occasional contributors more than 2GAD" in shown and "and full-timers less" in shown

@@ -124,16 +124,22 @@ def several_emails_note(names: list[Names], keys: np.ndarray, emails: Callable[[
     if not groups:
         return None
     persons, days = _per_person(keys)
-    counted = dict(zip(persons.tolist(), days.tolist()))
     pair_persons = keys >> 32
     found_groups = []
     for name, members in groups.items():
-        active = sorted((p for p in members if p in counted), key=lambda p: (-counted[p], p))
-        if len(active) < 2:
+        wanted = np.array(sorted(members), dtype=np.int64)
+        at = np.searchsorted(persons, wanted)
+        present = (at < len(persons)) & (persons[np.minimum(at, len(persons) - 1)] == wanted) if len(persons) else \
+            np.zeros(len(wanted), bool)
+        if int(present.sum()) < 2:
             continue
-        member_days = keys[np.isin(pair_persons, active)] & 0xFFFFFFFF
+        active = sorted(wanted[present].tolist(), key=lambda p: (-int(days[np.searchsorted(persons, p)]), p))
+        # each person's pairs are one run of the sorted keys: their days, gathered without a pass over all keys
+        starts = np.searchsorted(pair_persons, active)
+        ends = np.searchsorted(pair_persons, active, side="right")
+        member_days = np.concatenate([keys[a:b] & 0xFFFFFFFF for a, b in zip(starts, ends)])
         overlap = len(member_days) - len(np.unique(member_days))
-        found_groups.append((overlap, sum(counted[p] for p in active), name, active))
+        found_groups.append((overlap, len(member_days), name, active))
     if not found_groups:
         return None
     found_groups.sort(key=lambda g: (-g[0], -g[1], g[2]))

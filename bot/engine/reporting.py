@@ -326,7 +326,14 @@ class Reporting:
             several = caveats.several_emails_note(names, keys, self.snapshots.people_names, people_detail)
             notes += [several] if several else []
         if query.scope.kind == "default" and query.range is None and not releases and not query.orgs:
-            outside = caveats.outside_default_note(all_columns, masks, flt, author_keys, disjoint)
+            from .snapshots import snapshots_key
+
+            # kept per question and snapshot: when it counts a second time (a repository with many commits off the
+            # default branch), only the first asking pays; "" for no note, since None is never cached
+            key = snapshots_key(all_columns, "outside default", flt.since_day, flt.until_day, query.mailmap,
+                                query.bots, query.authors, query.paths, query.exclude_paths, query.coauthors)
+            outside = self.snapshots.masks.get_or_compute(
+                key, lambda: caveats.outside_default_note(all_columns, masks, flt, author_keys, disjoint) or "")
             notes += [outside] if outside else []
         return notes
 
