@@ -219,3 +219,23 @@ def test_a_report_on_the_url_names_the_tracked_one_and_fetches_nothing(tmp_path,
     again = run("report", str(site.path) + "/", data=data)
     assert again.returncode == 0, again.stderr
     assert "now tracking" not in again.stderr and again.stdout.startswith("site: 2GAD")
+
+
+def test_orgs_csv_carries_the_period_and_filters_and_its_table_fits_80_columns(tmp_path, site):
+    import csv
+    import io
+
+    data = tmp_path / "data"
+    assert run("track", str(site.path), "--name", "site", data=data).returncode == 0
+    done = run("orgs", "site", "since:2024-01", "until:2024-01", "bots:on", "--csv", data=data)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert {(r["repositories_asked"], r["since"], r["until"], r["scope"], r["filters"]) for r in rows} == {
+        ("site", "2024-01-01", "2024-01-31", "default", "bots:on")}
+    # January by git: example.com (Bob, Cy, Dee: 3 + 3 + 3 active days), work.example 4, home.example 2
+    by_domain = {r["domain"]: int(r["active_days"]) for r in rows}
+    assert by_domain == {"example.com": 9, "work.example": 4, "home.example": 2}
+    text = run("orgs", "site", data=data).stdout
+    assert max(map(len, text.splitlines())) <= 80
+    report = run("report", "site", "by:org", data=data).stdout
+    assert max(map(len, report.splitlines())) <= 80
