@@ -165,3 +165,18 @@ def test_compare_csv_carries_the_period_and_filters(engine):
     command = parse_command("compare lib lib:file1.txt since:2023-02 until:2023-03 bots:on", TODAY)
     rows = list(csv.DictReader(io.StringIO(compare_to_csv(engine.compare(command, TODAY)))))
     assert {(r["since"], r["until"], r["filters"]) for r in rows} == {("2023-02-01", "2023-03-31", "bots:on")}
+
+
+def test_compare_blocks_keep_every_field_past_slacks_ten(engine):
+    import dataclasses
+
+    from bot.metric import Cocomo
+    from bot.render.compare import compare_blocks
+
+    result = engine.compare(parse_command("compare lib range:1.1.4..2.0.0 range:2.0.0..2.1.0", TODAY), TODAY)
+    cocomo = Cocomo("SLOCCount 2.26", 2_000, 4.9, 0.2, 0.04)  # by hand: 0.2 x 19 / 2 KSLOC = 1.90 per KSLOC
+    rows = tuple(dataclasses.replace(r, cocomo=cocomo) for r in result.rows)
+    _, blocks = compare_blocks(dataclasses.replace(result, rows=rows, vs_cocomo=True), "compare")
+    assert all(len(b.get("fields", ())) <= 10 for b in blocks)
+    shown = json.dumps(blocks)
+    assert "*ratio*" in shown and "*2GAD / KSLOC*\\n1.90 person-days" in shown and "*range*" in shown

@@ -14,7 +14,7 @@ from .csvout import cell
 COLUMNS = ("item", "repositories", "active_days", "two_gad", "two_gad_person_months", "developers", "commits",
            "first_day", "last_day", "span_months", "active_months", "mean_two_gad_per_active_month",
            "busiest_month", "busiest_month_two_gad", "sloc", "cocomo_person_months", "ratio_two_gad_to_cocomo",
-           "line_counter", "cocomo_mode", "range", "range_start_day", "range_end_day", "range_interval_days",
+           "two_gad_per_ksloc", "line_counter", "cocomo_mode", "range", "range_start_day", "range_end_day", "range_interval_days",
            "since", "until", "scope", "filters", "hint")
 _TYPED = ("item", "range", "filters", "hint")  # cells people typed: never run as a spreadsheet formula
 
@@ -37,6 +37,7 @@ def row_to_dict(row: CompareRow) -> dict:
         "busiest_month": row.busiest_month, "busiest_month_two_gad": row.busiest_two_gad if row.busiest_month else None,
         "sloc": c.sloc if c else None, "cocomo_person_months": _round(c.person_months) if c else None,
         "ratio_two_gad_to_cocomo": _round(c.ratio, 3) if c else None, "line_counter": c.counter if c else None,
+        "two_gad_per_ksloc": _round(c.two_gad_per_ksloc, 3) if c else None,
         "cocomo_mode": c.mode if c else None, "hint": row.hint,
         "range_start_day": words_day(row.range_start_day), "range_end_day": words_day(row.range_end_day),
         "range_interval_days": row.range_interval_days,
@@ -102,6 +103,8 @@ def _cells(row: CompareRow) -> dict[str, str]:
         out["SLOC"] = words.number(c.sloc)
         out["COCOMO person-months"] = _pm(c.person_months)
         out["ratio"] = "-" if math.isnan(c.ratio) else f"{c.ratio:.2f}"
+        if c.two_gad_per_ksloc is not None:
+            out["2GAD / KSLOC"] = f"{c.two_gad_per_ksloc:,.2f} person-days"
     return out
 
 
@@ -185,6 +188,8 @@ def compare_blocks(report: CompareReport, query_text: str, *, public: bool = Fal
     for rank, (row, cell) in enumerate(zip(report.rows, [_cells(r) for r in report.rows]), 1):
         fields = [kit.mrkdwn(f"*{name}*\n{kit.escape_mrkdwn(value)}", 2000) for name, value in cell.items()]
         out.append({"type": "section", "text": kit.mrkdwn(f"*{rank}.* {kit.code(row.item)}"), "fields": fields[:10]})
+        if len(fields) > 10:  # Slack takes 10 fields a section: the rest (COCOMO's ratio, 2GAD per KSLOC) follow
+            out.append({"type": "section", "fields": fields[10:20]})
     notes = [kit._prose(n, 2000) for n in words.compare_footnotes(report)]
     if shared_by:
         notes.insert(0, f"Shared by {kit._sharer(shared_by)}")
