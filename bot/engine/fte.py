@@ -29,55 +29,64 @@ def half_key(number: int) -> str:
     return f"{1970 + number // 2}-H{number % 2 + 1}"
 
 
-def _halves_of_days(days: np.ndarray) -> np.ndarray:
-    """Each epoch day's half-year number, through a lookup over the days spanned (no datetime per key)."""
-    if not len(days):
-        return days.astype(np.int64)
-    low, high = int(days.min()), int(days.max())
+def _halves_of_days(days: np.ndarray, low: int, high: int) -> np.ndarray:
+    """Each epoch day's half-year number, less the first's, through a lookup over the days spanned (no datetime
+    per key)."""
     span = np.arange(low, high + 1, dtype=np.int64)
     months = span.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)  # 0 = 1970-01
-    return (months // FTE_MONTHS_PER_HALF)[days - low]
+    halves = months // FTE_MONTHS_PER_HALF
+    return (halves - halves[0]).astype(np.int32)[days - low]
 
 
 def fte(keys: np.ndarray, threshold: int, since: date | None, until: date | None, today: date) -> Fte:
     """The model's person-months over `keys`, per half-year, beside 2GAD's (module doc)."""
     keys = np.asarray(keys, dtype=np.int64)
-    persons = keys >> 32
-    days = keys & 0xFFFFFFFF
-    halves = _halves_of_days(days)
-    two_gad_pm = 2 * len(keys) / DAYS_PER_PERSON_MONTH
-    if not len(keys):
+    n = len(keys)
+    two_gad_pm = 2 * n / DAYS_PER_PERSON_MONTH
+    if not n:
         return Fte(threshold, 0.0, 0.0, ())
-    # (person, half) runs: keys are sorted by person, then day, so each pair's days are consecutive
-    starts = np.flatnonzero(np.r_[True, (persons[1:] != persons[:-1]) | (halves[1:] != halves[:-1])])
-    counts = np.diff(np.r_[starts, len(keys)])
+    days = keys & 0xFFFFFFFF
+    low, high = int(days.min()), int(days.max())
+    span_months = np.array([low, high], dtype="datetime64[D]").astype("datetime64[M]").astype(np.int64)
+    first_half = int(span_months[0] // FTE_MONTHS_PER_HALF)
+    # (person, half-year) as one integer: keys are sorted by person, then day, so each pair's days are one run
+    # (half-years are counted from the first: 12 bits hold 2,048 years of them)
+    pairs = ((keys >> 32) << 12) | _halves_of_days(days, low, high)
+    change = np.empty(n, bool)
+    change[0] = True
+    np.not_equal(pairs[1:], pairs[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    counts = np.diff(starts, append=n)
     effort = np.minimum(float(FTE_MONTHS_PER_HALF), FTE_MONTHS_PER_HALF * counts / threshold)
-    run_half = halves[starts]
-    run_person = persons[starts]
+    run_pairs = pairs[starts]
+    run_person = run_pairs >> 12
+    slot = run_pairs & 0xFFF  # the run's half-year, counted from the first (`first_half`)
     # each person's model figure beside their own 2GAD in person-months: with t = 12, a day is worth half a
     # person-month (9.5 person-days) to the model and 2 person-days to 2GAD, so someone active a few days a
     # half-year gets more from the model, and someone active more than t days gets its cap of 6
-    person_starts = np.flatnonzero(np.r_[True, run_person[1:] != run_person[:-1]])
+    person_change = np.empty(len(run_person), bool)
+    person_change[0] = True
+    np.not_equal(run_person[1:], run_person[:-1], out=person_change[1:])
+    person_starts = np.flatnonzero(person_change)
     model = np.add.reduceat(effort, person_starts)
     own = 2 * np.add.reduceat(counts, person_starts) / DAYS_PER_PERSON_MONTH
-    above = int(np.sum(model > own + 1e-9))
-    below = int(np.sum(model < own - 1e-9))
-    order = np.argsort(run_half, kind="stable")
-    run_half, effort, counts = run_half[order], effort[order], counts[order]
-    capped = counts >= threshold
-    half_starts = np.flatnonzero(np.r_[True, run_half[1:] != run_half[:-1]])
+    above = int(np.count_nonzero(model > own + 1e-9))
+    below = int(np.count_nonzero(model < own - 1e-9))
+    # per half-year, in one pass each (bincount over the half-years spanned: no sort of the runs)
+    low = first_half
+    size = int(slot.max()) + 1
+    people = np.bincount(slot, minlength=size)
+    active = np.bincount(slot, weights=counts, minlength=size)
+    months = np.bincount(slot, weights=effort, minlength=size)
+    full = np.bincount(slot, weights=counts >= threshold, minlength=size)
     end = until or today
     out = []
-    for at, number in zip(half_starts, run_half[half_starts]):
-        stop = half_starts[half_starts > at]
-        stop = int(stop[0]) if len(stop) else len(run_half)
-        first, last = half_bounds(int(number))
+    for at in np.flatnonzero(people).tolist():
+        first, last = half_bounds(low + at)
         cut_first = since is not None and first < since <= last
         cut_last = first <= end < last
-        out.append(FteHalf(key=half_key(int(number)), first_day=since if cut_first else first,
-                           last_day=end if cut_last else last, people=stop - int(at),
-                           active_days=int(counts[at:stop].sum()),
-                           person_months=float(effort[at:stop].sum()), full_time=int(capped[at:stop].sum()),
-                           partial=cut_first or cut_last))
+        out.append(FteHalf(key=half_key(low + at), first_day=since if cut_first else first,
+                           last_day=end if cut_last else last, people=int(people[at]), active_days=int(active[at]),
+                           person_months=float(months[at]), full_time=int(full[at]), partial=cut_first or cut_last))
     return Fte(threshold, float(effort.sum()), two_gad_pm, tuple(out), above, below)
 

@@ -319,15 +319,25 @@ class Reporting:
 
         if not len(keys):
             return []
-        people_detail = self.settings.person_detail != "admins" or viewer.reads_people or about_themselves
-        names = [caveats.names_of(self.index, columns, query.mailmap) for columns in all_columns]
-        notes = caveats.tool_notes(names, keys, self.snapshots.people_names, people_detail)
-        if not query.authors:  # `author:` picked the people: their several addresses are the asker's choice
-            several = caveats.several_emails_note(names, keys, self.snapshots.people_names, people_detail)
-            notes += [several] if several else []
-        if query.scope.kind == "default" and query.range is None and not releases and not query.orgs:
-            from .snapshots import snapshots_key
+        from .snapshots import snapshots_key
 
+        people_detail = self.settings.person_detail != "admins" or viewer.reads_people or about_themselves
+        # the notes depend on the pairs counted, so on every token that shapes them, not on how they are shown
+        shaped = dataclasses.replace(query, top=None, format=None, public=False, vs_cocomo=False, vs_fte=False,
+                                     fte_threshold=12, calibrated=None, cocomo_mode="organic",
+                                     by="release" if releases else None)
+
+        def people_notes() -> tuple[str, ...]:
+            names = [caveats.names_of(self.index, columns, query.mailmap) for columns in all_columns]
+            found = caveats.tool_notes(names, keys, self.snapshots.people_names, people_detail)
+            if not query.authors:  # `author:` picked the people: their several addresses are the asker's choice
+                several = caveats.several_emails_note(names, keys, self.snapshots.people_names, people_detail)
+                found += [several] if several else []
+            return tuple(found)
+
+        notes = list(self.snapshots.masks.get_or_compute(
+            snapshots_key(all_columns, "people notes", shaped, people_detail), people_notes))
+        if query.scope.kind == "default" and query.range is None and not releases and not query.orgs:
             # kept per question and snapshot: when it counts a second time (a repository with many commits off the
             # default branch), only the first asking pays; "" for no note, since None is never cached
             key = snapshots_key(all_columns, "outside default", flt.since_day, flt.until_day, query.mailmap,
