@@ -501,11 +501,11 @@ def test_a_default_calibration_applies_to_every_report_until_off(team, tmp_path)
         ask(engine, "team calibrated:nope")
 
 
-def test_the_calibrations_table_is_migration_18(tmp_path):
+def test_the_calibrations_table_is_migration_19(tmp_path):
     from bot.store.index import Index
 
     index = Index(tmp_path / "index.db")
-    assert index.schema_version() == 18
+    assert index.schema_version() >= 19 and index.execute("SELECT 1 FROM migrations WHERE version = 19").fetchone()
     assert index.execute("SELECT count(*) FROM calibrations").fetchone()[0] == 0
 
 
@@ -523,3 +523,18 @@ def test_a_timesheet_whose_dates_read_both_ways_is_refused(team, tmp_path):
     # one date with a part above 12 tells the order: month first, as MM/DD/YYYY exports write it
     told = read_timesheet(b"Email,Date,Hours\na@x.example,03/01/2024,8\na@x.example,03/14/2024,8\n")
     assert [d.day.isoformat() for d in told.days] == ["2024-03-01", "2024-03-14"]
+
+
+def test_a_migration_numbered_below_the_newest_applied_one_still_applies(tmp_path, monkeypatch):
+    """Two branches may each add a migration; the one merged second can carry the lower number (18 after 19):
+    a file at 19 must still get 18, where the check of the newest number alone skipped it."""
+    import bot.store.tables.schema as schema
+    from bot.store.index import Index
+
+    real = list(schema.MIGRATIONS)
+    late = (18, "late_branch", ["CREATE TABLE late_branch (x INTEGER)"])
+    Index(tmp_path / "index.db").close()  # every migration of this release, 19 the newest
+    monkeypatch.setattr(schema, "MIGRATIONS", sorted(real + [late]))
+    index = Index(tmp_path / "index.db")
+    assert index.execute("SELECT 1 FROM migrations WHERE version = 18").fetchone()
+    assert index.execute("SELECT count(*) FROM late_branch").fetchone()[0] == 0

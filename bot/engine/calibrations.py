@@ -5,7 +5,7 @@
 
 The ratio is logged person-days / 2GAD over the whole span compared (docs/metric.md, "Calibrated figures"); the
 band is the 25th to 75th percentile of the months' own ratios (months with 2GAD), so a figure reads "2GAD 400,
-calibrated 452 (band 380-520)". The table is migration 18's `calibrations`, read and written here through
+calibrated 452 (band 380-520)". The table is migration 19's `calibrations`, read and written here through
 `Index.execute` and `Index.transaction`, as cocomo.py keeps its line counts.
 """
 

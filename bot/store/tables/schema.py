@@ -405,7 +405,9 @@ class Schema(IndexFile):
             # or every reader would queue behind a long sync transaction.
             has_table = self.conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
-            if has_table and self.schema_version() == SCHEMA_VERSION:
+            # Up to date means every migration applied, not only the newest: two branches may each add one, and
+            # the one merged second can have the lower number (a file at 19 still lacks 18).
+            if has_table and self._applied_versions() >= {version for version, _, _ in MIGRATIONS}:
                 return applied
             if not has_table:
                 self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
@@ -426,6 +428,9 @@ class Schema(IndexFile):
                     db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, _iso(utcnow())))
                     applied.append(version)
         return applied
+
+    def _applied_versions(self) -> set[int]:
+        return {row[0] for row in self.conn.execute("SELECT version FROM migrations")}
 
     def schema_version(self) -> int:
         row = self.conn.execute("SELECT max(version) FROM migrations").fetchone()
