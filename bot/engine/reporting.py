@@ -283,8 +283,17 @@ class Reporting:
             report = dataclasses.replace(report, calibrated=calibrated)
         if query.vs_fte:  # over the very pairs counted: every filter, co-authors when on
             from .fte import fte
+            from .snapshots import snapshots_key
 
-            report = dataclasses.replace(report, fte=fte(keys, query.fte_threshold, query.since, query.until, today))
+            # kept per question, threshold and day (today cuts the last half-year) in the bounded cache, as the
+            # masks are: a question asked again costs a look-up
+            shaped = dataclasses.replace(query, top=None, format=None, public=False, vs_cocomo=False,
+                                         calibrated=None, cocomo_mode="organic",
+                                         by="release" if released is not None else None)
+            model = self.snapshots.masks.get_or_compute(
+                snapshots_key(all_columns, "fte", shaped, today),
+                lambda: fte(keys, query.fte_threshold, query.since, query.until, today))
+            report = dataclasses.replace(report, fte=model)
         if totals.person_days == 0:
             report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table, active))
         access_notes = [f"{hidden:,} of {literal(project)}'s repositories are left out: you are not in their audience."
