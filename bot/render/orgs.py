@@ -45,7 +45,7 @@ def domains_to_csv(rows: Sequence[DomainRow], query=None) -> str:
     return out.getvalue()
 
 
-def render_domains_text(rows: Sequence[DomainRow], rules_file: str | None, *, width: int = 80) -> str:
+def render_domains_text(rows: Sequence[DomainRow], rules_file: str | None, *, width: int = 120) -> str:
     """Unmatched domains first (what the operator may want to write rules for), then the matched ones."""
     from rich import box
     from rich.table import Table

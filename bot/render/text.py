@@ -138,7 +138,7 @@ def _release_cells(release) -> list[str]:
     return [release.previous or "(start)", release.day.isoformat() if release.day else "-", interval]
 
 
-def render_text(report: Report, *, width: int = 80, color: bool = False) -> str:
+def render_text(report: Report, *, width: int = 100, color: bool = False) -> str:
     """The report for a terminal: headline, totals, breakdown, trend sparkline and footnotes."""
     parts: list[RenderableType | str] = [Text(headline(report), style="bold"), "", _totals_table(report)]
     if report.hint:
