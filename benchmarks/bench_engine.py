@@ -77,7 +77,11 @@ QUERIES: list[tuple[str, str, dict]] = [
     # range_query) and a breakdown by organization (its total must equal git's ungrouped figure)
     ("range:A..B (issue 13)", "range:", {}),
     ("by:org (issue 13)", "by:org", {}),
+    # issue 33: the full-time-equivalent model beside 2GAD, over the same pairs (its figure is the plain one's);
+    # its p95 must stay within TARGET_FTE_RATIO of the plain report's, measured in the same process
+    ("vs:fte (issue 33)", "vs:fte", {}),
 ]
+TARGET_FTE_RATIO = 1.5
 TARGET_RANGE_P95_MS = 100.0  # issue 13: range:A..B spanning a quarter of the history
 
 TARGET_COMMITS_TIME = 1.2  # commits indexed, against git log
@@ -677,6 +681,17 @@ def in_process_section(res: Results, args, data: Path) -> None:
             res.misses.append(f"in-process `{tokens or '(no tokens)'}`: p95 {p95:.1f} ms (target <= {target:.0f} ms)")
         res.inproc.append([f"`{(NAME + ' ' + tokens).strip()}`", f"{entry['first'] * 1000:.1f} ms", f"{p50:.1f} ms",
                            f"{p95:.1f} ms", f"{max(times) * 1000:.1f} ms", f"<= {target:.0f} ms: {verdict(ok)}"])
+    pairs = timings[0].get("interleaved")
+    if pairs:
+        p95 = lambda times: sorted(times)[max(0, math.ceil(0.95 * len(times)) - 1)]  # noqa: E731
+        ratio = p95(pairs["fte"]) / p95(pairs["plain"])
+        ok = ratio <= TARGET_FTE_RATIO
+        if not ok:
+            res.misses.append(f"in-process `vs:fte`: p95 {ratio:.2f}x the plain report's (target <= {TARGET_FTE_RATIO}x)")
+        res.inproc.append([f"`{NAME} vs:fte` against `{NAME}`, {len(pairs['fte'])} runs each, interleaved",
+                           f"{statistics.median(pairs['plain']) * 1000:.1f} / {statistics.median(pairs['fte']) * 1000:.1f} ms (p50)",
+                           "", f"{p95(pairs['plain']) * 1000:.1f} / {p95(pairs['fte']) * 1000:.1f} ms: {ratio:.2f}x", "",
+                           f"<= {TARGET_FTE_RATIO}x: {verdict(ok)}"])
     res.notes.append(f"In-process: the benchmark process imports the engine (`import bot.engine.engine`: "
                      f"{timings[0]['import'] * 1000:.0f} ms), opens it once (`Engine.open`: {timings[0]['open'] * 1000:.0f} ms) "
                      f"and times {args.inproc_runs} runs of `engine.report(parse_command(text).query)` per query; "
@@ -730,6 +745,16 @@ def in_process(data: Path, repeat: int) -> list[dict]:
             times.append(time.perf_counter() - started)
         out.append({"times": times, "first": times[0], "open": t2 - t1, "import": t1 - t0,
                     "person_days": report.totals.person_days})
+    # issue 33: vs:fte beside the plain report, runs interleaved (plain, vs:fte, plain, ...) so that the machine's
+    # load falls on both alike; their p95s' ratio is the target
+    plain, fte = parse_command(NAME, today=date.today()).query, parse_command(f"{NAME} vs:fte", today=date.today()).query
+    pairs: dict[str, list[float]] = {"plain": [], "fte": []}
+    for _ in range(repeat):
+        for label, query in (("plain", plain), ("fte", fte)):
+            started = time.perf_counter()
+            engine.report(query)
+            pairs[label].append(time.perf_counter() - started)
+    out[0]["interleaved"] = pairs
     close = getattr(engine, "close", None) or getattr(engine.index, "close", None)
     if close:
         close()

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         again_s, _ = timed(lambda: engine.report(query, today), runs=5)
         columns = engine.columns_of(engine.repo("bench"))
         offsets, parents, lookup = engine.snapshots.graph(columns)
-        tips = {r.key: None for r in report.rows}
+        tips = {r.release.tag: None for r in report.rows}  # a series row is keyed "2.1 (v2.1.3)": its tag names it
         for r in report.rows:
             if r.release.previous:
                 tips[r.release.previous] = None
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         def naive() -> int:
             total = 0
             for r in report.rows:
-                reach = store.reachable(offsets, parents, [rows_of[r.key]])
+                reach = store.reachable(offsets, parents, [rows_of[r.release.tag]])
                 if r.release.previous:
                     reach &= ~store.reachable(offsets, parents, [rows_of[r.release.previous]])
                 total += int(reach.sum())
@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             mismatches.append(f"{span}: git {out.strip()}, gad-bot {r.totals.active_days}")
     tags = len(subprocess.run(["git", "-C", str(repo), "tag"], capture_output=True, text=True, env=genv).stdout.split())
     label = repo.name if args.repo else str(args.commits)  # one section per history, so both sizes stay
+    if args.tokens:  # and per set of tokens (`releases:series` beside the plain rows)
+        label += ":" + re.sub(r"[^\w.:-]+", "-", args.tokens.strip())
     START, END = f"<!-- bench:releases:{label} -->", f"<!-- /bench:releases:{label} -->"
     lines = [
         START,
@@ -123,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         f"| gad-bot `by:release` again (bounded cache), median of 5 | {again_s * 1000:,.0f} ms | {again_s / git_s:.3f}x |",
         f"| the same ranges by two full searches per row (not used) | {naive_s * 1000:,.0f} ms | {naive_s / git_s:.3f}x |",
         f"| git: METRIC.md's pipeline for each row's `PREVIOUS..THIS` ({counted} runs) | {git_s * 1000:,.0f} ms | 1x |",
+        "",
+        (f"Typical {'series' if report.typical.series else 'release'} (median of {report.typical.releases}): 2GAD "
+         f"{report.typical.two_gad.median:,.0f} person-days (P25-P75 {report.typical.two_gad.p25:,.0f}-"
+         f"{report.typical.two_gad.p75:,.0f})." if report.typical else "No typical release (one row)."),
         "",
         f"Every row's active days equal git's ({counted} rows checked)." if not mismatches else
         "**Mismatches:** " + "; ".join(mismatches),

@@ -65,6 +65,8 @@ class Release:
     day: date | None  # the author day of the commit the tag names (as `range:A..B` shows its ends)
     previous_day: date | None = None
     prerelease: bool = False  # a pre-release shown as a row (prereleases:on, or no release after it yet)
+    series: str | None = None  # `releases:series`: the X.Y series the row counts ("2.1"); `tag` is its newest
+    folded: int = 1  # with series: how many releases of the series the row holds
 
     @property
     def range(self) -> str:
@@ -75,6 +77,43 @@ class Release:
     def interval_days(self) -> int | None:
         """Days from the previous release's commit to this one's (negative: tagged on an older commit)."""
         return (self.day - self.previous_day).days if self.day and self.previous_day else None
+
+
+@dataclass(frozen=True)
+class Quartiles:
+    """The median and the quartiles of some figures (numpy's default, linear: R's type 7, Excel's QUARTILE.INC)."""
+
+    p25: float
+    median: float
+    p75: float
+    count: int
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> "Quartiles | None":
+        import statistics
+
+        values = sorted(values)
+        if not values:
+            return None
+        if len(values) == 1:
+            return cls(values[0], values[0], values[0], 1)
+        # statistics' inclusive method is the same linear interpolation as numpy's default
+        p25, median, p75 = statistics.quantiles(values, n=4, method="inclusive")
+        return cls(p25, median, p75, len(values))
+
+
+@dataclass(frozen=True)
+class TypicalRelease:
+    """by:release's typical release: the median 2GAD and interval of the rows shown, with their quartiles.
+
+    The first release (everything up to it) is left out: it is the project's whole start, not a release's work;
+    so is a row whose interval is unknown (an impossible date) from the interval's figures."""
+
+    two_gad: Quartiles  # person-days
+    interval_days: Quartiles | None  # days between a release's commit and the previous one's
+    releases: int  # rows the figures are over
+    left_out_first: bool  # whether the first release was among the rows and left out
+    series: bool = False  # the rows are X.Y series (`releases:series`)
 
 
 @dataclass(frozen=True)
@@ -99,6 +138,79 @@ class Cocomo:
     two_gad_person_months: float
     ratio: float  # 2GAD / COCOMO
     mode: str = "organic"  # Basic COCOMO's mode: organic, semidetached or embedded
+
+    @property
+    def two_gad_per_ksloc(self) -> float | None:
+        """2GAD person-days per thousand source lines at the head, so that a planned size can be scaled."""
+        return self.two_gad_person_months * DAYS_PER_PERSON_MONTH / (self.sloc / 1000) if self.sloc else None
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """A saved calibration (`gad-bot calibrate --save NAME`) applied to a figure: logged person-days per 2GAD
+    person-day, measured over `months` months, and the band their month-to-month spread gives."""
+
+    name: str
+    ratio: float  # logged person-days / 2GAD over the whole span compared
+    low: float  # the band: the 25th and 75th percentiles of the months' own ratios
+    high: float
+    months: int
+    first_day: date
+    last_day: date
+    two_gad: int  # the figure it is applied to
+
+    @property
+    def person_days(self) -> float:
+        return self.two_gad * self.ratio
+
+    @property
+    def band(self) -> tuple[float, float]:
+        return self.two_gad * self.low, self.two_gad * self.high
+
+
+FTE_THRESHOLD = 12  # `fte:N`'s default: the active days in a half-year that count as full time (Robles et al.)
+FTE_MONTHS_PER_HALF = 6
+
+
+@dataclass(frozen=True)
+class FteHalf:
+    """One calendar half-year of the full-time-equivalent model (METRIC.md, "A second model")."""
+
+    key: str  # "2024-H1" (January-June) or "2024-H2" (July-December)
+    first_day: date  # the half-year's first and last day counted: the period's own when it cuts the half-year
+    last_day: date
+    people: int  # people with at least one active day in it
+    active_days: int  # their active days in it, summed (GAD of the half-year)
+    person_months: float  # sum over people of min(6, 6 d / t)
+    full_time: int  # people at the cap (d >= t): the model counts them 6 person-months whatever they did more
+    partial: bool  # since:, until: or today cut the half-year: counted over the days inside it only
+
+
+@dataclass(frozen=True)
+class Fte:
+    """`vs:fte`: the activity-threshold model of Robles et al. beside 2GAD, both in person-months of 19 days."""
+
+    threshold: int  # t: active days in a half-year counted as full time (`fte:N`)
+    person_months: float
+    two_gad_person_months: float
+    halves: tuple[FteHalf, ...]
+    # people whose model figure is above their own 2GAD (occasional contributors) and below it (full-timers)
+    people_above: int = 0
+    people_below: int = 0
+
+    @property
+    def ratio(self) -> float | None:
+        """The model's figure / 2GAD's (both person-months)."""
+        return self.person_months / self.two_gad_person_months if self.two_gad_person_months else None
+
+    @property
+    def partial(self) -> tuple[FteHalf, ...]:
+        return tuple(h for h in self.halves if h.partial)
+
+
+def fte_person_months(active_days: int, threshold: int = FTE_THRESHOLD) -> float:
+    """One person's effort in one half-year: min(6, 6 d / t) person-months (METRIC.md, "A second model")."""
+    return min(float(FTE_MONTHS_PER_HALF), FTE_MONTHS_PER_HALF * active_days / threshold)
 
 
 @dataclass(frozen=True)
@@ -146,6 +258,10 @@ class Report:
     # by:release: the `tags:` glob typed (None: tags that look like versions), and `prereleases:on`
     release_tags: str | None = None
     prereleases: bool = False
+    release_series: bool = False  # `releases:series`: rows are X.Y series
+    typical: TypicalRelease | None = None  # by:release: the median release and its quartiles
+    fte: Fte | None = None  # `vs:fte`
+    calibrated: "Calibrated | None" = None  # `calibrated:NAME`: the figure times a saved calibration's ratio
 
     @property
     def two_gad(self) -> int:
@@ -269,6 +385,8 @@ class CompareRow:
     cocomo: Cocomo | None = None
     range: str | None = None  # the item's `range:A..B` ("v1.0..v2.0"), shared or its own; None for its scope
     hint: str | None = None  # for a zero that is likely a mistake: the item's report's one sentence (Report.hint)
+    range_start_day: date | None = None  # the author days of the commits the range's ends name
+    range_end_day: date | None = None
 
     @classmethod
     def from_report(cls, item: str, report: "Report") -> "CompareRow":
@@ -277,7 +395,13 @@ class CompareRow:
         busiest = max(months, key=lambda r: r.totals.person_days, default=None)  # first of equals: the earliest
         return cls(item, report.repos, report.totals, report.first_day, report.last_day, len(months),
                    busiest.key if busiest else None, busiest.totals.person_days if busiest else 0, report.cocomo,
-                   report.range, report.hint)
+                   report.range, report.hint, report.range_start_day, report.range_end_day)
+
+    @property
+    def range_interval_days(self) -> int | None:
+        """Days from the commit of the range's start to its end's (None for `..B` or no range)."""
+        return ((self.range_end_day - self.range_start_day).days
+                if self.range_start_day and self.range_end_day else None)
 
     @property
     def two_gad(self) -> int:
@@ -312,3 +436,4 @@ class CompareReport:
     vs_cocomo: bool = False
     data_as_of: datetime | None = None
     notes: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()  # every shared filter token besides the period (`path:src`, `bots:on`, ...)

@@ -362,7 +362,8 @@ EXPORTS = [
 
 @pytest.mark.parametrize("export,header,row", EXPORTS, ids=[e[0] for e in EXPORTS])
 def test_each_known_export_is_recognised_by_its_header(export, header, row):
-    read = read_timesheet(f"{header}\n{row}\n".encode())
+    # Clockify's 03/04/2024 reads both ways (no day above 12): refused without --date-format (issue 33)
+    read = read_timesheet(f"{header}\n{row}\n".encode(), date_format="%m/%d/%Y" if "/2024" in row else None)
     assert read.export == export
     [day] = read.days
     assert (day.day.isoformat(), day.hours) == ("2024-03-04", 7.5)
@@ -440,3 +441,103 @@ def test_committers_behind_a_name_the_timesheet_logs_but_two_committers_share_ar
         "sam@b.example": (2, "not in the timesheet by e-mail; it logs Sam, the name of this committer and of "
                              "sam@a.example: log e-mails to tell them apart"),
         "cy@corp.com": (2, "not in the timesheet")}
+
+
+# -- calibrated figures (issue 33 part 3) -------------------------------------------------------
+#
+# From the hand-worked months above, logged person-days / 2GAD: March 9.0 / 10 = 0.9, April 5.75 / 6 = 0.958333;
+# the whole span 14.75 / 16 = 0.921875. The band is the months' 25th to 75th percentile (linear interpolation):
+# 0.9 + 0.25 x 0.058333 = 0.914583 and 0.9 + 0.75 x 0.058333 = 0.94375.
+
+RATIO, LOW, HIGH = 14.75 / 16, 0.9 + 0.25 * (5.75 / 6 - 0.9), 0.9 + 0.75 * (5.75 / 6 - 0.9)
+
+
+def _engine(tmp_path):
+    from bot.config import Settings
+    from bot.engine.engine import Engine
+
+    return Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+
+
+def test_save_keeps_the_ratio_and_calibrated_name_shows_it_beside_the_figure(team, tmp_path):
+    from bot.engine.calibrations import find
+    from bot.render.csvout import report_to_csv
+    from bot.render.jsonout import report_to_dict
+    from bot.render.text import render_text
+    from tests.test_estimation import ask, figures, git_records
+
+    saved = invoke(tmp_path, sheet(tmp_path, TIMESHEET), str(team.path), "--save", "acme")
+    assert saved.exit_code == 0, saved.output
+    assert "saved as acme: logged person-days / 2GAD = 0.92 over 2 months (band 0.91-0.94" in saved.stderr
+    engine = _engine(tmp_path)
+    kept = find(engine.index, "acme")
+    assert (kept.months, kept.people) == (2, 2)
+    assert (round(kept.ratio, 6), round(kept.low, 6), round(kept.high, 6)) == (round(RATIO, 6), round(LOW, 6),
+                                                                               round(HIGH, 6))
+    plain = ask(engine, "team")
+    assert plain.calibrated is None  # without calibrated: (and no default) nothing changes
+    report = ask(engine, "team calibrated:acme")
+    two_gad = 2 * figures(git_records(team, "--branches", "--tags"))[0]
+    assert report.totals.two_gad == two_gad == 24
+    c = report.calibrated
+    assert (round(c.person_days, 4), tuple(round(v, 4) for v in c.band)) == (
+        round(24 * RATIO, 4), (round(24 * LOW, 4), round(24 * HIGH, 4)))  # 22.125, 21.95-22.65
+    assert ("Calibrated by acme (logged person-days / 2GAD = 0.92, measured over 2 months, 2024-03-04 to "
+            "2024-04-04): 22 person-days (band 22-23") in " ".join(render_text(report).split())
+    assert report_to_dict(report)["calibrated"]["person_days"] == 22.12
+    total = list(__import__("csv").DictReader(__import__("io").StringIO(report_to_csv(report))))[-1]
+    assert (total["calibration"], total["calibrated_person_days"]) == ("acme", "22.12")
+
+
+def test_a_default_calibration_applies_to_every_report_until_off(team, tmp_path):
+    from bot.errors import QueryError
+    from tests.test_estimation import ask
+
+    assert invoke(tmp_path, sheet(tmp_path, TIMESHEET), str(team.path), "--save", "acme", "--default").exit_code == 0
+    engine = _engine(tmp_path)
+    assert ask(engine, "team").calibrated.name == "acme"
+    assert ask(engine, "team calibrated:off").calibrated is None
+    with pytest.raises(QueryError, match=r"No calibration is saved as `nope` \(saved ones: `acme`\)"):
+        ask(engine, "team calibrated:nope")
+
+
+def test_the_calibrations_table_is_migration_20(tmp_path):
+    from bot.store.index import Index
+    from bot.store.tables import schema
+
+    assert [number for number, name, _ in schema.MIGRATIONS if name == "calibrations"] == [20]
+    index = Index(tmp_path / "index.db")
+    assert index.schema_version() >= 20 and index.execute("SELECT 1 FROM migrations WHERE version = 20").fetchone()
+    assert index.execute("SELECT count(*) FROM calibrations").fetchone()[0] == 0
+
+
+def test_a_timesheet_whose_dates_read_both_ways_is_refused(team, tmp_path):
+    ambiguous = "Email,Date,Hours\nann@corp.com,03/01/2024,8\nann@corp.com,03/04/2024,8\nann@corp.com,03/05/2024,8\n"
+    result = invoke(tmp_path, sheet(tmp_path, ambiguous), str(team.path))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "gad-bot: the timesheet's dates read both day-first and month-first ('03/01/2024': no day in the file is above "
+        "12, so nothing tells which); say how they are written with `--date-format %d/%m/%Y` (day first) or "
+        "`--date-format %m/%d/%Y` (month first).")
+    # told which way, it reads them (day first: 3 January, 3 April, 3 May)
+    read = read_timesheet(ambiguous.encode(), date_format="%d/%m/%Y")
+    assert [d.day.isoformat() for d in read.days] == ["2024-01-03", "2024-04-03", "2024-05-03"]
+    # one date with a part above 12 tells the order: month first, as MM/DD/YYYY exports write it
+    told = read_timesheet(b"Email,Date,Hours\na@x.example,03/01/2024,8\na@x.example,03/14/2024,8\n")
+    assert [d.day.isoformat() for d in told.days] == ["2024-03-01", "2024-03-14"]
+
+
+def test_a_migration_numbered_below_the_newest_applied_one_still_applies(tmp_path, monkeypatch):
+    """Two branches may each add a migration; the one merged second can carry the lower number: a file written with
+    the newest (19) but not the one before it must still get that one, where the check of the newest number alone
+    skipped it."""
+    import bot.store.tables.schema as schema
+    from bot.store.index import Index
+
+    (second, name, _), newest = schema.MIGRATIONS[-2], schema.MIGRATIONS[-1][0]
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:-2] + schema.MIGRATIONS[-1:])
+    Index(tmp_path / "index.db").close()  # at the newest, without the one before it
+    monkeypatch.undo()
+    index = Index(tmp_path / "index.db")
+    assert index.execute("SELECT name FROM migrations WHERE version = ?", (second,)).fetchone() == (name,)
+    assert index.schema_version() == newest

@@ -143,8 +143,9 @@ def test_help_and_report_help_list_every_token_with_an_example(tmp_path):
     (("report", "since:2024"), "gad-bot: Name at least one repository, e.g. `gstreamer/gstreamer since:2024-01`; "
                                "`gad-bot repos` lists them."),
     (("report", "web", "colour:red"), "gad-bot: `colour:` is not a token gad-bot knows; use one of `since:`, `until:`, "
-                                      "`branch:`, `refs:`, `range:`, `author:`, `org:`, `team:`, `path:`, `by:`, `tags:`, `prereleases:`, `mailmap:`, `bots:`, `top:`, "
-                                      "`coauthors:`, `vs:`, `cocomo:`, `format:` (`gad-bot help` has examples)."),
+                                      "`branch:`, `refs:`, `range:`, `author:`, `org:`, `team:`, `path:`, `by:`, `tags:`, `prereleases:`, "
+                                      "`releases:`, `mailmap:`, `bots:`, `top:`, `coauthors:`, `vs:`, `fte:`, `calibrated:`, `cocomo:`, "
+                                      "`format:` (`gad-bot help` has examples)."),
     (("report", "web", "sinse:2024"), "gad-bot: `sinse:` is not a token gad-bot knows; did you mean `since:`, as in "
                                       "`since:2024-01`?"),
     (("report", "nothing-here"), "gad-bot: No repository or project named `nothing-here` is tracked; nothing is "

@@ -56,9 +56,9 @@ def test_slack_range_shows_the_range_and_its_span(bot, stub):
     # of 2022-09-01, v2.0 Ann's merge of 2022-12-01 (91 days: 3.0 months); Bob's two commits of 2022-07-10 and
     # 2022-08-01 (his own day) are older than v1.0, merged in with the feature branch
     assert message["text"] == ("web: 2GAD 12 person-days, range v1.0..v2.0: v1.0 (2022-09-01) to v2.0 (2022-12-01), "
-                               "3.0 months; its commits span 4.8 months because 2 older commits were merged in")
+                               "3.0 months apart; its commits span 4.8 months because 2 older commits were merged in")
     shown = read(message)
-    assert ("*Range:* `v1.0..v2.0` · v1.0 (2022-09-01) to v2.0 (2022-12-01), 3.0 months · commits 2022-07-10 to "
+    assert ("*Range:* `v1.0..v2.0` · v1.0 (2022-09-01) to v2.0 (2022-12-01), 3.0 months apart · commits 2022-07-10 to "
             "2022-12-01 (4.8 months); 2 older commits merged in") in shown
     assert "4 developers · 6 commits · 6 active days (GAD)" in shown
 
@@ -158,7 +158,10 @@ def test_cli_range_json_and_csv(cli_data):
     assert (doc["active_days"], doc["range"], doc["first_day"], doc["last_day"]) == (6, "v1.0..v2.0", "2022-07-10",
                                                                                         "2022-12-01")
     text = run("report", "web", "range:..v1.0", data=data, env=env).stdout
-    assert text.splitlines()[0] == "web: 2GAD 4 person-days, range ..v1.0: up to v1.0 (2022-09-01), over 3.1 months"
+    assert " ".join(text.split("\n\n")[0].split()) == ("web: 2GAD 4 person-days, range ..v1.0: up to v1.0 (2022-09-01); "
+                                                      "its commits span 3.1 months")
+    assert max(map(len, text.splitlines())) <= 80  # a plain terminal's width (issue 33)
+    assert "range:..v1.0 (what git log v1.0 lists)" not in text and "(what git log v1.0 lists)" in " ".join(text.split())
     doc = json.loads(run("report", "web", "range:v1.0..v2.0", "--json", data=data, env=env).stdout)
     assert (doc["range_start_day"], doc["range_end_day"], doc["range_interval_days"], doc["range_older_commits"]) == (
         "2022-09-01", "2022-12-01", 91, 2)
@@ -241,3 +244,20 @@ def test_help_samples_are_real_answers_on_the_readme_demo_history(tmp_path):
                       f"{r.totals.developers} developers" for r in result.rows)
     assert said == compare_answer
     assert compare_blocks(result, compare_text)[1]
+
+
+def test_slack_vs_fte_shows_the_model_beside_2gad_and_how_they_differ(bot, stub, tmp_path):
+    # the model by hand over git's own records: per person and half-year, min(6, 6 d / 12)
+    from tests.test_estimation import git_records
+
+    pairs = {(p, d) for p, d, _ in git_records(RepoBuilder(tmp_path / "web"), "--branches", "--tags")}
+    halves: dict = {}
+    for person, day in pairs:
+        half = (person, day[:4], int(day[5:7]) > 6)
+        halves[half] = halves.get(half, 0) + 1
+    model = sum(min(6, 6 * d / 12) for d in halves.values())
+    _, name = dispatch(bot, stub, "web vs:fte")
+    shown = " ".join(read(answer(stub, name)).split())
+    assert (f"FTE model (Robles et al., t = 12): {model:,.1f} person-months beside 2GAD's "
+            f"{2 * len(pairs) / 19:,.1f}") in shown
+    assert "it gives occasional contributors more than 2GAD" in shown and "and full-timers less" in shown

@@ -274,8 +274,9 @@ def test_straighten():
     assert straighten("plain 'text' \"here\"") == "plain 'text' \"here\""
 
 
-ONE_OF_KEYS = ("`since:`, `until:`, `branch:`, `refs:`, `range:`, `author:`, `org:`, `team:`, `path:`, `by:`, `tags:`, `prereleases:`, `mailmap:`, "
-               "`bots:`, `top:`, `coauthors:`, `vs:`, `cocomo:`, `format:` (`/gad help` has examples).")
+ONE_OF_KEYS = ("`since:`, `until:`, `branch:`, `refs:`, `range:`, `author:`, `org:`, `team:`, `path:`, `by:`, `tags:`, "
+               "`prereleases:`, `releases:`, `mailmap:`, `bots:`, `top:`, `coauthors:`, `vs:`, `fte:`, `calibrated:`, "
+               "`cocomo:`, `format:` (`/gad help` has examples).")
 NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
 
 
@@ -340,7 +341,7 @@ NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
      "`by:person`, `by:repo`, `by:org`, `by:team`, `by:release`."),
     ("gst mailmap:maybe", "`mailmap:maybe` is not understood; use `mailmap:on` or `mailmap:off`."),
     ("gst bots:2", "`bots:2` is not understood; use `bots:on` or `bots:off`."),
-    ("gst vs:fpa", "`vs:fpa` is not a model gad-bot compares with; use `vs:cocomo`."),
+    ("gst vs:fpa", "`vs:fpa` is not a model gad-bot compares with; use `vs:cocomo` or `vs:fte`."),
     ("gst format:xlsx", "`format:xlsx` is not a format gad-bot writes; use `format:csv`."),
     ("gst path:/", "`path:/` is not a path inside the repository; use e.g. `path:src/net`."),
     # near misses: the nearest token or value
@@ -363,7 +364,7 @@ NOT_A_PERIOD = f"is not a period; use {PERIOD_FORMS}."
     ('gst "since:2024', "A quote is not closed; close it or leave the quotes out."),
     ("gst 'path:x", "A quote is not closed; close it or leave the quotes out."),
     ("gst \u201cpath:x", "A quote is not closed; close it or leave the quotes out."),  # a lone curly quote
-    ("gst \\", "A quote is not closed; close it or leave the quotes out."),
+    ("gst \\", "`\\` is not a repository name; names are letters, digits, `.`, `-`, `_` and `/`."),  # no escape
     ("gst\x00", "The command contains a NUL character; type it again without it."),
     ('gst "a\nb"', "The command contains a line break, tab or invisible character inside a word; "
      "type it again on one line without it."),

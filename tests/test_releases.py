@@ -314,8 +314,10 @@ def test_hostile_tag_names_stay_text_in_every_face(tmp_path):
     assert rows[1][0] == "'=1+2" and rows[2][7] == "'=1+2"  # the key and the previous release
 
 
-def test_the_terminal_table_names_each_rows_start_and_interval(tracked):
-    text = render_text(ask(tracked, "shop by:release"))
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_terminal_table_names_each_rows_start_and_interval(tracked, width):
+    text = render_text(ask(tracked, "shop by:release"), width=width)
+    assert max(map(len, text.splitlines())) <= width  # within a plain terminal (issue 33): no row folded
     lines = [line.split() for line in text.splitlines()]
     # by hand from build_shop: v1.1.0 counts from v1.0.2, whose commit (2023-04-05) is 35 days newer than its own
     assert ["v1.1.0", "v1.0.2", "2023-03-01", "35", "days", "earlier", "6", "3", "2", "3"] in lines

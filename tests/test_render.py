@@ -229,7 +229,9 @@ def test_report_to_dict_keys_and_values():
     ]
     assert [r["two_gad"] for r in data["trend"]] == [0, 10, 20, 40, 30, 10]
     assert data["cocomo"] == {"counter": "SLOCCount 2.26", "mode": "organic", "sloc": 45_000, "person_months": 130.5,
-                              "two_gad_person_months": 21.7, "ratio": 0.166}
+                              "two_gad_person_months": 21.7, "ratio": 0.166,
+                              # by hand: 21.7 person-months x 19 = 412.3 person-days over 45 KSLOC
+                              "two_gad_per_ksloc": round(21.7 * 19 / 45, 4)}
     assert data["two_gad_person_months"] == 21.68
     assert data["two_gad_person_years"] == 1.81
     assert data["period"] == "since 2024-01-01"
@@ -358,7 +360,9 @@ def test_report_blocks_content():
     assert blocks[3]["text"]["text"] == ("*By month*\n`2024-01` — 2GAD 10 · 1 developer · 10 commits\n"
                                          "`2024-02` — 2GAD 20 · 1 developer · 20 commits")
     assert blocks[4]["text"]["text"] == ("*vs COCOMO* (basic, organic; SLOCCount 2.26, 45,000 SLOC)\n"
-                                         "COCOMO 130.5 person-months · 2GAD 21.7 person-months · ratio 0.17 (2GAD / COCOMO)")
+                                         "COCOMO 130.5 person-months · 2GAD 21.7 person-months · ratio 0.17 (2GAD / COCOMO)\n"
+                                         "2GAD 9.16 person-days per thousand source lines (45,000 SLOC at the head "
+                                         "counted): multiply by a planned size in KSLOC to scale it")
     assert [e["text"] for e in blocks[5]["elements"]] == [
         "3 commits with impossible author dates left out", "data as of 2026-12-03 08:00 UTC", UNITS_NOTE]
     button = blocks[6]["elements"][0]

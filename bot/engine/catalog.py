@@ -32,6 +32,19 @@ class Resolved:
     hidden: tuple[tuple[str, int], ...] = ()  # (project, repositories of it the viewer may not see)
 
 
+# The first path segment of a forge's page inside a repository (GitHub, GitLab's `-`, Gitea/Forgejo's `src`): a
+# browser URL `https://host/owner/name/tree/main` names the repository `https://host/owner/name`.
+_PAGES = frozenset({"tree", "blob", "-", "src", "commits", "commit", "releases", "tags", "pulls", "pull", "issues",
+                    "merge_requests", "compare", "branches", "activity", "wiki"})
+
+
+def _looks_like_url(name: str) -> bool:
+    from .query import is_source
+    from ..store.sources import is_local_path
+
+    return is_source(name) and not is_local_path(name)
+
+
 class Catalog:
     """Repositories and projects by name; a project's rows kept so that only changed ones are built again."""
 
@@ -108,8 +121,31 @@ class Catalog:
         """The tracked repository with this source, however it is written: a URL with or without a trailing
         `/` or `.git`, a local path by the git directory it opens (any directory of its work tree)."""
         wanted = self._source_key(source)
-        for repo in self.index.repos():
+        repos = self.index.repos()
+        for repo in repos:
             if repo.source == source or self._source_key(repo.source, repo) == wanted:
+                return repo
+        return self._by_place(source, repos)
+
+    @staticmethod
+    def _by_place(source: str, repos: list[RepoRow]) -> RepoRow | None:
+        """A URL that names a tracked repository in another form: http beside https, `git@host:o/n.git`,
+        another case (forges ignore it), `www.`, or a page of it pasted from a browser (`/tree/main/src`). Such a
+        URL used to start a second fetch of a repository that is tracked already."""
+        from ..store.sources import is_local_path
+        from .links import Place
+
+        if is_local_path(source):
+            return None
+        place = Place.of(source)
+        if place is None:
+            return None
+        for repo in repos:
+            tracked = Place.of(str(repo.source)) if not repo.in_place else None
+            if tracked is None or tracked.host != place.host:
+                continue
+            rest = place.segments[len(tracked.segments):]
+            if place.segments[:len(tracked.segments)] == tracked.segments and (not rest or rest[0] in _PAGES):
                 return repo
         return None
 
@@ -137,6 +173,8 @@ class Catalog:
         hidden: list[tuple[str, int]] = []
         for name in names:
             repo = self.index.repo(name)
+            if repo is None and _looks_like_url(name):  # the URL of a tracked repository names it
+                repo = self.find_by_source(name)
             if repo is not None:
                 if not self.sees(viewer, repo):
                     raise UnknownRepoError(name, self.known_names(viewer))

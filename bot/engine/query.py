@@ -100,6 +100,10 @@ class Query:
     coauthors: bool = False  # `coauthors:on`: Co-authored-by trailers earn person-days (METRIC.md rule 7)
     tags: str | None = None  # `tags:GLOB`: which tags by:release takes for releases (default: version-like ones)
     prereleases: bool = False  # `prereleases:on`: by:release shows pre-releases as rows of their own
+    release_series: bool = False  # `releases:series`: by:release folds patch releases into their X.Y series
+    vs_fte: bool = False  # `vs:fte`: the full-time-equivalent model beside 2GAD (METRIC.md, "A second model")
+    fte_threshold: int = 12  # `fte:N`: t, the active days in a half-year that count as full time
+    calibrated: str | None = None  # `calibrated:NAME`: a saved calibration applied to the figure
 
     def words(self) -> str:
         """The scope and rules in words, for footnotes: 'all branches and tags, author dates, mailmap applied'."""
@@ -139,6 +143,9 @@ class Query:
         tags = (f"tags matching {_literal(self.tags)}" if self.tags
                 else "tags that look like versions, of their most-used family")
         folded = "pre-releases shown" if self.prereleases else "pre-releases folded into the release that follows"
+        if self.release_series:
+            return (f"each X.Y series ({tags}, sorted by version, {folded}, patch releases folded into their series): "
+                    "what git's `previous series' newest..this series' newest` lists")
         return f"each release ({tags}, sorted by version, {folded}): what git's `previous..this` lists"
 
 
@@ -302,18 +309,28 @@ TOKENS: tuple[Token, ...] = (
           "their most-used family: v* or release-*, not both)", "tags:v*"),
     Token("prereleases:on", "with by:release: release candidates and betas as rows of their own (by default "
           "they fold into the release that follows)", "prereleases:on"),
+    Token("releases:series", "with by:release: one row per X.Y series, its patch releases folded in (what git's "
+          "previous series' newest..this series' newest lists)", "releases:series"),
     Token("mailmap:off", "skip the repository's .mailmap", "mailmap:off"),
     Token("bots:on", "keep [bot] authors (left out by default)", "bots:on"),
     Token("top:N", "only the first N rows of a by:person, by:org, by:repo or by:team table", "top:10"),
     Token("coauthors:on", "people named in Co-authored-by: trailers earn the commit's day too (off by default)",
           "coauthors:on"),
-    Token("vs:cocomo", "Basic COCOMO (organic) from the source lines at the head, beside 2GAD", "vs:cocomo"),
+    Token("vs:cocomo", "Basic COCOMO (organic) from the source lines at the head, beside 2GAD, and 2GAD per "
+          "thousand source lines", "vs:cocomo"),
+    Token("vs:fte", "the full-time-equivalent model of Robles et al. beside 2GAD: per person and half-year, "
+          "min(6, 6 x active days / t) person-months", "vs:fte"),
+    Token("fte:N", "with vs:fte: t, the active days in a half-year that count as full time (default 12)", "fte:18"),
+    Token("calibrated:NAME", "beside the figure, the person-days a saved calibration (gad-bot calibrate --save NAME) "
+          "gives, with its band", "calibrated:team"),
     Token("cocomo:organic|semidetached|embedded", "Basic COCOMO's mode for vs:cocomo (organic by default)",
           "cocomo:embedded"),
     Token("format:csv", "CSV (in Slack: an attached file)", "format:csv"),
     Token("public", "in Slack: post the answer for everyone instead of only to you", "public"),
 )
-_EXAMPLE_OF = {t.form.split(":")[0]: t.example for t in TOKENS}
+_EXAMPLE_OF: dict[str, str] = {}
+for _token in TOKENS:  # a key's first token gives its example (`vs:cocomo`, not `vs:fte`)
+    _EXAMPLE_OF.setdefault(_token.form.split(":")[0], _token.example)
 _REPORT_KEYS = tuple(k for k in _EXAMPLE_OF if k != "public")
 
 # The first word of every command other than a report (for "did you mean" on a mistyped one).
@@ -402,7 +419,13 @@ def _split(text: str) -> list[str]:
     if "\x00" in text:
         raise QueryError("The command contains a NUL character; type it again without it.")
     try:
-        words = shlex.split(straighten(text))
+        # quotes group words, but a backslash is no escape: `path:src\\x` from a Windows shell keeps it (clean_path
+        # makes it `src/x`), where shlex.split dropped it and asked about `srcx`
+        lexer = shlex.shlex(straighten(text), posix=True)
+        lexer.whitespace_split = True
+        lexer.escape = ""
+        lexer.commenters = ""
+        words = list(lexer)
     except ValueError:
         raise QueryError("A quote is not closed; close it or leave the quotes out.") from None
     # Quoted words (and words split only by exotic separators) may still hold line breaks, tabs or
@@ -518,7 +541,7 @@ def parse_query(words: list[str], today: date, *, repos_required: bool = True) -
             options["range"] = _parse_range(value)
         elif key == "path":
             target = excluded if value.startswith("!") else paths
-            cleaned = value.lstrip("!").strip("/")
+            cleaned = clean_path(value.lstrip("!"))
             if not cleaned or ".." in cleaned.split("/"):
                 raise QueryError(f"`path:{value}` is not a path inside the repository; use e.g. `path:src/net`.")
             if any(c in cleaned for c in "*?["):
@@ -561,11 +584,33 @@ def parse_query(words: list[str], today: date, *, repos_required: bool = True) -
         elif key == "bots":
             _one(key, seen, value)
             options["bots"] = _on_off(key, value)
-        elif key == "vs":
+        elif key == "vs":  # repeatable: `vs:cocomo vs:fte` shows both models
+            model = value.lower()
+            if model not in ("cocomo", "fte"):
+                raise QueryError(f"`vs:{value}` is not a model gad-bot compares with; use `vs:cocomo` or `vs:fte`.")
+            if seen.get("vs:" + model):
+                raise QueryError(f"`vs:` is given twice; keep one of `vs:{seen['vs:' + model]}` and `vs:{value}`.")
+            seen["vs:" + model] = value
+            options["vs_" + model] = True
+        elif key == "fte":
             _one(key, seen, value)
-            if value.lower() != "cocomo":
-                raise QueryError(f"`vs:{value}` is not a model gad-bot compares with; use `vs:cocomo`.")
-            options["vs_cocomo"] = True
+            if not re.fullmatch(r"[0-9]{1,3}", value) or not 1 <= int(value) <= 182:
+                raise QueryError(f"`fte:{value}` is not a threshold; give the active days in a half-year that count "
+                                 "as full time, from 1 to 182, e.g. `fte:12` (the default) or `fte:18`.")
+            options["fte_threshold"] = int(value)
+            options["vs_fte"] = True  # a threshold means the model is wanted
+        elif key == "releases":
+            _one(key, seen, value)
+            if value.lower() not in ("series", "each"):
+                raise QueryError(f"`releases:{value}` is not understood; use `releases:series` (one row per X.Y "
+                                 "series) or leave it out (one row per release).")
+            options["release_series"] = value.lower() == "series"
+        elif key == "calibrated":
+            _one(key, seen, value)
+            if not re.fullmatch(r"[\w.\-]{1,64}", value):
+                raise QueryError(f"`calibrated:{value[:40]}` is not a calibration's name; use the NAME given to "
+                                 "`gad-bot calibrate --save NAME`, e.g. `calibrated:team`.")
+            options["calibrated"] = value
         elif key == "top":
             _one(key, seen, value)
             if not re.fullmatch(r"[0-9]{1,6}", value) or int(value) < 1:
@@ -628,6 +673,15 @@ def team_word(value: str) -> str:
     return handle
 
 
+def clean_path(value: str) -> str:
+    """A path as git names it inside the repository: `./src/x` and `src\\x` (a Windows shell's) are `src/x`, and
+    `src/x/` is `src/x`. Both used to match nothing and suggest some other path nearby."""
+    cleaned = value.replace("\\", "/").strip("/")
+    while cleaned.startswith("./"):
+        cleaned = cleaned[2:].lstrip("/")
+    return "" if cleaned == "." else cleaned
+
+
 def _tags_glob(value: str) -> str:
     """`tags:GLOB`: a tag-name pattern (fnmatch's `*`, `?`, `[...]`; never a regular expression), bounded."""
     if len(value) > MAX_TAGS_GLOB or not re.fullmatch(r"[\w.\-/+@*?\[\]!~]+", value):
@@ -638,7 +692,7 @@ def _tags_glob(value: str) -> str:
 
 def _check_release_tokens(options: dict, seen: dict[str, str], repos: list[str]) -> None:
     """by:release counts one repository's releases as ranges of their own: what it cannot go with, in one sentence."""
-    for key in ("tags", "prereleases"):
+    for key in ("tags", "prereleases", "releases"):
         if key in seen and options.get("by") != "release":
             raise QueryError(f"`{key}:{seen[key]}` chooses the releases of `by:release`; add `by:release`, "
                              f"e.g. `{repos[0] if repos else 'myrepo'} by:release {key}:{seen[key]}`.")
@@ -669,7 +723,7 @@ def _compare_item(word: str) -> CompareItem:
         own, word = _parse_range(span), base
     key, sep, value = word.partition(":")
     if sep and not is_source(word):
-        path = value.strip("/")
+        path = clean_path(value)
         if not path or ".." in path.split("/"):
             raise QueryError(f"`{word}` is not `NAME:PATH`; use e.g. `linux:drivers/gpu/drm/nouveau`.")
         return CompareItem(_check_repo_word(key), path, own, team)

@@ -47,13 +47,14 @@ def release_ranges(snapshots: Snapshots, repo: RepoRow, columns: col.RepoColumns
                 if name.startswith("refs/tags/")}
         names = list(tags)
         rows = lookup.rows_of(np.array([store.key_of(tags[n]) for n in names], np.int64)) if names else []
-        found = releases.releases(dict(zip(names, (int(r) for r in rows))), query.tags, query.prereleases)
+        found = releases.releases(dict(zip(names, (int(r) for r in rows))), query.tags, query.prereleases,
+                                  query.release_series)
         if not found.tags:
             raise releases.no_release_error(repo.name, names, query.tags)
         return found
 
-    found, left_out = snapshots.masks.get_or_compute(
-        snapshot_key(columns, "release tags", query.tags, query.prereleases), sorted_releases)
+    found, left_out, placeholders = snapshots.masks.get_or_compute(
+        snapshot_key(columns, "release tags", query.tags, query.prereleases, query.release_series), sorted_releases)
     days = columns.store.history.days
     day_of = [from_epoch_day(int(days[t.row])) if days[t.row] != col.BAD_DAY else None for t in found]
     window = releases.window(day_of, query.since, query.until, query.top or MAX_RELEASE_ROWS)
@@ -70,10 +71,11 @@ def release_ranges(snapshots: Snapshots, repo: RepoRow, columns: col.RepoColumns
         tag = found[at]
         before = found[at - 1] if at else None
         shown.append((Release(tag.name, before.name if before else None, day_of[at],
-                              day_of[at - 1] if before else None, tag.prerelease),
+                              day_of[at - 1] if before else None, tag.prerelease,
+                              releases.series_of(tag.name) if query.release_series else None, tag.folded),
                       members[at - window.first]))
         union[members[at - window.first]] = True
-    notes = [left_out, releases.same_commit_note([(found[at].name, found[at - 1].name) for at in window.shown
+    notes = [left_out, placeholders, releases.same_commit_note([(found[at].name, found[at - 1].name) for at in window.shown
                                                   if at and found[at].row == found[at - 1].row])]
     if window.shown[-1] == len(found) - 1:  # the newest release is a row: its tip is the last of `tips`
         newest = found[-1]
@@ -110,5 +112,57 @@ def release_rows(snapshots: Snapshots, repo: RepoRow, columns: col.RepoColumns, 
             parts += [named] if len(named.persons) else []
         if wanted is not None:
             parts = [col.keep(p, wanted[org_table.orgs_of(p.persons, p.days)]) for p in parts]
-        out.append(Row(release.tag, col.totals(parts)[0], release=release))
+        key = f"{release.series} ({release.tag})" if release.series else release.tag  # the series, to its newest
+        out.append(Row(key, col.totals(parts)[0], release=release))
     return out
+
+
+def trimmed_note(columns: col.RepoColumns, released: "ReleaseRanges", query: Query, most: int = 3) -> str | None:
+    """since:/until: pick releases by their tag's day and also bound the days counted inside each: a release whose
+    range holds commits authored outside the period is counted in part. Said, with how many commits, since a row
+    cut that way used to read as the release's whole work."""
+    if query.since is None and query.until is None:
+        return None
+    from .periods import to_epoch_day
+
+    days = columns.store.history.days
+    low = to_epoch_day(query.since) if query.since else None
+    high = to_epoch_day(query.until) if query.until else None
+    cut = []
+    for release, members in released.shown:
+        member_days = days[members]
+        member_days = member_days[member_days != col.BAD_DAY]
+        outside = np.zeros(len(member_days), bool)
+        if low is not None:
+            outside |= member_days < low
+        if high is not None:
+            outside |= member_days > high
+        if outside.any():
+            cut.append((release.tag, int(outside.sum())))
+    if not cut:
+        return None
+    told = [f"{literal(name)} {n:,} commit{'s' * (n != 1)}" for name, n in cut[:most]]
+    if len(cut) > most:
+        told.append(f"{len(cut) - most:,} more release{'s' * (len(cut) - most != 1)}")
+    period = " and ".join(t for t in (f"since:{query.since.isoformat()}" if query.since else "",
+                                      f"until:{query.until.isoformat()}" if query.until else "") if t)
+    return (f"{period} also bound{'s' * (' and ' not in period)} the days counted inside each release, so rows count "
+            f"their ranges in part, leaving out commits authored outside the period ({', '.join(told)}); leave "
+            "since:/until: out for whole releases, and pick the newest with top:N.")
+
+
+def typical_release(rows: list, series: bool = False):
+    """The median 2GAD and interval of the release rows shown, with their quartiles (metric.TypicalRelease);
+    the first release (everything before it) is left out; None when no other row is shown."""
+    from ..metric import Quartiles, TypicalRelease
+
+    counted = [row for row in rows if row.release is not None and row.release.previous is not None]
+    if not counted:
+        return None
+    # a release tagged on an older commit than the one before it in version order (a back-port) has no interval of
+    # its own to speak of: its negative one is left out of the typical interval
+    intervals = [row.release.interval_days for row in counted
+                 if row.release.interval_days is not None and row.release.interval_days >= 0]
+    return TypicalRelease(two_gad=Quartiles.of(row.totals.two_gad for row in counted),
+                          interval_days=Quartiles.of(intervals), releases=len(counted),
+                          left_out_first=len(counted) < len(rows), series=series)

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 # made V_5_0_P1's row everything since 2003.
 DEFAULT_TAGS = re.compile(r"[A-Za-z]*[-_]?\d[-._~+A-Za-z0-9]*")
 DEFAULT_TAGS_WORDS = "tags that look like versions (`v1.2.3`, `1.2`, `V_9_5_P1`, `release-2.0`; no `/`)"
+# A version whose last part is a placeholder (`2.0.x`, `v1.x`, `3.X`) names a maintenance branch, not a release:
+# flask tags `2.0.x` beside `2.0.0`, and taken for a release it sorted before `2.0.0` and left that row empty.
+# A release's series, `X.Y` of its first two numbers (`V_9_5_P1` is 9.5): `releases:series` folds a series'
+# patch releases into one row.
+_SERIES = re.compile(r"\D*?(\d+)(?:[._-](\d+))?")
 
 
 @dataclass(frozen=True)
@@ -42,13 +47,46 @@ class Tagged:
     name: str
     row: int
     prerelease: bool = False
+    folded: int = 1  # with `releases:series`: the releases of its series this row counts (it is the newest)
 
 
 def is_release_tag(name: str, glob: str | None) -> bool:
-    """Whether a tag counts as a release: it matches `tags:GLOB`, or without one looks like a version."""
+    """Whether a tag counts as a release: it matches `tags:GLOB`, or without one looks like a version; a
+    placeholder (`2.0.x`) never does, unless the glob itself ends in the placeholder (`tags:*.x`)."""
+    if is_placeholder(name) and not (glob is not None and glob.rstrip("*?").lower().endswith("x")):
+        return False
     if glob is not None:
         return fnmatch.fnmatchcase(name, glob)
     return DEFAULT_TAGS.fullmatch(name) is not None
+
+
+def is_placeholder(name: str) -> bool:
+    """`2.0.x`, `v1.x`, `release-3.X`: a tag naming a branch of releases to come, not a release."""
+    body = name.rstrip("xX")  # string work, no pattern: a hostile tag name costs linear time
+    return len(body) < len(name) and len(body) >= 2 and body[-1] in "._-" and body[-2].isdigit()
+
+
+def series_of(name: str) -> str:
+    """The `X.Y` series of a release (`v2.1.3` -> `2.1`, `V_9_5_P1` -> `9.5`, `v5` -> `5`), for `releases:series`."""
+    match = _SERIES.match(name)
+    if match is None or match.group(1) is None:
+        return name
+    return match.group(1) if match.group(2) is None else f"{int(match.group(1))}.{int(match.group(2))}"
+
+
+def placeholder_note(names: Iterable[str], glob: str | None, most: int = 3) -> str | None:
+    """'`2.0.x`, `2.1.x` and 3 more end in a placeholder: they name maintenance branches, not releases, so
+    they are no rows.' (None when no tag does, or the glob asked for them)."""
+    from ..errors import literal
+
+    found = sorted((n for n in names if is_placeholder(n) and (glob is None or fnmatch.fnmatchcase(n, glob))
+                    and not is_release_tag(n, glob)), key=version_key)
+    if not found:
+        return None
+    shown = [literal(n) for n in found[:most]] + ([f"{len(found) - most:,} more"] if len(found) > most else [])
+    one = len(found) == 1
+    return (f"{_listed(shown, 'and')} end{'s' * one} in a placeholder (`x`): {'it names a branch' if one else 'they name branches'} "
+            f"of releases to come, not {'a release' if one else 'releases'}, so {'it gets' if one else 'they get'} no row.")
 
 
 def families(names: Iterable[str]) -> list[tuple[str, int]]:
@@ -91,16 +129,21 @@ def _listed(items: list[str], last: str) -> str:
 
 
 class Releases(NamedTuple):
-    """The releases to count, oldest version first, and the note on the families left out (None: none were)."""
+    """The releases to count, oldest version first, and the notes on the tags left out (None: none were)."""
 
     tags: list[Tagged]
     left_out: str | None
+    placeholders: str | None = None
 
 
-def releases(tags: dict[str, int], glob: str | None = None, prereleases: bool = False) -> Releases:
-    """The releases among `tags` (short name -> row), oldest version first, pre-releases folded unless asked;
-    without `glob`, of the family most used only."""
+def releases(tags: dict[str, int], glob: str | None = None, prereleases: bool = False,
+             series: bool = False) -> Releases:
+    """The releases among `tags` (short name -> row; -1 for a tag whose commit is not indexed), oldest version
+    first, pre-releases folded unless asked; without `glob`, of the family most used only; with `series`, the
+    newest release of each `X.Y` series only (its row then counts the whole series: previous series' newest..it).
+    A tag of a blob or a tree never reaches here (Mirror.ref_tips peels tags to commits and skips the rest)."""
     named = [name for name, row in tags.items() if row >= 0 and is_release_tag(name, glob)]
+    placeholders = placeholder_note([name for name, row in tags.items() if row >= 0], glob)
     note = None
     if glob is None and named:
         ranked = families(named)
@@ -110,11 +153,24 @@ def releases(tags: dict[str, int], glob: str | None = None, prereleases: bool = 
     keyed = [t for _, _, t in sorted((version_key(name), name, Tagged(name, tags[name], is_prerelease(name)))
                                      for name in named)]
     if prereleases:
-        return Releases(keyed, note)
+        return Releases(_newest_of_each_series(keyed) if series else keyed, note, placeholders)
     kept = [t for t in keyed if not t.prerelease]
     # the newest pre-releases, after every release, have no release to fold into yet: the newest is a row
     waiting = list(itertools.takewhile(lambda t: t.prerelease, reversed(keyed)))
-    return Releases(kept + waiting[:1], note)
+    found = kept + waiting[:1]
+    return Releases(_newest_of_each_series(found) if series else found, note, placeholders)
+
+
+def _newest_of_each_series(keyed: list[Tagged]) -> list[Tagged]:
+    """The last release of each run of one series in version order (2.0.0, 2.0.1, 2.1.0 -> 2.0.1, 2.1.0), so that
+    consecutive ranges between them are whole series: `2.0.1..2.1.0` is what series 2.1 added."""
+    out: list[Tagged] = []
+    for tag in keyed:
+        if out and series_of(out[-1].name) == series_of(tag.name):
+            out[-1] = Tagged(tag.name, tag.row, tag.prerelease, out[-1].folded + 1)
+        else:
+            out.append(tag)
+    return out
 
 
 @dataclass(frozen=True)

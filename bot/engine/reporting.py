@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import columns as col
+from . import calibrations, columns as col
 from ..config import Settings
 from ..errors import GadError, PermissionDeniedError, QueryError, command, literal
 from ..metric import Report, table_order
@@ -29,7 +29,7 @@ from .teams import NO_TEAM, Matched, Teams, no_committer_error, unmatched_note
 from .filters import Active, author_zero_words, check_authors, check_filters
 from .periods import from_epoch_day, mark_partial, to_epoch_day
 from .query import Compare, Query, RefRange
-from .releaserows import refuse_releases_of_several, release_ranges, release_rows
+from .releaserows import refuse_releases_of_several, release_ranges, release_rows, trimmed_note, typical_release
 from .snapshots import Snapshots
 
 if TYPE_CHECKING:
@@ -237,13 +237,16 @@ class Reporting:
         if released is not None:
             rows = release_rows(self.snapshots, repos[0], all_columns[0], query, flt, released, org_table)
             more_rows = released.more
-            notes = released.notes
+            trimmed = trimmed_note(all_columns[0], released, query)
+            notes = released.notes + ((trimmed,) if trimmed else ())
         if query.by in ("person", "org", "repo", "team") and not (query.by == "repo" and merged is not None):
             # the order every face shows (CSV and JSON take rows as they come), and so the rows top:N keeps
             # (by_repo_merged gives its rows in that order already)
             rows.sort(key=table_order)
         if query.top is not None and query.by in ("person", "org", "repo", "team"):  # by:release: _release_ranges
             more_rows = max(0, len(rows) - query.top)
+            tie = tie_note(rows, query.top, query.by)
+            notes = notes + ((tie,) if tie else ())
             rows = rows[:query.top]
         trend_bucket = self._trend_bucket(query, keys, today)
         trend_last = flt.until_day if flt.until_day is not None else (to_epoch_day(today) if flt.since_day is not None else None)
@@ -267,9 +270,31 @@ class Reporting:
                       mailmap=query.mailmap, bots=query.bots,
                       more_rows=more_rows, coauthors=query.coauthors, coauthor_commits=coauthor_commits,
                       coauthor_active_days=coauthor_days, release_tags=query.tags, prereleases=query.prereleases,
+                      release_series=query.release_series,
+                      typical=typical_release(rows, query.release_series) if released is not None else None,
                       notes=notes)
         if query.range is not None and repos:
             report = dataclasses.replace(report, **self._range_days(repos[0], query.range, author_selections))
+        caveats = self._caveats(query, viewer, about_themselves, all_columns, masks, flt, keys, author_keys, disjoint,
+                                released is not None)
+        if caveats:
+            report = dataclasses.replace(report, notes=report.notes + tuple(caveats))
+        calibrated = calibrations.applied(self.index, query.calibrated, totals.two_gad)
+        if calibrated is not None:  # `calibrated:NAME`, or the default calibration (none saved: nothing changes)
+            report = dataclasses.replace(report, calibrated=calibrated)
+        if query.vs_fte:  # over the very pairs counted: every filter, co-authors when on
+            from .fte import fte
+            from .snapshots import snapshots_key
+
+            # kept per question, threshold and day (today cuts the last half-year) in the bounded cache, as the
+            # masks are: a question asked again costs a look-up
+            shaped = dataclasses.replace(query, top=None, format=None, public=False, vs_cocomo=False,
+                                         calibrated=None, cocomo_mode="organic",
+                                         by="release" if released is not None else None)
+            model = self.snapshots.masks.get_or_compute(
+                snapshots_key(all_columns, "fte", shaped, today),
+                lambda: fte(keys, query.fte_threshold, query.since, query.until, today))
+            report = dataclasses.replace(report, fte=model)
         if totals.person_days == 0:
             report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table, active))
         access_notes = [f"{hidden:,} of {literal(project)}'s repositories are left out: you are not in their audience."
@@ -295,6 +320,42 @@ class Reporting:
             report = with_cocomo(self.cocomo_heads(repos, query), query, report, SlocCache(self.index),
                                  self.settings.data_dir / "tmp")
         return report
+
+    def _caveats(self, query: Query, viewer: Viewer, about_themselves: bool, all_columns: list, masks: list,
+                 flt: col.Filter, keys: np.ndarray, author_keys: np.ndarray, disjoint: bool, releases: bool) -> list[str]:
+        """Notes that say when the figure may mislead (bot/engine/caveats.py): a tool-like account with a large
+        share, one name under several e-mails, a large share only from outside the default branch."""
+        from . import caveats
+
+        if not len(keys):
+            return []
+        from .snapshots import snapshots_key
+
+        people_detail = self.settings.person_detail != "admins" or viewer.reads_people or about_themselves
+        # the notes depend on the pairs counted, so on every token that shapes them, not on how they are shown
+        shaped = dataclasses.replace(query, top=None, format=None, public=False, vs_cocomo=False, vs_fte=False,
+                                     fte_threshold=12, calibrated=None, cocomo_mode="organic",
+                                     by="release" if releases else None)
+
+        def people_notes() -> tuple[str, ...]:
+            names = [caveats.names_of(self.index, columns, query.mailmap) for columns in all_columns]
+            found = caveats.tool_notes(names, keys, self.snapshots.people_names, people_detail)
+            if not query.authors:  # `author:` picked the people: their several addresses are the asker's choice
+                several = caveats.several_emails_note(names, keys, self.snapshots.people_names, people_detail)
+                found += [several] if several else []
+            return tuple(found)
+
+        notes = list(self.snapshots.masks.get_or_compute(
+            snapshots_key(all_columns, "people notes", shaped, people_detail), people_notes))
+        if query.scope.kind == "default" and query.range is None and not releases and not query.orgs:
+            # kept per question and snapshot: when it counts a second time (a repository with many commits off the
+            # default branch), only the first asking pays; "" for no note, since None is never cached
+            key = snapshots_key(all_columns, "outside default", flt.since_day, flt.until_day, query.mailmap,
+                                query.bots, query.authors, query.paths, query.exclude_paths, query.coauthors)
+            outside = self.snapshots.masks.get_or_compute(
+                key, lambda: caveats.outside_default_note(all_columns, masks, flt, author_keys, disjoint) or "")
+            notes += [outside] if outside else []
+        return notes
 
     def _active(self, all_columns: list[col.RepoColumns], masks: list, flt: col.Filter, query: Query,
                 org_table) -> Active:
@@ -479,8 +540,12 @@ class Reporting:
         cocomo_notes = tuple(dict.fromkeys(n for r in reports for n in r.notes if n.startswith(("COCOMO", "vs:cocomo"))))
         # what a zero probably meant (a reversed range, since: after the data ...), as `report` says it, per item
         zero_notes = tuple(f"{item.label}: {report.hint}" for item, report in zip(command.items, reports) if report.hint)
+        own_ranges = all(item.range for item in command.items) and query.range is None
+        scope_words = dataclasses.replace(query, paths=()).words()
+        if own_ranges:  # not "all branches and tags": each item counts what git's A..B lists for its own range
+            scope_words = scope_words.replace(query.scope.words(), "each item's own range (what git's A..B lists)", 1)
         return CompareReport(rows=tuple(rows), since=query.since, until=query.until,
-                             scope_words=dataclasses.replace(query, paths=()).words(),
+                             scope_words=scope_words, filters=tuple(_filter_tokens(query)),
                              range=query.range.token().removeprefix("range:") if query.range else None,
                              vs_cocomo=query.vs_cocomo,
                              data_as_of=min(as_of) if as_of and all(as_of) else None,
@@ -495,6 +560,30 @@ class Reporting:
             days = keys & 0xFFFFFFFF
             return "week" if int(days.max() - days.min()) <= 26 * 7 else "month"
         return "month"
+
+
+def tie_note(rows: list, top: int, by: str) -> str | None:
+    """`top:N` that cuts through rows of equal active days: which of them make the table is only the order's
+    tie-break (commits, then name), so say how many tie and how many were left out."""
+    if len(rows) <= top or rows[top - 1].totals.person_days != rows[top].totals.person_days:
+        return None
+    days = rows[top].totals.person_days
+    tied = [r for r in rows if r.totals.person_days == days]
+    left = sum(1 for r in rows[top:] if r.totals.person_days == days)
+    kind = {"person": ("person", "people"), "org": ("organization", "organizations"),
+            "repo": ("repository", "repositories"), "team": ("team", "teams")}.get(by, ("row", "rows"))
+    last = rows.index(tied[-1]) + 1
+    return (f"top:{top} cuts through a tie: {len(tied):,} {kind[1]} have {days:,} active day{'s' * (days != 1)}, and "
+            f"{left:,} of them {'is' if left == 1 else 'are'} left out only by the order's tie-break (most commits, "
+            f"then name); top:{last} shows them all.")
+
+
+def _filter_tokens(query: Query) -> list[str]:
+    """The tokens besides the period and range that shape every item of a compare, as typed."""
+    tokens = [t for t in query.scope_tokens() if not t.startswith(("since:", "until:", "range:", "branch:", "refs:"))]
+    tokens += [f"author:{a}" for a in query.authors]
+    tokens += (["coauthors:on"] if query.coauthors else []) + (["vs:cocomo"] if query.vs_cocomo else [])
+    return tokens
 
 
 def sync_failed_note(repo: RepoRow, now: datetime) -> str:

@@ -191,6 +191,34 @@ def parse_day(text: str, date_format: str | None = None) -> date | None:
     return None
 
 
+class _Slashes:
+    """Whether a file's slashed dates could be day-first as well as month-first: `03/01/2024` is 1 March or 3
+    January, and when no date in the file has a part above 12 nothing tells which (a file read the wrong way
+    turned 2-5 January into February to May, and the ratio to 12.00)."""
+
+    def __init__(self) -> None:
+        self.example: str | None = None
+        self.told = False  # a date with a part above 12 says which way the file is written
+
+    def see(self, text: str) -> None:
+        match = _US.match(text.strip())
+        if match is None:
+            return
+        first, second = int(match.group(1)), int(match.group(2))
+        if first > 12 or second > 12:
+            self.told = True
+        elif self.example is None and first != second:
+            self.example = text.strip()[:40]
+
+    def ambiguous(self) -> bool:
+        return self.example is not None and not self.told
+
+    def refusal(self) -> str:
+        return (f"the timesheet's dates read both day-first and month-first ({self.example!r}: no day in the file is "
+                "above 12, so nothing tells which); say how they are written with `--date-format %d/%m/%Y` "
+                "(day first) or `--date-format %m/%d/%Y` (month first).")
+
+
 def _person(cells: list[str], columns: Columns) -> tuple[str, bool]:
     joined = " ".join(cells[i] for i in columns.person)
     # a name is printed to a terminal: no escape sequences or other control characters from the file
@@ -254,6 +282,7 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
     errors = _Problems()
     first_seen: dict[bytes, int] = {}  # a digest of each row's cells -> its line: 16 bytes a row, whatever its width
     summed: dict[tuple[str, bool, date], list] = {}
+    slashed = _Slashes()  # MM/DD/YYYY read as written unless every date reads both ways (then refused)
     rows = 0
     line = 1  # the line the next record starts on
     while True:
@@ -287,6 +316,8 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
                               "column; every row needs the person, date and hours.")
             continue
         person, is_email = _person(cells, found)
+        if date_format is None:
+            slashed.see(cells[found.date])
         day = parse_day(cells[found.date], date_format)
         hours = parse_hours(cells[found.hours])
         problems = []
@@ -309,6 +340,8 @@ def read_timesheet(data: bytes, columns: dict[str, str] | None = None, *, date_f
         entry = summed.setdefault((person, is_email, day), [0.0, []])
         entry[0] += hours
         entry[1].append(start)
+    if slashed.ambiguous():
+        raise TimesheetError(slashed.refusal())
     days = []
     for (person, is_email, day), (hours, lines) in sorted(summed.items(), key=lambda item: (item[0][0], item[0][2])):
         if hours > MAX_HOURS_PER_DAY + 1e-9:

@@ -219,6 +219,13 @@ def _track_org(engine, owner, name, forks: bool) -> None:
         sys.exit(1)
 
 
+def _text_width() -> int:
+    """The terminal's width, 80 when it is not a terminal (a pipe, a file, CI): tables fit a plain terminal."""
+    import shutil
+
+    return max(40, min(200, shutil.get_terminal_size((80, 24)).columns))
+
+
 def _normalise_source(source: str) -> str:
     """Local paths are stored absolute, so a later `sync` from another directory finds them."""
     from ..store.sources import is_local_path
@@ -373,6 +380,9 @@ def _track_on_the_fly(engine, words: list[str]) -> list[str]:
             existing_name = existing.name
             if existing.in_place:
                 engine.sync([existing_name])
+            elif source != existing.source:  # another form of its URL: say which tracked one it named
+                click.echo(f"gad-bot: {word} is the tracked repository `{existing_name}` ({existing.source}); "
+                           f"reports can name it `{existing_name}`.", err=True)
         resolved.append(existing_name)
     return resolved
 
@@ -443,7 +453,7 @@ def report(query, as_json, as_csv):
     else:
         from ..render.text import render_text
 
-        click.echo(render_text(result))
+        click.echo(render_text(result, width=_text_width()))
 
 
 def _one_format(as_json: bool, as_csv: bool, token: str | None) -> None:
@@ -526,8 +536,14 @@ def compare(words, as_json, as_csv):
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV: the months, the total, the people listed apart.")
 @click.option("--chart", "chart_path", type=click.Path(dir_okay=False, writable=True), metavar="PATH.png",
               help="Also write a PNG of both curves per month to PATH.png.")
+@click.option("--save", "save_as", metavar="NAME",
+              help="Keep the measured ratio (logged person-days / 2GAD, the months' spread) as NAME, for "
+                   "`calibrated:NAME` in reports.")
+@click.option("--default", "as_default", is_flag=True,
+              help="With --save: every report shows its calibrated figure by this one (calibrated:off leaves it out).")
 @friendly
-def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as_csv, chart_path):
+def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as_csv, chart_path, save_as,
+              as_default):
     """2GAD beside TIMESHEET (a CSV export of hours per person and day) for REPO... [tokens].
 
     Per month and in total: the person-days logged (hours / --hours-per-day) by the people who commit,
@@ -542,9 +558,12 @@ def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as
 
     parsed = parse_query(query_words(query), _today())
     _one_format(as_json, as_csv, parsed.format)
-    if parsed.by is not None or parsed.vs_cocomo:
-        raise QueryError(f"calibrate breaks its figures down by month itself; leave out "
-                         f"`{'by:' + parsed.by if parsed.by else 'vs:cocomo'}`.")
+    if parsed.by is not None or parsed.vs_cocomo or parsed.vs_fte or parsed.calibrated:
+        given_token = ('by:' + parsed.by if parsed.by else 'vs:cocomo' if parsed.vs_cocomo else 'vs:fte'
+                       if parsed.vs_fte else 'calibrated:' + parsed.calibrated)
+        raise QueryError(f"calibrate breaks its figures down by month itself; leave out `{given_token}`.")
+    if as_default and not save_as:
+        raise QueryError("--default makes a saved calibration every report's; give it a name with `--save NAME`.")
     given = parse_columns_option(columns) if columns else None
     try:
         with open(timesheet, "rb") as file:
@@ -558,6 +577,14 @@ def calibrate(timesheet, query, columns, date_format, hours_per_day, as_json, as
     result = compare_with_timesheet(engine, sheet, parsed, _today(), hours_per_day=hours_per_day)
     from ..render import calibrate as view
 
+    if save_as:
+        from ..engine.calibrations import save
+
+        kept = save(engine.index, save_as, result, default=as_default)
+        click.echo(f"gad-bot: saved as {kept.name}: logged person-days / 2GAD = {kept.ratio:.2f} over "
+                   f"{kept.months} months (band {kept.low:.2f}-{kept.high:.2f}, the months' 25th to 75th "
+                   f"percentile){'; every report now shows its calibrated figure' if kept.is_default else ''}; "
+                   f"reports show it with calibrated:{kept.name}.", err=True)
     if chart_path:
         _write_whole(chart_path, view.calibration_png(result))
     if as_json:
@@ -606,10 +633,10 @@ def orgs(query, as_json, as_csv):
     if as_json:
         click.echo(json.dumps([view.domain_to_dict(r) for r in rows], indent=2))
     elif as_csv or parsed.format == "csv":
-        click.echo(view.domains_to_csv(rows), nl=False)
+        click.echo(view.domains_to_csv(rows, parsed), nl=False)
     else:
         file = engine.settings.org_file
-        click.echo(view.render_domains_text(rows, str(file) if file else None))
+        click.echo(view.render_domains_text(rows, str(file) if file else None, width=_text_width()))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})

@@ -240,6 +240,8 @@ def _breakdown(report: Report, max_blocks: int) -> list[dict]:
     more = lambda n: f"… and {words.number(n)} more ({CSV_HINT})"  # noqa: E731
     if report.by in ("person", "repo", "org"):
         hidden, rows = max(0, len(rows) - BREAKDOWN_ROWS), rows[:BREAKDOWN_ROWS]
+        if hidden and report.more_rows:  # "Top 100" over 25 rows: say where the other 75 are
+            title += f" (the first {len(rows)} here; `format:csv` lists all {words.number(len(rows) + hidden)})"
     else:
         # periods: the most recent matter most in a chat message
         hidden, rows = max(0, len(rows) - BREAKDOWN_ROWS), rows[-BREAKDOWN_ROWS:]
@@ -251,8 +253,9 @@ def _breakdown(report: Report, max_blocks: int) -> list[dict]:
     cut = words.more_rows_words(report)
     if cut and not hidden:
         lines.append(f"… {cut}")
-    elif cut:
-        more = lambda n: f"… and {words.number(n + report.more_rows)} more"  # noqa: E731
+    elif cut:  # rows past Slack's 25 (in the CSV) and rows past top:N (not counted in the table at all)
+        more = lambda n: (f"… and {words.number(n)} more of the top {words.number(len(rows) + hidden)} ({CSV_HINT}), "  # noqa: E731
+                          f"{cut}")
     return _packed(lines, max_blocks, more, title, hidden)
 
 
@@ -341,10 +344,15 @@ def report_blocks(report: Report, query_text: str, *, shared_by: str | None = No
     cocomo = []
     if report.cocomo is not None:
         c = report.cocomo
+        per = words.cocomo_ksloc_words(report)
         cocomo.append(section(
             f"*vs COCOMO* (basic, {c.mode}; {_prose(c.counter, 200)}, {words.number(c.sloc)} SLOC)\n"
             f"COCOMO {c.person_months:,.1f} person-months · 2GAD {c.two_gad_person_months:,.1f} person-months · "
-            f"ratio {c.ratio:.2f} (2GAD / COCOMO)"))
+            f"ratio {c.ratio:.2f} (2GAD / COCOMO)" + (f"\n{escape_mrkdwn(per)}" if per else "")))
+    estimates = [line for line in (words.fte_words(report), words.typical_words(report),
+                                   words.calibrated_words(report)) if line]
+    if estimates:  # beside the figure, before the breakdown: what an estimate quotes
+        body.append(section("\n".join(f"• {escape_mrkdwn(line)}" for line in estimates)))
 
     notes = [_prose(n, 2000) for n in words.footnotes(report, scope=False)]
     if shared_by:

@@ -14,7 +14,9 @@ from .csvout import cell
 COLUMNS = ("item", "repositories", "active_days", "two_gad", "two_gad_person_months", "developers", "commits",
            "first_day", "last_day", "span_months", "active_months", "mean_two_gad_per_active_month",
            "busiest_month", "busiest_month_two_gad", "sloc", "cocomo_person_months", "ratio_two_gad_to_cocomo",
-           "line_counter", "cocomo_mode", "range", "hint")
+           "two_gad_per_ksloc", "line_counter", "cocomo_mode", "range", "range_start_day", "range_end_day", "range_interval_days",
+           "since", "until", "scope", "filters", "hint")
+_TYPED = ("item", "range", "filters", "hint")  # cells people typed: never run as a spreadsheet formula
 
 
 def _round(value: float | None, digits: int = 2):
@@ -35,14 +37,18 @@ def row_to_dict(row: CompareRow) -> dict:
         "busiest_month": row.busiest_month, "busiest_month_two_gad": row.busiest_two_gad if row.busiest_month else None,
         "sloc": c.sloc if c else None, "cocomo_person_months": _round(c.person_months) if c else None,
         "ratio_two_gad_to_cocomo": _round(c.ratio, 3) if c else None, "line_counter": c.counter if c else None,
+        "two_gad_per_ksloc": _round(c.two_gad_per_ksloc, 3) if c else None,
         "cocomo_mode": c.mode if c else None, "hint": row.hint,
+        "range_start_day": words_day(row.range_start_day), "range_end_day": words_day(row.range_end_day),
+        "range_interval_days": row.range_interval_days,
     }
 
 
 def compare_to_dict(report: CompareReport) -> dict:
     return {"compare": [row_to_dict(r) for r in report.rows], "since": words_day(report.since),
             "until": words_day(report.until), "period": compare_period_words(report),
-            "range": report.range, "scope": report.scope_words, "vs_cocomo": report.vs_cocomo,
+            "range": report.range, "scope": report.scope_words, "filters": list(report.filters),
+            "vs_cocomo": report.vs_cocomo,
             "footnotes": words.compare_footnotes(report),
             "units": {"person_month_days": 19, "person_year_days": 228}}
 
@@ -56,11 +62,13 @@ def compare_to_csv(report: CompareReport) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(COLUMNS)
+    shared = {"since": words_day(report.since), "until": words_day(report.until), "scope": report.scope_words,
+              "filters": " ".join(report.filters)}  # a file passed on alone still says what it counts
     for row in report.rows:
-        data = row_to_dict(row)
+        data = row_to_dict(row) | shared
         data["repositories"] = " ".join(row.repos)
-        cells = ["" if data[c] is None else data[c] for c in COLUMNS]
-        cells[0], cells[-1] = cell(cells[0]), cell(cells[-1])  # the item and the hint are what people typed
+        cells = [cell(str(data[c])) if c in _TYPED and data[c] is not None else "" if data[c] is None else data[c]
+                 for c in COLUMNS]
         writer.writerow(cells)
     return out.getvalue()
 
@@ -76,6 +84,11 @@ def _cells(row: CompareRow) -> dict[str, str]:
     out = {"2GAD person-days": words.number(row.two_gad)}
     if row.cocomo is not None:
         out["2GAD person-months"] = _pm(row.two_gad_person_months)
+    if row.range_end_day is not None:  # a range's ends: when each was tagged, and the time between them
+        start, _, end = (row.range or "").partition("..")
+        out["range"] = (f"{start} ({row.range_start_day.isoformat()}) to {end} ({row.range_end_day.isoformat()}), "
+                        f"{words.interval_words(row.range_start_day, row.range_end_day)}"
+                        if row.range_start_day else f"up to {end} ({row.range_end_day.isoformat()})")
     out |= {
         "developers": words.number(row.totals.developers),
         "commits": words.number(row.totals.commits),
@@ -90,6 +103,8 @@ def _cells(row: CompareRow) -> dict[str, str]:
         out["SLOC"] = words.number(c.sloc)
         out["COCOMO person-months"] = _pm(c.person_months)
         out["ratio"] = "-" if math.isnan(c.ratio) else f"{c.ratio:.2f}"
+        if c.two_gad_per_ksloc is not None:
+            out["2GAD / KSLOC"] = f"{c.two_gad_per_ksloc:,.2f} person-days"
     return out
 
 
@@ -126,7 +141,7 @@ def render_compare_text(report: CompareReport, *, width: int = 150) -> str:
     if needed <= width:
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
         for head in columns:
-            table.add_column(head, justify="left" if head in ("item", "active", "busiest month") else "right",
+            table.add_column(head, justify="left" if head in ("item", "range", "active", "busiest month") else "right",
                              no_wrap=True)
         for i in range(len(report.rows)):
             table.add_row(*(values[i] for values in columns.values()))
@@ -173,6 +188,8 @@ def compare_blocks(report: CompareReport, query_text: str, *, public: bool = Fal
     for rank, (row, cell) in enumerate(zip(report.rows, [_cells(r) for r in report.rows]), 1):
         fields = [kit.mrkdwn(f"*{name}*\n{kit.escape_mrkdwn(value)}", 2000) for name, value in cell.items()]
         out.append({"type": "section", "text": kit.mrkdwn(f"*{rank}.* {kit.code(row.item)}"), "fields": fields[:10]})
+        if len(fields) > 10:  # Slack takes 10 fields a section: the rest (COCOMO's ratio, 2GAD per KSLOC) follow
+            out.append({"type": "section", "fields": fields[10:20]})
     notes = [kit._prose(n, 2000) for n in words.compare_footnotes(report)]
     if shared_by:
         notes.insert(0, f"Shared by {kit._sharer(shared_by)}")

@@ -108,5 +108,48 @@ def report_to_dict(report: Report) -> dict:
         "units": {"person_month_days": DAYS_PER_PERSON_MONTH, "person_year_days": DAYS_PER_PERSON_YEAR},
         "cocomo": None if c is None else {
             "counter": c.counter, "mode": c.mode, "sloc": c.sloc, "person_months": c.person_months,
-            "two_gad_person_months": c.two_gad_person_months, "ratio": c.ratio},
+            "two_gad_person_months": c.two_gad_person_months, "ratio": c.ratio,
+            "two_gad_per_ksloc": None if c.two_gad_per_ksloc is None else round(c.two_gad_per_ksloc, 4)},
+        "fte": fte_to_dict(report),
+        "typical_release": typical_to_dict(report),
+        "calibrated": calibrated_to_dict(report),
     }
+
+
+def fte_to_dict(report: Report) -> dict | None:
+    """`vs:fte` (METRIC.md, "A second model"): the model's person-months, 2GAD's in the same unit, each half-year."""
+    f = report.fte
+    if f is None:
+        return None
+    return {"model": "Robles et al. activity threshold", "threshold_active_days": f.threshold,
+            "person_months": round(f.person_months, 4), "two_gad_person_months": round(f.two_gad_person_months, 4),
+            "ratio": None if f.ratio is None else round(f.ratio, 4),
+            "people_more_than_two_gad": f.people_above, "people_less_than_two_gad": f.people_below,
+            "words": words.fte_words(report),
+            "half_years": [{"key": h.key, "first_day": h.first_day.isoformat(), "last_day": h.last_day.isoformat(),
+                            "people": h.people, "active_days": h.active_days,
+                            "person_months": round(h.person_months, 4), "full_time_people": h.full_time,
+                            "partial": h.partial} for h in f.halves]}
+
+
+def typical_to_dict(report: Report) -> dict | None:
+    """by:release's typical release: the median and quartiles of the rows' 2GAD and intervals."""
+    t = report.typical
+    if t is None:
+        return None
+    quartiles = lambda q: None if q is None else {"p25": q.p25, "median": q.median, "p75": q.p75, "count": q.count}  # noqa: E731
+    return {"releases": t.releases, "series": t.series, "first_left_out": t.left_out_first,
+            "two_gad": quartiles(t.two_gad), "interval_days": quartiles(t.interval_days),
+            "words": words.typical_words(report)}
+
+
+def calibrated_to_dict(report: Report) -> dict | None:
+    """`calibrated:NAME`: the figure times the saved ratio, and the band of the months' spread."""
+    c = report.calibrated
+    if c is None:
+        return None
+    low, high = c.band
+    return {"name": c.name, "ratio_logged_to_two_gad": round(c.ratio, 4), "months": c.months,
+            "measured_from": c.first_day.isoformat(), "measured_to": c.last_day.isoformat(),
+            "person_days": round(c.person_days, 2), "band_person_days": [round(low, 2), round(high, 2)],
+            "words": words.calibrated_words(report)}

@@ -20,14 +20,28 @@ def domain_to_dict(row: DomainRow) -> dict:
             "developers": row.developers, "commits": row.commits, "people_by_email_rule": row.people_by_email_rule}
 
 
-def domains_to_csv(rows: Sequence[DomainRow]) -> str:
+CONTEXT = ("repositories_asked", "since", "until", "scope", "filters")  # what every row counted, as asked
+
+
+def _context(query) -> list[str]:
+    """The question's repositories, period, scope and filter tokens, so that a file passed on alone says what it
+    counts (a metric... Query; None: no context columns)."""
+    day = lambda d: d.isoformat() if d else ""  # noqa: E731
+    scope = query.range.token() if query.range else query.scope.token()
+    filters = [t for t in query.scope_tokens() if not t.startswith(("since:", "until:", "range:", "branch:", "refs:"))]
+    filters += [f"author:{a}" for a in query.authors] + (["coauthors:on"] if query.coauthors else [])
+    return [cell(" ".join(query.repos)), day(query.since), day(query.until), cell(scope), cell(" ".join(filters))]
+
+
+def domains_to_csv(rows: Sequence[DomainRow], query=None) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(COLUMNS)
+    context = _context(query) if query is not None else []
+    writer.writerow([*COLUMNS, *(CONTEXT if query is not None else ())])
     for row in rows:
         data = domain_to_dict(row)
         # domains come from commit e-mails, which anyone writes: no cell may run as a formula
-        writer.writerow([cell(v) if isinstance(v, str) else v for v in (data[c] for c in COLUMNS)])
+        writer.writerow([cell(v) if isinstance(v, str) else v for v in (data[c] for c in COLUMNS)] + context)
     return out.getvalue()
 
 

@@ -50,7 +50,7 @@ def _totals_table(report: Report) -> Table:
     grid.add_row("period", words.report_period_words(report))
     if report.range:
         ends = words.range_ends_words(report)
-        grid.add_row("range", f"{report.range} (what git log {report.range} lists)" + (f"; {ends}" if ends else ""))
+        grid.add_row("range", f"{report.range} ({words.git_log_words(report.range)})" + (f"; {ends}" if ends else ""))
         grid.add_row("span", words.span_words(report.first_day, report.last_day))
     filters = words.filter_tokens(report)
     if filters:
@@ -63,21 +63,46 @@ def _totals_table(report: Report) -> Table:
         grid.add_row("vs COCOMO", f"{c.person_months:,.1f} person-months by basic COCOMO ({c.mode} mode, {c.counter}, "
                                   f"{words.number(c.sloc)} SLOC); 2GAD {c.two_gad_person_months:,.1f} "
                                   f"person-months; ratio {c.ratio:.2f}")
+        per = words.cocomo_ksloc_words(report)
+        if per:
+            grid.add_row("per KSLOC", per)
+    if report.fte is not None:
+        grid.add_row("vs FTE", words.fte_words(report))
+    if report.typical is not None:
+        grid.add_row("typical", words.typical_words(report))
+    if report.calibrated is not None:
+        grid.add_row("calibrated", words.calibrated_words(report))
     return grid
 
 
-def _breakdown_table(report: Report) -> Table:
+# Column headers in a narrow terminal (under NARROW columns): the same figures, shorter names, so that a by:release
+# table of eight columns fits 80 columns without folding tag names a character per line.
+NARROW = 100
+_SHORT = {"active days": "GAD", "developers": "devs"}
+
+
+def _tight(report: Report, width: int) -> bool:
+    """by:release's eight columns in a narrow terminal: shorter headers and no padding (the others fit as they are)."""
+    return report.by == "release" and width < NARROW
+
+
+def _breakdown_table(report: Report, width: int = 100) -> Table:
     cut = words.more_rows_words(report)
     table = Table(box=box.SIMPLE_HEAD, title=words.breakdown_title(report.by, len(report.rows) if cut else None),
                   title_justify="left", caption=cut, caption_justify="left",
-                  show_edge=False, pad_edge=False, padding=(0, 1))
+                  show_edge=False, pad_edge=False, padding=(0, 0) if _tight(report, width) else (0, 1))
     releases = report.by == "release"
-    # names fold when the table is too wide (rich narrows the columns that may wrap first; a tag name is read whole
-    # whenever the table fits); days, intervals and figures never wrap. Names that may not wrap made rich cut days
-    # to "2021…" and drop the 2GAD column under 37-character tags.
-    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold")
+    rows = words.sorted_rows(report)
+    # names fold when the table is too wide (rich narrows the columns that may wrap first), but never below the
+    # longest name up to 24 characters: a tag read a character per line is no table; days, intervals and figures
+    # never wrap. Names that may not wrap made rich cut days to "2021…" and drop the 2GAD column under 37-character
+    # tags.
+    longest = lambda texts: min(24, max((len(t) for t in texts), default=1))  # noqa: E731
+    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold",
+                     min_width=longest([words.row_label(r) for r in rows] + ["total"]))
     if releases:  # the release each row counts from (git's previous..this), the tag's day, the time between
-        table.add_column("from", overflow="fold")
+        table.add_column("from", overflow="fold",
+                         min_width=longest([r.release.previous or "(start)" for r in rows if r.release]))
         table.add_column("tagged", no_wrap=True)
         table.add_column("interval", no_wrap=True)
     # a row of by:person is one person: its "developers" would always read 1
@@ -85,7 +110,7 @@ def _breakdown_table(report: Report) -> Table:
     figures = ("2GAD", "active days", "commits") if report.by == "person" else \
         ("2GAD", *(("share",) if share else ()), "active days", "developers", "commits")
     for name in figures:
-        table.add_column(name, justify="right", no_wrap=True)
+        table.add_column(_SHORT.get(name, name) if _tight(report, width) else name, justify="right", no_wrap=True)
 
     total = report.totals
 
@@ -95,7 +120,6 @@ def _breakdown_table(report: Report) -> Table:
                   "share": words.percent(t.person_days, total.person_days) if total.person_days else "-"}
         return [values[name] for name in figures]
 
-    rows = words.sorted_rows(report)
     for i, row in enumerate(rows):
         about = _release_cells(row.release) if releases and row.release else []
         table.add_row(words.row_label(row), *about, *cells(row.totals), end_section=i == len(rows) - 1)
@@ -117,7 +141,9 @@ def render_text(report: Report, *, width: int = 100, color: bool = False) -> str
     if report.hint:
         parts[1:1] = [report.hint]
     if report.by:
-        parts += ["", _breakdown_table(report)]
+        parts += ["", _breakdown_table(report, width)]
+        if _tight(report, width):
+            parts.append("GAD: active days (2GAD is twice them); devs: developers")
     trend = words.trend_words(report, max_points=max(8, width - 4))
     if trend:
         caption, spark = trend

@@ -39,7 +39,7 @@ COMPARE_NOTE = ("2GAD counts the effort that reached git in each slice: the days
 SAMPLE_ANSWERS_TITLE = "What estimation answers look like on the README's demo history (benchmarks/synth.py)"
 SAMPLE_ANSWERS = (
     ("demo range:v2.0..v3.0", "demo: 2GAD 1,706 person-days (7.5 person-years), range v2.0..v3.0: v2.0 (2011-12-28) "
-                              "to v3.0 (2012-12-31), 12.1 months; its commits span 18.4 months because 33 older "
+                              "to v3.0 (2012-12-31), 12.1 months apart; its commits span 18.4 months because 33 older "
                               "commits were merged in"),
     ("demo since:2024 by:org", "1. `example.com` — 2GAD 1,488 · 43.0 % · 179 developers · 784 commits"),
     ("compare demo:drivers/gpu demo:net range:v3.0..v4.0",
@@ -155,6 +155,8 @@ def filter_tokens(report: Report) -> list[str]:
         tokens.append(f"tags:{report.release_tags}")
     if report.prereleases:
         tokens.append("prereleases:on")
+    if report.release_series:
+        tokens.append("releases:series")
     return tokens
 
 
@@ -172,12 +174,29 @@ def coauthor_words(report: Report) -> str | None:
     return f"{named[0].upper()}{named[1:]}; coauthors:on adds {added}."
 
 
+# Tokens that widen the count (more refs, more authors, more records) or change who is who: "only" would read
+# as the opposite of what they do.
+WIDENING = ("refs:all", "bots:on", "coauthors:on", "prereleases:on", "mailmap:off", "releases:series")
+
+
+def git_log_words(span: str) -> str:
+    """What git lists for a range as `range:` takes it: 'what git log v1.0..v2.0 lists', and for `..B` (which
+    git reads as `HEAD..B`, not as everything up to B) 'what git log B lists'."""
+    start, _, end = span.partition("..")
+    return f"what git log {span if start else end} lists"
+
+
 def filters_words(report: Report) -> str | None:
-    """'only path:src/net and org:intel*' (the filter tokens), or None without any."""
+    """'only path:src/net and org:intel*, with bots:on' (narrowing tokens after "only", widening ones after
+    "with"), or None without any."""
     tokens = filter_tokens(report)
     if not tokens:
         return None
-    return "only " + (tokens[0] if len(tokens) == 1 else ", ".join(tokens[:-1]) + " and " + tokens[-1])
+    narrowing = [t for t in tokens if t not in WIDENING]
+    widening = [t for t in tokens if t in WIDENING]
+    joined = lambda items: items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]  # noqa: E731
+    parts = ([f"only {joined(narrowing)}"] if narrowing else []) + ([f"with {joined(widening)}"] if widening else [])
+    return ", ".join(parts)
 
 
 def subject_words(report: Report, *, limit: int = 5) -> str:
@@ -216,8 +235,10 @@ def range_headline(report: Report) -> str | None:
     if report.first_day and report.last_day:
         span = span_length(report.first_day, report.last_day)
         older = report.range_older_commits
+        # the interval (between the ends' commits) and the span (of the commits counted) are different things:
+        # "8.8 months, over 8.8 months" read as one figure said twice
         text += (f"; its commits span {span} because {plural(older, 'older commit')} "
-                 f"{'was' if older == 1 else 'were'} merged in" if older else f", over {span}")
+                 f"{'was' if older == 1 else 'were'} merged in" if older else f"; its commits span {span}")
     return text
 
 
@@ -230,7 +251,7 @@ def range_ends_words(report: Report) -> str | None:
     if not start or report.range_start_day is None:
         return f"up to {end} ({report.range_end_day.isoformat()})"
     return (f"{start} ({report.range_start_day.isoformat()}) to {end} ({report.range_end_day.isoformat()}), "
-            f"{interval_words(report.range_start_day, report.range_end_day)}")
+            f"{interval_words(report.range_start_day, report.range_end_day)} apart")
 
 
 def interval_words(start: date, end: date) -> str:
@@ -254,8 +275,100 @@ def figure_words(totals: Totals) -> str:
 
 
 def is_converted(report: Report) -> bool:
-    """Whether a figure in person-months/years (or COCOMO) appears, so the units note is due."""
-    return report.cocomo is not None or converted_words(report.two_gad) is not None
+    """Whether a figure in person-months/years (or COCOMO, or the FTE model) appears, so the units note is due."""
+    return (report.cocomo is not None or report.fte is not None
+            or converted_words(report.two_gad) is not None)
+
+
+def _pm(value: float) -> str:
+    return f"{value:,.1f} person-month" + ("" if round(value, 1) == 1.0 else "s")
+
+
+def fte_words(report: Report) -> str | None:
+    """'FTE model (Robles et al., t = 12): 14.5 person-months beside 2GAD's 10.2 (ratio 1.42); partial half-years:
+    2024-H1 (from 2024-03-01)', or None without vs:fte."""
+    f = report.fte
+    if f is None:
+        return None
+    ratio = f" (ratio {f.ratio:.2f})" if f.ratio is not None else ""
+    text = (f"FTE model (Robles et al., t = {f.threshold}): {_pm(f.person_months)} beside 2GAD's "
+            f"{f.two_gad_person_months:,.1f}{ratio}, over {plural(len(f.halves), 'half-year')}")
+    partial = [f"{h.key} ({h.first_day.isoformat()} to {h.last_day.isoformat()})" for h in f.partial]
+    if partial:
+        text += f"; partial: {', '.join(partial)}"
+    return text
+
+
+def fte_note(report: Report) -> str | None:
+    """Where both models are shown: how they differ, and for how many people of this figure."""
+    f = report.fte
+    if f is None:
+        return None
+    day = 6 / f.threshold
+    return (f"The FTE model counts, per person and calendar half-year, min(6, 6 x active days / {f.threshold}) "
+            f"person-months: it gives occasional contributors more than 2GAD (one active day is {day:.2g} "
+            f"person-months, {day * 19:.3g} person-days, against 2GAD's 2) and full-timers less (it stops at 6 "
+            f"person-months a half-year from {f.threshold} active days on); here {plural(f.people_above, 'person', 'people')} "
+            f"got more from it and {plural(f.people_below, 'person', 'people')} less. A half-year cut by since:, until: or "
+            "today is counted over its days in the period (partial).")
+
+
+def typical_words(report: Report) -> str | None:
+    """'Typical release (median of 5; the first, everything before it, left out): 2GAD 12 person-days (P25-P75:
+    8-20), 1.9 months apart (P25-P75: 1.0-2.5 months)', or None."""
+    typical = report.typical
+    if typical is None:
+        return None
+    q = typical.two_gad
+    what = "series" if typical.series else "release"
+    count = plural(typical.releases, what, "series" if typical.series else "releases")
+    first = "; the first, everything before it, left out" if typical.left_out_first else ""
+    text = (f"Typical {what} (median of {count}{first}): 2GAD {_figure(q.median)} person-days "
+            f"(P25-P75: {_figure(q.p25)}-{_figure(q.p75)})")
+    i = typical.interval_days
+    if i is not None:
+        text += f", {_days(i.median)} after the one before (P25-P75: {_days_between(i.p25, i.p75, i.median)})"
+    return text
+
+
+def _days_between(low: float, high: float, median: float) -> str:
+    """'31-54 days', '1.2-3.0 months': both ends in the median's unit."""
+    from ..metric import DAYS_PER_MONTH
+
+    if abs(median) < 61:
+        return f"{_figure(low)}-{_figure(high)} days"
+    return f"{low / DAYS_PER_MONTH:,.1f}-{high / DAYS_PER_MONTH:,.1f} months"
+
+
+def _figure(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def _days(days: float) -> str:
+    from ..metric import DAYS_PER_MONTH
+
+    return f"{_figure(days)} days" if abs(days) < 61 else months_words(days / DAYS_PER_MONTH)
+
+
+def calibrated_words(report: Report) -> str | None:
+    """'Calibrated by team (logged / 2GAD = 1.13 over 6 months, 2024-01-01 to 2024-06-30): 452 person-days
+    (band 400-520, the months' 25th to 75th percentile)', or None."""
+    c = report.calibrated
+    if c is None:
+        return None
+    low, high = c.band
+    return (f"Calibrated by {c.name} (logged person-days / 2GAD = {c.ratio:.2f}, measured over {plural(c.months, 'month')}, "
+            f"{c.first_day.isoformat()} to {c.last_day.isoformat()}): {c.person_days:,.0f} person-days "
+            f"(band {low:,.0f}-{high:,.0f}, from the months' 25th to 75th percentile)")
+
+
+def cocomo_ksloc_words(report: Report) -> str | None:
+    """'2GAD 3.2 person-days per thousand source lines (at the head counted)' beside vs:cocomo."""
+    c = report.cocomo
+    if c is None or c.two_gad_per_ksloc is None:
+        return None
+    return (f"2GAD {c.two_gad_per_ksloc:,.2f} person-days per thousand source lines ({number(c.sloc)} SLOC at the "
+            "head counted): multiply by a planned size in KSLOC to scale it")
 
 
 def uses_paths(report: Report) -> bool:
@@ -302,6 +415,9 @@ def footnotes(report: Report, *, scope: bool = True) -> list[str]:
         notes.append(ORG_NOTE)
     if is_converted(report):
         notes.append(UNITS_NOTE)
+    for line in (fte_note(report),):
+        if line:
+            notes.append(line)
     coauthors = coauthor_words(report)
     if coauthors:
         notes.append(coauthors)

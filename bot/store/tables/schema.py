@@ -381,6 +381,23 @@ MIGRATIONS: list[tuple[int, str, list[str | Callable[["sqlite_utils.Database", I
         "ALTER TABLE forge_org_repos ADD COLUMN failed_at TEXT",
         "ALTER TABLE forge_org_repos ADD COLUMN next_attempt_at TEXT",
     ]),
+    (20, "calibrations", [
+        # `gad-bot calibrate ... --save NAME`: a team's measured ratio of logged person-days to 2GAD, kept so that
+        # `calibrated:NAME` (or the default one) shows a report's figure beside its calibrated one
+        # (bot/engine/calibrations.py reads and writes it).
+        """CREATE TABLE calibrations (
+            name TEXT PRIMARY KEY,
+            ratio REAL NOT NULL,
+            low REAL NOT NULL,
+            high REAL NOT NULL,
+            months INTEGER NOT NULL,
+            first_day TEXT NOT NULL,
+            last_day TEXT NOT NULL,
+            repos TEXT NOT NULL,
+            people INTEGER NOT NULL,
+            is_default INTEGER NOT NULL DEFAULT 0,
+            saved_at TEXT NOT NULL)""",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -395,7 +412,9 @@ class Schema(IndexFile):
             # or every reader would queue behind a long sync transaction.
             has_table = self.conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
-            if has_table and self.schema_version() == SCHEMA_VERSION:
+            # Up to date means every migration applied, not only the newest: two branches may each add one, and
+            # the one merged second can have the lower number (a file at 19 still lacks 18).
+            if has_table and self._applied_versions() >= {version for version, _, _ in MIGRATIONS}:
                 return applied
             if not has_table:
                 self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
@@ -416,6 +435,9 @@ class Schema(IndexFile):
                     db.execute("INSERT INTO migrations VALUES (?, ?, ?)", (version, name, _iso(utcnow())))
                     applied.append(version)
         return applied
+
+    def _applied_versions(self) -> set[int]:
+        return {row[0] for row in self.conn.execute("SELECT version FROM migrations")}
 
     def schema_version(self) -> int:
         row = self.conn.execute("SELECT max(version) FROM migrations").fetchone()
