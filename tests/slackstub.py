@@ -565,6 +565,8 @@ class SlackStub:
         self._calls: list[Call] = []
         self._failures: dict[str, list[_Failure]] = {}
         self._stalls: dict[str, list[float]] = {}
+        self._holds: dict[str, threading.Event] = {}  # method -> released when set (hold)
+        self.held: dict[str, int] = {}  # method -> calls waiting in a hold right now
         self._response_urls: dict[str, _ResponseURL] = {}
         self._files: dict[str, UploadedFile] = {}
         self._upload_keys: dict[str, str] = {}
@@ -828,6 +830,28 @@ class SlackStub:
         with self._cond:
             self._stalls.setdefault(method, []).extend([seconds] * times)
 
+    def hold(self, method: str) -> threading.Event:
+        """Calls to ``method`` wait until the returned event is set (or the stub stops): Slack slow for as long as a
+        test needs, with no timer; ``wait_held`` tells when a number of calls are waiting."""
+        with self._cond:
+            return self._holds.setdefault(method, threading.Event())
+
+    def wait_held(self, method: str, count: int, timeout: float = 10.0) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self.held.get(method, 0) >= count, timeout=timeout)
+
+    def _wait_in_hold(self, method: str) -> None:
+        with self._cond:
+            hold = self._holds.get(method)
+            if hold is None or hold.is_set():
+                return
+            self.held[method] = self.held.get(method, 0) + 1
+            self._cond.notify_all()
+        while not hold.wait(0.05) and not self._closing.is_set():
+            pass
+        with self._cond:
+            self.held[method] -= 1
+
     def _pop_failure(self, method: str) -> _Failure | None:
         with self._cond:
             queue = self._failures.get(method)
@@ -933,6 +957,7 @@ class SlackStub:
         stall = self._pop_stall(method)
         if stall:
             self._closing.wait(stall)
+        self._wait_in_hold(method)
 
         failure = self._pop_failure(method)
         if failure is not None:

@@ -25,6 +25,7 @@ import json
 import re
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from slack_bolt.request import BoltRequest
@@ -154,6 +155,25 @@ def test_report_with_until_answers_that_period(bot):
     assert "*Period:* 2024-01-01 to 2024-01-31" in shown
     everything = bot.ask("web since:2024-01")
     assert everything["text"] == "web: 2GAD 16 person-days, since 2024-01-01"  # all 8 person-days
+
+
+def test_an_ack_never_waits_behind_lazy_work(bot, stub):
+    """Twenty people ask at once while Slack is slow to say who they are (each one's lazy work waits on users.info):
+    a twenty-first person's typo is still refused in the ack, before Slack has answered anyone, and then all twenty
+    get their figure. With Bolt's one pool for acks and lazy work the held lazy functions took every thread and the
+    ack waited for them (366 ms p50 in bench_load.py --heavy; here it never came)."""
+    release = stub.hold("users.info")
+    with ThreadPoolExecutor(20) as pool:
+        asked = list(pool.map(lambda i: bot.slash("web since:2024-01 until:2024-01", user=f"UQ{i:03d}"), range(20)))
+    assert [ack for ack, _ in asked] == [{}] * 20  # nobody's viewer is cached: the lazy work asks Slack
+    assert stub.wait_held("users.info", 20)  # every lazy function is inside Slack's slowness now
+    refused, _ = bot.slash("web since:someday", user="UQ999")
+    assert "someday" in refused["text"] and refused["response_type"] == "ephemeral"
+    assert stub.held["users.info"] == 20 and not any(stub.responses(name) for _, name in asked)  # nobody answered yet
+    release.set()
+    for _, name in asked:
+        assert stub.wait_for_response(name, count=1, timeout=30)[-1]["text"] == \
+            "web: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"
 
 
 def test_by_person_rows_count_commits_and_active_days_apart(bot):

@@ -21,7 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
+from concurrent.futures import ThreadPoolExecutor
+
 from slack_bolt import App
+from slack_bolt.lazy_listener import ThreadLazyListenerRunner
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -55,6 +58,12 @@ log = logging.getLogger(__name__)
 
 RESPONSE_URL_LIFETIME = timedelta(minutes=29)  # Slack keeps a response_url for 30 minutes ...
 RESPONSE_URL_USES = 5  # ... and 5 uses
+# Bolt runs acks, plain listeners and lazy work in one pool of 5 threads by default: with 100 slash commands at once
+# each ack queued behind earlier commands' lazy work (users.info, the report queue), 366 ms p50 and 562 ms p95 in
+# benchmarks/bench_load.py --heavy, and five long lazy jobs (a track) would hold every ack. Acks get a pool of their
+# own; lazy work another (build_app).
+ACK_THREADS = 16
+LAZY_THREADS = 32
 ACK_WORD_SECONDS = 3.0  # Slack's own bound on an ack: the lazy work waits that long for the ack's word
 PROGRESS_EVERY_SECONDS = 10.0
 ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove, q.SetAccess)
@@ -1052,7 +1061,11 @@ def build_app(settings: Settings, engine: Engine, *, digests=None, client: WebCl
         bolt_log.addFilter(_DropTokenNotice())
     app = App(client=client or web_client(settings), signing_secret=settings.slack_signing_secret or "unused",
               request_verification_enabled=not socket_mode, token_verification_enabled=True,
-              process_before_response=False, logger=bolt_log)
+              process_before_response=False, logger=bolt_log,
+              listener_executor=ThreadPoolExecutor(ACK_THREADS, thread_name_prefix="gad-ack"))
+    # lazy work apart from the acks (ACK_THREADS): an ack never waits for a thread that a lazy function holds
+    app.listener_runner.lazy_listener_runner = ThreadLazyListenerRunner(
+        bolt_log, ThreadPoolExecutor(LAZY_THREADS, thread_name_prefix="gad-lazy"))
     face = SlackFace(settings, engine, digests=digests, today=today, reports=reports, syncs=syncs, client=app.client)
     face.register(app)
     return app, face
