@@ -67,6 +67,20 @@ def test_by_team_counts_a_person_in_both_rows_and_once_in_the_total(engine, web)
     assert any(n.startswith("1 member matched no committer here: Zed (@newcomers).") for n in report.notes)
 
 
+def test_by_team_leaves_out_members_with_no_day_in_the_period(engine, web):
+    """ann is matched (backend) but has no day from 2026-11-04 on: backend is bob's alone there."""
+    report = engine.report(parse_query(["web", "by:team", "since:2026-11-04"], TODAY), TODAY, teams=TEAMS)
+    rows = {r.key: (r.totals.two_gad, r.totals.developers, r.totals.commits) for r in report.rows}
+
+    def since(*people):
+        return {(e, d) for e, d in oracle_pairs(web.path, since="2026-11-04") if e.decode() in people}
+
+    assert rows == {"@backend": (2 * len(since("ann@corp.example", "bob@corp.example")), 1, 1),  # bob 11-05
+                    "@frontend": (2 * len(since("bob@corp.example", "cy@corp.example")), 2, 2),  # cy 11-04, bob 11-05
+                    NO_TEAM: (2 * len(since("dan@corp.example")), 1, 1)}
+    assert rows["@backend"][0] == 2 and rows["@frontend"][0] == 4
+
+
 def test_an_unknown_group_is_one_sentence_naming_the_groups(engine, web):
     with pytest.raises(QueryError) as wrong:
         engine.report(parse_query(["web", "team:@backnd"], TODAY), TODAY, teams=TEAMS)

@@ -531,18 +531,30 @@ def by_team(selections: list[Selection], keys: np.ndarray, teams: list[tuple[str
     if not len(keys):
         return []
     ids, person_days, commit_counts = _per_person(selections, keys, disjoint=disjoint)
-    rows = []
-    for label, members in teams:
-        at = np.isin(ids, members)
-        if not at.any():
-            continue
-        if shared_commits:
-            commits = _distinct_count(np.concatenate(
-                [s.commit_ids[np.isin(s.persons, members)] for s in selections]))
-        else:
-            commits = int(commit_counts[at].sum())
-        rows.append(Row(label, Totals(int(person_days[at].sum()), int(at.sum()), int(commits))))
-    return rows
+    if shared_commits:
+        rows = []
+        for label, members in teams:
+            at = np.isin(ids, members)
+            if at.any():
+                commits = _distinct_count(np.concatenate(
+                    [s.commit_ids[np.isin(s.persons, members)] for s in selections]))
+                rows.append(Row(label, Totals(int(person_days[at].sum()), int(at.sum()), int(commits))))
+        return rows
+    # every team at once (a loop of np.isin per team cost 6.6x a plain report at 200 groups, issue 34): each
+    # (team, member) pair looked up among the scope's sorted persons, then summed per team by bincount
+    team_of = np.repeat(np.arange(len(teams)), [len(members) for _, members in teams])
+    member = (np.concatenate([np.asarray(members, np.int64) for _, members in teams]) if teams
+              else np.zeros(0, np.int64))
+    pairs = np.unique((team_of.astype(np.int64) << 32) | member)  # a member listed twice counts once
+    team_of, member = pairs >> 32, pairs & 0xFFFFFFFF
+    at = np.minimum(np.searchsorted(ids, member), len(ids) - 1)
+    found = ids[at] == member
+    team_of, at = team_of[found], at[found]
+    developers = np.bincount(team_of, minlength=len(teams))
+    days = np.bincount(team_of, weights=person_days[at], minlength=len(teams))
+    commits = np.bincount(team_of, weights=commit_counts[at], minlength=len(teams))
+    return [Row(label, Totals(n, d, c)) for (label, _), n, d, c in
+            zip(teams, days.astype(np.int64).tolist(), developers.tolist(), commits.astype(np.int64).tolist()) if d]
 
 
 def keep(selection: Selection, mask: np.ndarray) -> Selection:
