@@ -93,25 +93,11 @@ def _breakdown_table(report: Report, width: int = 100) -> Table:
                   show_edge=False, pad_edge=False, padding=(0, 0) if _tight(report, width) else (0, 1))
     releases = report.by == "release"
     rows = words.sorted_rows(report)
-    # names fold when the table is too wide (rich narrows the columns that may wrap first), but never below the
-    # longest name up to 24 characters: a tag read a character per line is no table; days, intervals and figures
-    # never wrap. Names that may not wrap made rich cut days to "2021…" and drop the 2GAD column under 37-character
-    # tags.
-    longest = lambda texts: min(24, max((len(t) for t in texts), default=1))  # noqa: E731
-    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold",
-                     min_width=longest([words.row_label(r) for r in rows] + ["total"]))
-    if releases:  # the release each row counts from (git's previous..this), the tag's day, the time between
-        table.add_column("from", overflow="fold",
-                         min_width=longest([r.release.previous or "(start)" for r in rows if r.release]))
-        table.add_column("tagged", no_wrap=True)
-        table.add_column("interval", no_wrap=True)
     # a row of by:person is one person: its "developers" would always read 1
     share = report.by == "org"
     figures = ("2GAD", "active days", "commits") if report.by == "person" else \
         ("2GAD", *(("share",) if share else ()), "active days", "developers", "commits")
-    for name in figures:
-        table.add_column(_SHORT.get(name, name) if _tight(report, width) else name, justify="right", no_wrap=True)
-
+    headers = [_SHORT.get(name, name) if _tight(report, width) else name for name in figures]
     total = report.totals
 
     def cells(t) -> list[str]:
@@ -120,10 +106,32 @@ def _breakdown_table(report: Report, width: int = 100) -> Table:
                   "share": words.percent(t.person_days, total.person_days) if total.person_days else "-"}
         return [values[name] for name in figures]
 
-    for i, row in enumerate(rows):
-        about = _release_cells(row.release) if releases and row.release else []
-        table.add_row(words.row_label(row), *about, *cells(row.totals), end_section=i == len(rows) - 1)
-    table.add_row("total", *([""] * 3 if releases else []), *cells(report.totals))
+    body = [(words.row_label(row), _release_cells(row.release) if releases and row.release else [], cells(row.totals))
+            for row in rows]
+    body.append(("total", [""] * 3 if releases else [], cells(total)))
+    # Names fold when the table is too wide (rich narrows the columns that may wrap first), never below what is left
+    # of the width once days, intervals and figures (which never wrap) have theirs, and never below the longest name
+    # up to 24 characters: a tag read a character per line is no table. Names that may not wrap made rich cut days
+    # to "2021..." and drop the 2GAD column under 37-character tags; names held at 24 made an 80-column terminal
+    # drop the developers and commits of by:release instead.
+    fixed = [max([len(h)] + [len(c[i]) for _, _, c in body]) for i, h in enumerate(headers)]
+    if releases:
+        fixed += [max([len(h)] + [len(a[i]) for _, a, _ in body if a]) for i, h in ((1, "tagged"), (2, "interval"))]
+    names = 2 if releases else 1
+    gaps = (names + len(fixed)) * (1 if _tight(report, width) else 3)  # a column's padding and its rule
+    room = max(10, (width - sum(fixed) - gaps) // names)
+    longest = lambda texts: min(24, room, max((len(t) for t in texts), default=1))  # noqa: E731
+    table.add_column(_BY_LABEL.get(report.by or "", report.by or "key"), overflow="fold",
+                     min_width=longest([label for label, _, _ in body]))
+    if releases:  # the release each row counts from (git's previous..this), the tag's day, the time between
+        table.add_column("from", overflow="fold",
+                         min_width=longest([r.release.previous or "(start)" for r in rows if r.release]))
+        table.add_column("tagged", no_wrap=True)
+        table.add_column("interval", no_wrap=True)
+    for header in headers:
+        table.add_column(header, justify="right", no_wrap=True)
+    for i, (label, about, figures_cells) in enumerate(body):
+        table.add_row(label, *about, *figures_cells, end_section=i == len(body) - 2)
     return table
 
 
