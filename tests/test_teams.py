@@ -81,6 +81,25 @@ def test_by_team_leaves_out_members_with_no_day_in_the_period(engine, web):
     assert rows["@backend"][0] == 2 and rows["@frontend"][0] == 4
 
 
+def test_by_team_with_co_authors_counts_a_shared_commit_once_per_team(engine, tmp_path):
+    """coauthors:on: ann's commit with cy as co-author is a day of each; backend (ann, bob) and frontend (bob, cy)
+    each count it once among their commits, dan (in no team) alone. Worked out by hand:
+      2026-11-02 ann, co-author cy   2026-11-03 bob, co-author ann   2026-11-04 dan
+      backend: ann 11-02, 11-03; bob 11-03 -> 3 days, 2 developers, 2 commits
+      frontend: bob 11-03; cy 11-02 -> 2 days, 2 developers, 2 commits; in no team: dan -> 1 day, 1, 1"""
+    builder = RepoBuilder(tmp_path / "pairs")
+    builder.commit(name="Ann", email="ann@corp.example", date="2026-11-02",
+                   message="a change\n\nCo-authored-by: Cy <cy@corp.example>\n")
+    builder.commit(name="Bob", email="bob@corp.example", date="2026-11-03",
+                   message="a change\n\nCo-authored-by: Ann <ann@corp.example>\n")
+    builder.commit(name="Dan", email="dan@corp.example", date="2026-11-04")
+    engine.track(str(builder.path), "pairs")
+    report = engine.report(parse_query(["pairs", "by:team", "coauthors:on"], TODAY), TODAY, teams=TEAMS)
+    rows = {r.key: (r.totals.person_days, r.totals.developers, r.totals.commits) for r in report.rows}
+    assert rows == {"@backend": (3, 2, 2), "@frontend": (2, 2, 2), NO_TEAM: (1, 1, 1)}
+    assert report.totals.person_days == 5  # ann 2, bob 1, cy 1, dan 1
+
+
 def test_an_unknown_group_is_one_sentence_naming_the_groups(engine, web):
     with pytest.raises(QueryError) as wrong:
         engine.report(parse_query(["web", "team:@backnd"], TODAY), TODAY, teams=TEAMS)

@@ -8,6 +8,7 @@ repository the selected keys stay sorted and distinct pairs are counted in one p
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -474,12 +475,15 @@ def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *, fir
         if len(selections) > 1 and not disjoint:  # a commit in several repositories counts once
             record_days = record_days[first_occurrences(np.concatenate([s.commit_ids for s in selections]))]
         commits = _per_bucket(record_days.astype(np.int64, copy=False), bucket, low, size)
-    rows = []
-    for offset in range(size):
-        start = _bucket_start(low + offset, bucket)
-        rows.append(Row(bucket_label(start, bucket), Totals(int(person_days[offset]), int(developers[offset]),
-                                                            int(commits[offset])), first_day=start))
-    return rows
+    return [Row(label, Totals(n, d, c), first_day=start) for (start, label), n, d, c in
+            zip(_bucket_names(low, size, bucket), person_days.tolist(), developers.tolist(), commits.tolist())]
+
+
+@functools.lru_cache(maxsize=256)
+def _bucket_names(low: int, size: int, bucket: str) -> tuple[tuple[date, str], ...]:
+    """Each bucket's first day and label: the same few hundred for every report's trend (naming them was half of a
+    trend's time, issue 34's by:team benchmark)."""
+    return tuple((start, bucket_label(start, bucket)) for start in (_bucket_start(low + i, bucket) for i in range(size)))
 
 
 def distinct_persons(keys: np.ndarray) -> np.ndarray:
@@ -522,39 +526,68 @@ def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, st
     return rows
 
 
-def by_team(selections: list[Selection], keys: np.ndarray, teams: list[tuple[str, np.ndarray]], *,
+@dataclass(frozen=True, eq=False)
+class TeamPairs:
+    """Every (team, person id) pair of by:team's groups, each once, sorted: what by_team looks up in one pass. Made
+    once per listing of the groups and snapshot (the engine keeps it beside the groups' matches)."""
+    labels: tuple[str, ...]
+    team_of: np.ndarray  # int64, an index into labels
+    member: np.ndarray  # int64 person ids
+
+    @classmethod
+    def of(cls, teams: list[tuple[str, tuple[int, ...]]]) -> "TeamPairs":
+        team_of = np.repeat(np.arange(len(teams), dtype=np.int64), [len(ids) for _, ids in teams])
+        member = (np.concatenate([np.asarray(ids, np.int64) for _, ids in teams]) if teams
+                  else np.zeros(0, np.int64))
+        pairs = np.unique((team_of << 32) | member)  # a member listed twice counts once
+        return cls(tuple(label for label, _ in teams), pairs >> 32, pairs & 0xFFFFFFFF)
+
+    def members_of(self, team: int) -> np.ndarray:
+        return self.member[self.team_of == team]
+
+
+def by_team(selections: list[Selection], keys: np.ndarray, teams: TeamPairs, rest: str, *,
             disjoint: bool = False, shared_commits: bool = False) -> list[Row]:
-    """One row per team (label, its people's ids) with someone in the keys: its people's active days summed (each
-    (person, day) pair is one person's, so a team's is the sum of its people's), its developers, its commits.
-    A person in two teams counts in both. shared_commits (co-authors counted): a commit may be in two people's
-    records, so a team's commits are counted distinct over its records instead of summed."""
+    """One row per team with someone in the keys: its people's active days summed (each (person, day) pair is one
+    person's, so a team's is the sum of its people's), its developers, its commits; then the row `rest` of the
+    people in no team. A person in two teams counts in both. shared_commits (co-authors counted): a commit may be
+    in two people's records, so a team's commits are counted distinct over its records instead of summed."""
     if not len(keys):
         return []
     ids, person_days, commit_counts = _per_person(selections, keys, disjoint=disjoint)
-    if shared_commits:
-        rows = []
-        for label, members in teams:
-            at = np.isin(ids, members)
-            if at.any():
-                commits = _distinct_count(np.concatenate(
-                    [s.commit_ids[np.isin(s.persons, members)] for s in selections]))
-                rows.append(Row(label, Totals(int(person_days[at].sum()), int(at.sum()), int(commits))))
-        return rows
-    # every team at once (a loop of np.isin per team cost 6.6x a plain report at 200 groups, issue 34): each
+    # every team at once (a loop of np.isin per team cost 6.56x a plain report at 200 groups, issue 34): each
     # (team, member) pair looked up among the scope's sorted persons, then summed per team by bincount
-    team_of = np.repeat(np.arange(len(teams)), [len(members) for _, members in teams])
-    member = (np.concatenate([np.asarray(members, np.int64) for _, members in teams]) if teams
-              else np.zeros(0, np.int64))
-    pairs = np.unique((team_of.astype(np.int64) << 32) | member)  # a member listed twice counts once
-    team_of, member = pairs >> 32, pairs & 0xFFFFFFFF
-    at = np.minimum(np.searchsorted(ids, member), len(ids) - 1)
-    found = ids[at] == member
-    team_of, at = team_of[found], at[found]
-    developers = np.bincount(team_of, minlength=len(teams))
-    days = np.bincount(team_of, weights=person_days[at], minlength=len(teams))
-    commits = np.bincount(team_of, weights=commit_counts[at], minlength=len(teams))
-    return [Row(label, Totals(n, d, c)) for (label, _), n, d, c in
-            zip(teams, days.astype(np.int64).tolist(), developers.tolist(), commits.astype(np.int64).tolist()) if d]
+    at = np.minimum(np.searchsorted(ids, teams.member), len(ids) - 1)
+    found = ids[at] == teams.member
+    team_of, at = teams.team_of[found], at[found]
+    in_a_team = np.zeros(len(ids), bool)
+    in_a_team[at] = True
+    others = ~in_a_team
+    if shared_commits:
+        def distinct_commits(members: np.ndarray) -> int:
+            return _distinct_count(np.concatenate([s.commit_ids[np.isin(s.persons, members)] for s in selections]))
+
+        rows = []
+        for i, label in enumerate(teams.labels):
+            members = ids[at[team_of == i]]
+            if len(members):
+                rows.append(Row(label, Totals(int(person_days[np.isin(ids, members)].sum()), len(members),
+                                              distinct_commits(members))))
+        if others.any():
+            rows.append(Row(rest, Totals(int(person_days[others].sum()), int(others.sum()),
+                                         distinct_commits(ids[others]))))
+        return rows
+    n = len(teams.labels)
+    developers = np.bincount(team_of, minlength=n)
+    days = np.bincount(team_of, weights=person_days[at], minlength=n)
+    commits = np.bincount(team_of, weights=commit_counts[at], minlength=n)
+    rows = [Row(label, Totals(d, p, c)) for label, d, p, c in
+            zip(teams.labels, days.astype(np.int64).tolist(), developers.tolist(), commits.astype(np.int64).tolist())
+            if p]
+    if others.any():
+        rows.append(Row(rest, Totals(int(person_days[others].sum()), int(others.sum()),
+                                     int(commit_counts[others].sum()))))
+    return rows
 
 
 def keep(selection: Selection, mask: np.ndarray) -> Selection:

@@ -102,17 +102,18 @@ class Reporting:
         return dataclasses.replace(report, notes=report.notes + (
             f"Counted as you: {', '.join(mine)} (your Slack profile's address, through each repository's mailmap).",))
 
-    def _team_people(self, repos: list[RepoRow], query: Query, teams: Teams | None) -> list[Matched]:
+    def _team_people(self, repos: list[RepoRow], query: Query,
+                     teams: Teams | None) -> tuple[list[Matched], tuple]:
         """The groups `team:` names (all of them for by:team) with the people each matches in these repositories;
         kept per listing of the groups and snapshot of the repositories (matching 3,000 members through each
-        repository's mailmap is most of the work of a team's figure)."""
+        repository's mailmap is most of the work of a team's figure), and the key they are kept under."""
         if teams is None:
             raise QueryError("`team:` and `by:team` read Slack's user groups, which this face cannot ask; ask in Slack, "
                              "or give the command line SLACK_BOT_TOKEN (scopes usergroups:read, users:read.email).")
         groups = teams.find(query.teams) if query.teams else list(teams.groups)
         key = ("teams", teams.key, tuple(g.id for g in groups), query.mailmap,
                tuple((r.id, r.generation, r.mailmap_oid) for r in repos))
-        return self.snapshots.masks.get_or_compute(key, lambda: self._match_teams(repos, groups, query.mailmap))
+        return self.snapshots.masks.get_or_compute(key, lambda: self._match_teams(repos, groups, query.mailmap)), key
 
     def _match_teams(self, repos: list[RepoRow], groups: list, mailmap: bool) -> list[Matched]:
         from .filters import _people
@@ -144,7 +145,7 @@ class Reporting:
             self.snapshots.require_other_refs(repos, "`refs:all`")
         check_filters(self.index, repos, query, self.snapshots.touches(repos))  # `path:nosuch` is a typo, not a quiet period
         unmatched_author = check_authors(self.index, repos, query)  # `author:nobody@x` is a typo too
-        matched = self._team_people(repos, query, teams) if (query.teams or query.by == "team") else []
+        matched, teams_key = self._team_people(repos, query, teams) if (query.teams or query.by == "team") else ([], ())
         allowed = self.snapshots.allowed_people(query.authors) if query.authors else None
         if query.teams:  # only the records of the groups' people (a union), with author: too if given
             members = np.array(sorted(set().union(*(m.ids for m in matched))), np.int64)
@@ -225,11 +226,9 @@ class Reporting:
         elif query.by == "repo":
             rows = col.by_repo(selections, [s.name for s in author_selections])
         elif query.by == "team":
-            grouped = [(m.team.label, np.array(m.ids, np.int64)) for m in matched]
-            everyone = col.distinct_persons(keys)
-            in_some = np.concatenate([ids for _, ids in grouped] or [np.zeros(0, np.int64)])
-            grouped.append((NO_TEAM, everyone[~np.isin(everyone, in_some)]))
-            rows = col.by_team(selections, keys, grouped, disjoint=disjoint, shared_commits=query.coauthors)
+            pairs = self.snapshots.masks.get_or_compute(
+                ("team pairs", *teams_key), lambda: col.TeamPairs.of([(m.team.label, m.ids) for m in matched]))
+            rows = col.by_team(selections, keys, pairs, NO_TEAM, disjoint=disjoint, shared_commits=query.coauthors)
         elif query.by == "org":
             rows = col.by_org(selections, keys, org_table, disjoint=disjoint)
         more_rows = 0
