@@ -865,6 +865,17 @@ def write_doc(section: str, commits: int | str) -> None:
     DOC.write_text(text)
 
 
+def replace_block(start: str, end: str, block: str) -> None:
+    """Put `block` (which begins with `start` and ends with `end`) where the block between those markers is in
+    docs/benchmarks.md, or at the file's end the first time."""
+    doc = DOC.read_text()
+    if start in doc:
+        doc = doc[:doc.index(start)] + block + doc[doc.index(end) + len(end):]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
+    DOC.write_text(doc)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Benchmark gad-bot's engine against git on a synthetic history.")
     ap.add_argument("--commits", type=int, default=1_000_000)

@@ -139,12 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        doc = bench_engine.DOC.read_text()
-        if START in doc:
-            doc = doc[:doc.index(START)] + text + doc[doc.index(END) + len(END):]
-        else:
-            doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-        bench_engine.DOC.write_text(doc)
+        bench_engine.replace_block(START, END, text)
     return 1 if mismatches else 0
 
 

@@ -6,9 +6,7 @@ setting. Memory is counted with tracemalloc (numpy reports its buffers to it); n
 
 from __future__ import annotations
 
-import gc
 import subprocess
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from bot.engine.caches import ENTRY_OVERHEAD, BoundedCache, size_of
 from bot.engine.columns import Merged
 from bot.engine.engine import Engine
 from tests.gitbuild import git_env
-from tests.test_caches import MIB, TODAY, _history
+from tests.test_caches import MIB, TODAY, _history, _retained as retained
 
 COMMITS = 6_000
 EVERY = 20  # a release tag every 20 commits: 300 of them
@@ -66,16 +64,7 @@ def test_distinct_release_questions_stay_within_the_budget(released):
     ask = lambda text: engine.report(q.parse_command(text, TODAY).query, TODAY)  # noqa: E731
     first = ask(texts[0])
     assert [row.key for row in first.rows][-1] == "v1.100" and len(first.rows) == 100
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for text in texts[1:]:
-            ask(text)
-        gc.collect()
-        grew = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grew = retained(engine, texts)
     assert grew < 1.5 * MIB, f"{grew:,} bytes kept for 200 distinct by:release questions with a 1 MiB budget"
     assert engine.snapshots.masks.bytes <= engine.snapshots.masks.budget
     # what is kept is still right: by hand, each release row is its 20 commits, one a day by one person each
