@@ -476,14 +476,17 @@ def by_period(selections: list[Selection], keys: np.ndarray, bucket: str, *, fir
             record_days = record_days[first_occurrences(np.concatenate([s.commit_ids for s in selections]))]
         commits = _per_bucket(record_days.astype(np.int64, copy=False), bucket, low, size)
     return [Row(label, Totals(n, d, c), first_day=start) for (start, label), n, d, c in
-            zip(_bucket_names(low, size, bucket), person_days.tolist(), developers.tolist(), commits.tolist())]
+            zip(map(_bucket_name, range(low, low + size), [bucket] * size), person_days.tolist(),
+                developers.tolist(), commits.tolist())]
 
 
-@functools.lru_cache(maxsize=256)
-def _bucket_names(low: int, size: int, bucket: str) -> tuple[tuple[date, str], ...]:
-    """Each bucket's first day and label: the same few hundred for every report's trend (naming them was half of a
-    trend's time, issue 34's by:team benchmark)."""
-    return tuple((start, bucket_label(start, bucket)) for start in (_bucket_start(low + i, bucket) for i in range(size)))
+@functools.lru_cache(maxsize=2048)
+def _bucket_name(number: int, bucket: str) -> tuple[date, str]:
+    """A bucket's first day and label, each made once (naming 183 months was half of a trend's time, issue 34's
+    by:team benchmark); per bucket rather than per span, so that questions of many periods share them and the
+    cache stays a few hundred small entries."""
+    start = _bucket_start(number, bucket)
+    return start, bucket_label(start, bucket)
 
 
 def distinct_persons(keys: np.ndarray) -> np.ndarray:
