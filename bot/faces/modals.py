@@ -166,6 +166,15 @@ class ModalsFace:
         text, parsed = command_text("", [(ui.NAMES, head), *fields], self.today())
         return text, parsed, values.get(ui.WHERE)
 
+    def _seen_by(self, viewer, names) -> None:
+        """Every name must be one the person may see, checked before any channel: a name they may not see gets the
+        words of a name never tracked, next to the names (the channel's rule would say "no longer open to you",
+        which tells a hidden repository from an untracked one)."""
+        try:
+            self.engine.resolve(names, viewer)
+        except GadError as error:
+            raise FormError(ui.NAMES, str(error)) from None
+
     def _may_post_here(self, user: str, where: str | None, names) -> None:
         """A form's answer goes to a channel only when the person is in it and the channel may see all it names
         (bot/faces/posting.py); else one sentence next to the channel field."""
@@ -203,6 +212,7 @@ class ModalsFace:
         except GadError as error:
             raise FormError(ui.NAMES, str(error)) from None
         names = [i.name for i in parsed.items] if kind == "compare" else list(parsed.query.repos)
+        self._seen_by(viewer, names)
         self._may_post_here(user, where, names)
         if where:
             viewer = viewer.posting_in(self.members.channel_viewer(where))
@@ -262,13 +272,18 @@ class ModalsFace:
             except PermissionDeniedError as error:
                 raise FormError(ui.CHANNEL, str(error)) from None
         channel, user = form[2], body.get("user", {}).get("id", "")
+        try:
+            person = self.members.viewer(user)
+        except GadError as error:
+            raise FormError(ui.NAMES, str(error)) from None
+        self._seen_by(person, form[1].repos)
         if channel not in self.members.channels_of(user):
             raise FormError(ui.CHANNEL, "You are not in that channel (or gad-bot cannot see it): choose a channel "
                                         "you are in.")
         if not self.members.bot_can_post(channel):
             raise FormError(ui.CHANNEL, "gad-bot cannot post in that channel (a private channel it is not in); "
                                         "`/invite @gad-bot` there first.")
-        why = posting.refusal(self.engine, self.members, channel, form[1].repos, person=self.members.viewer(user))
+        why = posting.refusal(self.engine, self.members, channel, form[1].repos, person=person)
         if why is not None:
             raise FormError(ui.CHANNEL, why)
         return form

@@ -1,0 +1,42 @@
+"""Attacks on who may see what (issues 31 and 34), each through its face's real path: signed requests -> Bolt -> the
+engine on a real index -> the Web API calls a loopback Slack receives (tests/slackstub.py). An outsider (a member
+outside `vault`'s audience, #eng), a guest and a member of another organization try to learn anything of `vault`:
+its name, figures, people, or that it exists. A name they may not see must read, word for word, as a name that was
+never tracked. The world is tests/test_access_faces.py's."""
+
+from __future__ import annotations
+
+from bot.digests import subscriptions as subs
+from tests.test_access_faces import EXTERNAL, GUEST, INSIDER, OUTSIDER, World, stub, untracked_words, world  # noqa: F401
+from tests.test_home import press, submit
+
+
+def seen_names(world, user: str) -> list[str]:
+    return world.engine.known_names(world.face.members.viewer(user))
+
+
+# -- the Home tab's forms: a channel chosen must not turn a hidden name into "no longer open to you" ---------------
+
+
+def test_the_report_forms_channel_check_does_not_tell_a_hidden_name_from_an_untracked_one(world):
+    for user in (OUTSIDER, EXTERNAL):
+        for kind, names in (("gad_home_report", ["vault"]), ("gad_home_compare", ["vault", "web"])):
+            modal = press(world, kind, user=user)
+            hidden = submit(world, modal, {"names": names, "where": "C0PART" if user == EXTERNAL else "C123"},
+                            user=user)
+            modal = press(world, kind, user=user)
+            never = submit(world, modal, {"names": ["nosuch", *names[1:]],
+                                          "where": "C0PART" if user == EXTERNAL else "C123"}, user=user)
+            said = " ".join(hidden.get("errors", {}).values())
+            assert "vault" not in said.replace(untracked_words("vault", seen_names(world, user)), ""), said
+            assert "no longer open" not in said
+            # the same shape of answer as a name never tracked (its sentence names the name typed, nothing else)
+            assert list(hidden.get("errors", {})) == list(never.get("errors", {}))
+
+
+def test_the_subscribe_forms_channel_check_does_not_tell_a_hidden_name_from_an_untracked_one(world):
+    modal = press(world, "gad_home_subscribe", user=OUTSIDER)
+    ack = submit(world, modal, {"channel": "C123", "names": ["vault"], "day": "mon", "time": "09:00"}, user=OUTSIDER)
+    said = " ".join(ack.get("errors", {}).values())
+    assert said == untracked_words("vault", seen_names(world, OUTSIDER)), said
+    assert subs.get(world.engine.index, "C123") is None
