@@ -40,3 +40,30 @@ def test_the_subscribe_forms_channel_check_does_not_tell_a_hidden_name_from_an_u
     said = " ".join(ack.get("errors", {}).values())
     assert said == untracked_words("vault", seen_names(world, OUTSIDER)), said
     assert subs.get(world.engine.index, "C123") is None
+
+
+# -- /gad: a hidden name answers word for word as a name never tracked, in every form a question takes ------------
+
+HIDDEN_OF = {OUTSIDER: "vault", EXTERNAL: "vault", GUEST: "web"}  # each one's hidden repository
+ASKED = ["{x}", "{x} since:2024", "{x} by:person top:5", "{x} format:csv", "{x} format:json", "{x} public",
+         "{x} by:repo", "{x} by:release", "{x} by:team", "{x} team:@backend", "web {x} by:repo", "compare {x} api",
+         "compare api {x}@team:backend", "compare api:src {x}", "me {x}", "subscribe {x}", "unsubscribe {x}",
+         "{x} author:eve@example.com", "{x}:src", "report {x}", "{x} range:v1..v2", "{x} path:src"]
+
+
+def answers(world, users, texts) -> dict:
+    return {(u, t): world.answer(t.format(x=HIDDEN_OF[u]), u) for u in users for t in texts}
+
+
+def test_a_hidden_name_reads_as_a_name_never_tracked_in_every_question(tmp_path, stub):
+    """Each question about the hidden repository, asked while it is tracked, then again once it is untracked: word
+    for word the same answer."""
+    stub.add_usergroup("S0BACK", "backend", [OUTSIDER, INSIDER])
+    different = []
+    for users, hidden in (((OUTSIDER, EXTERNAL), "vault"), ((GUEST,), "web")):
+        world = World(tmp_path / hidden, stub)
+        tracked = answers(world, users, ASKED)
+        world.engine.untrack(hidden)
+        never = answers(world, users, ASKED)
+        different += [(u, t, tracked[u, t], never[u, t]) for u, t in tracked if tracked[u, t] != never[u, t]]
+    assert not different, "\n".join(f"{u} {t!r}:\n  hidden: {h}\n  never:  {n}" for u, t, h, n in different)
