@@ -7,7 +7,8 @@ never tracked. The world is tests/test_access_faces.py's."""
 from __future__ import annotations
 
 from bot.digests import subscriptions as subs
-from tests.test_access_faces import EXTERNAL, GUEST, INSIDER, OUTSIDER, World, stub, untracked_words, world  # noqa: F401
+from tests.test_access_faces import (EXTERNAL, GUEST, INSIDER, OUTSIDER, World, stub, two_gad,  # noqa: F401
+                                     untracked_words, world)
 from tests.test_home import press, submit
 
 
@@ -67,3 +68,22 @@ def test_a_hidden_name_reads_as_a_name_never_tracked_in_every_question(tmp_path,
         never = answers(world, users, ASKED)
         different += [(u, t, tracked[u, t], never[u, t]) for u, t in tracked if tracked[u, t] != never[u, t]]
     assert not different, "\n".join(f"{u} {t!r}:\n  hidden: {h}\n  never:  {n}" for u, t, h, n in different)
+
+
+# -- people: nobody who only worked on the hidden repository shows, in any breakdown, file or team ----------------
+
+
+def test_no_person_of_the_hidden_repository_shows_through_people_teams_files_or_json(world, stub):
+    """eve and fay committed only to vault (ann to both): an outsider reads neither of them, however asked, and the
+    figures are git's over web alone (the project `all` counts only what they may see)."""
+    stub.add_usergroup("S0ENGT", "engteam", [OUTSIDER, INSIDER])  # eve's and ann's group
+    web_only = two_gad(world.web)
+    for text in ("all by:person", "all by:person top:1", "all by:team", "all team:@engteam", "all team:@engteam "
+                 "by:person", "compare all web", "compare all@team:engteam web", "all by:repo", "all by:week",
+                 "all format:json by:person", "me all", "all by:org", "all author:*@example.com by:person"):
+        shown = world.answer(text, OUTSIDER).lower()
+        assert "eve@" not in shown and "fay@" not in shown and "`vault`" not in shown, (text, shown)
+    assert f"*2GAD {web_only} person-days*" in world.answer("all by:person", OUTSIDER)
+    world.answer("all by:person format:csv", OUTSIDER)
+    (csv,) = [f for f in stub.uploaded_files() if f.data]
+    assert b"ann@example.com" in csv.data and b"eve@" not in csv.data and b"fay@" not in csv.data
