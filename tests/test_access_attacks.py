@@ -6,10 +6,13 @@ never tracked. The world is tests/test_access_faces.py's."""
 
 from __future__ import annotations
 
+import pytest
+
 from bot.digests import subscriptions as subs
 from tests.test_access_faces import (EXTERNAL, GUEST, INSIDER, OUTSIDER, World, stub, two_gad,  # noqa: F401
                                      untracked_words, world)
 from tests.test_home import press, submit
+from tests.test_surfaces import read
 
 
 def seen_names(world, user: str) -> list[str]:
@@ -87,3 +90,112 @@ def test_no_person_of_the_hidden_repository_shows_through_people_teams_files_or_
     world.answer("all by:person format:csv", OUTSIDER)
     (csv,) = [f for f in stub.uploaded_files() if f.data]
     assert b"ann@example.com" in csv.data and b"eve@" not in csv.data and b"fay@" not in csv.data
+
+
+# -- link unfurls, the message shortcut, its card's button, the Workflow step: URLs of a hidden repository ---------
+
+
+class Served:
+    """web (everyone) and vault (#eng only), both tracked over HTTP from a loopback git server: URLs people paste."""
+
+    def __init__(self, tmp_path, stub):
+        from bot.config import Settings
+        from bot.engine.audiences import Audience
+        from bot.engine.engine import Engine
+        from bot.faces.slack import build_app
+        from tests.faults import GitHttpServer
+        from tests.test_access_faces import VAULT
+        from tests.test_surfaces import SECRET, TODAY, WEB, build
+
+        self.stub, self.secret = stub, SECRET
+        served = tmp_path / "served"
+        served.mkdir()
+        self.web = build(served / "web.git", WEB)
+        build(served / "vault.git", VAULT)
+        self.server = GitHttpServer(served).__enter__()
+        self.settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": stub.good_token,
+                                           "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": stub.api_url})
+        self.engine = Engine.open(self.settings)
+        self.engine.track(self.server.url("web.git"), "web")
+        self.engine.track(self.server.url("vault.git"), "vault")
+        self.engine.set_access("vault", Audience.parse("C0ENG"))
+        self.engine.project_add("all", ["web", "vault"])
+        self.app, self.face = build_app(self.settings, self.engine, socket_mode=False, today=lambda: TODAY)
+        self.base = self.server.url("web.git").removesuffix("/web.git")
+
+    def dispatch(self, body: bytes, headers: dict):
+        from slack_bolt.request import BoltRequest
+
+        response = self.app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
+        assert response.status == 200
+        return response
+
+    def paste(self, urls, user: str, channel: str) -> None:
+        from tests.slackstub import event_callback, link_shared_event, signed_event
+
+        self.dispatch(*signed_event(self.secret, event_callback(link_shared_event(list(urls), user_id=user,
+                                                                                  channel=channel))))
+
+    def shortcut(self, text: str, user: str, channel: str = "C123") -> None:
+        from tests.slackstub import message_action_payload, signed_interaction
+
+        self.dispatch(*signed_interaction(self.secret, message_action_payload("gad_repo_card", text, user_id=user,
+                                                                              channel_id=channel)))
+
+
+@pytest.fixture
+def served(tmp_path, stub):
+    made = Served(tmp_path, stub)
+    yield made
+    made.server.__exit__(None, None, None)
+
+
+def test_a_hidden_repositorys_link_gets_no_card_where_the_person_or_the_channel_may_not_see_it(served, stub):
+    from tests.boltidle import drain
+
+    web, vault = f"{served.base}/web", f"{served.base}/vault"
+    urls = [web, vault, f"{vault}/tree/main/src", f"{served.base}/vault.git"]
+    served.paste(urls, OUTSIDER, "C123")  # an outsider, in a channel open to everyone
+    served.paste(urls, INSIDER, "C123")  # an insider, where not everyone may see vault
+    served.paste(urls, EXTERNAL, "C0PART")  # another organization's member, in the shared channel
+    served.paste(urls, GUEST, "C0ENG")  # a guest in #eng: vault, not web
+    drain(served.app)
+    cards = {call.args["channel"] + ":" + ",".join(sorted(call.args["unfurls"])) for call in
+             stub.calls_to("chat.unfurl")}
+    assert cards == {f"C123:{web}", f"C0ENG:{','.join(sorted(urls[1:]))}"}, cards
+
+
+def test_the_message_shortcut_and_the_cards_button_treat_a_hidden_repository_as_untracked(served, stub):
+    from tests.slackstub import block_actions_payload, signed_interaction
+
+    none = ("That message links to no tracked repository or organization and names none; `/gad repos` lists what "
+            "is tracked.")
+    for count, text in enumerate(("how is vault doing?", f"see <{served.base}/vault/commits|the vault>"), start=1):
+        served.shortcut(text, OUTSIDER)
+        said = stub.wait_for("chat.postEphemeral", count=count, timeout=15)[-1].args
+        assert said["user"] == OUTSIDER and read(said) == none
+    # the card's button, its value forged to name vault: answered as `/gad vault since:12w by:week` would be
+    url = stub.response_url("more-vault")
+    payload = block_actions_payload("gad_card_more", "vault", user_id=OUTSIDER, response_url=url)
+    served.dispatch(*signed_interaction(served.secret, payload))
+    (answer,) = stub.wait_for_response("more-vault", timeout=15)
+    names = served.engine.known_names(served.face.members.viewer(OUTSIDER))
+    assert read(answer) == ":warning: " + untracked_words("vault", names)
+
+
+def test_the_workflow_step_treats_a_hidden_repositorys_name_and_link_as_untracked(served, stub):
+    from tests.test_workflow import run_step
+
+    from tests.test_workflow import RUN_TOKEN
+
+    stub.workflow_tokens.add(RUN_TOKEN)
+    from bot.faces.workflow import WORKFLOW_VIEWER
+
+    asked = ("vault", f"{served.base}/vault/tree/main", f"{served.base}/nosuch/tree/main")
+    errors = [run_step(served.app, stub, {"repository": name}, "functions.completeError", count=i)["error"]
+              for i, name in enumerate(asked, start=1)]
+    assert errors[0] == untracked_words("vault", served.engine.known_names(WORKFLOW_VIEWER))
+    assert errors[1] == errors[2].replace("nosuch", "vault")  # a link: as one to a repository never tracked
+    outputs = run_step(served.app, stub, {"repository": "all"}, "functions.completeSuccess")["outputs"]
+    assert outputs["two_gad_person_days"] == two_gad(served.web)
+
