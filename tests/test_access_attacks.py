@@ -199,3 +199,38 @@ def test_the_workflow_step_treats_a_hidden_repositorys_name_and_link_as_untracke
     outputs = run_step(served.app, stub, {"repository": "all"}, "functions.completeSuccess")["outputs"]
     assert outputs["two_gad_person_days"] == two_gad(served.web)
 
+
+
+# -- look-alike names (bot/engine/lookalikes.py) given when tracking: `as:NAME`, `--name`, the URL's own ----------
+
+WEB_CYRILLIC = "w\u0435b"  # е: CYRILLIC SMALL LETTER IE
+
+
+def test_a_name_that_looks_like_a_tracked_one_is_refused_when_tracking_from_slack(world, stub):
+    from tests.test_surfaces import ADMIN
+
+    # refused in the ack itself, before anything is fetched (a refusal after "Tracking ..." reads as a change of mind)
+    ack, _ = world.slash(f"track https://github.com/acme/tools as:{WEB_CYRILLIC}", user=ADMIN)
+    assert read(ack) == (f":warning: `{WEB_CYRILLIC}` looks like `web`, which is tracked, but is spelled with other "
+                         "letters; ask about `web`, or track this one under a name in plain letters with `as:NAME` "
+                         "(CLI: --name), e.g. `as:web-2`.")
+    assert WEB_CYRILLIC not in world.engine.index.repo_names()
+
+
+def test_a_name_that_looks_like_a_tracked_one_is_refused_by_the_command_line(tmp_path):
+    from tests.gitbuild import RepoBuilder
+    from tests.test_cli import run
+
+    data = tmp_path / "data"
+    for name in ("web", "other"):
+        builder = RepoBuilder(tmp_path / name)
+        builder.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    assert run("track", str(tmp_path / "web"), "--name", "web", data=data).returncode == 0
+    refused = run("track", str(tmp_path / "other"), "--name", WEB_CYRILLIC, data=data)
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert f"`{WEB_CYRILLIC}` looks like `web`, which is tracked, but is spelled with other letters" in refused.stderr
+    mixed = run("track", str(tmp_path / "other"), "--name", "\u0440lain", data=data)  # р (Cyrillic) + lain: no twin
+    assert ("`\u0440lain` cannot be a repository's name: its name mixes letters of several scripts (Cyrillic, "
+            "Latin); track it under a name in one script with `as:NAME` (CLI: --name), e.g. `as:plain`.") in mixed.stderr
+    listing = run("repos", "--json", data=data).stdout
+    assert WEB_CYRILLIC not in listing and "\u0440lain" not in listing

@@ -80,3 +80,30 @@ def lookalike(name: str, others: Iterable[str]) -> str | None:
         if other != name and skeleton(other) == mine:
             return f"its name looks like `{other}` but is spelled with other letters"
     return None
+
+
+def twin(name: str, others: Iterable[str]) -> str | None:
+    """The other name `name` reads as (same skeleton), or None."""
+    mine = skeleton(name)
+    return next((other for other in others if other != name and skeleton(other) == mine), None)
+
+
+def refuse_new_name(name: str, others: Iterable[str]) -> None:
+    """A name about to be given to a repository (`track URL as:NAME`, `gad-bot track --name`, or the one taken from
+    the URL): refused, in one sentence saying what to type instead, when it is a look-alike of a tracked name or
+    could pass for one (rules 1-3). A forge's listing is checked name by name in bot/engine/forgeorgs.py."""
+    from ..errors import QueryError, literal
+
+    others = list(others)
+    why = lookalike(name, others)
+    if why is None:
+        return
+    same = twin(name, others)
+    plain = skeleton(name)
+    if same is not None:
+        raise QueryError(f"{literal(name)} looks like {literal(same)}, which is tracked, but is spelled with other "
+                         f"letters; ask about {literal(same)}, or track this one under a name in plain letters with "
+                         f"`as:NAME` (CLI: --name), e.g. `as:{same}-2`.")
+    instead = f", e.g. `as:{plain}`" if plain.isascii() and plain not in others else ""
+    raise QueryError(f"{literal(name)} cannot be a repository's name: {why}; track it under a name in one script "
+                     f"with `as:NAME` (CLI: --name){instead}.")

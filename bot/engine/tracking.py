@@ -120,6 +120,7 @@ class Tracking:
         from ..store.sources import default_name, is_local_path
 
         name = name or default_name(source)
+        self.check_new_name(name)
         if self.index.repo(name):
             raise QueryError(f"A repository named `{name}` is already tracked; choose another name with `as:NAME` "
                              f"(CLI: --name) or sync it with {command('sync ' + name)}.")
@@ -149,6 +150,13 @@ class Tracking:
             self.untrack(name)
             raise MirrorError(result.error)
         return result
+
+    def check_new_name(self, name: str) -> None:
+        """A name that reads as a tracked repository's or project's (`wеb` with a Cyrillic е beside `web`) is refused
+        in one sentence (bot/engine/lookalikes.py): people would count, subscribe to or be told about the wrong one."""
+        from .lookalikes import refuse_new_name
+
+        refuse_new_name(name, [*self.index.repo_names(), *self.index.projects()])
 
     def first_audience(self, source: str, in_place: bool) -> Audience:
         """Who may see a repository tracked now: admins only when its fetches carry the operator's credentials

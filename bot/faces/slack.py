@@ -283,6 +283,8 @@ class SlackFace:
         if isinstance(parsed, q.Track):
             try:  # refuse in the ack itself: a refusal after "Tracking ..." reads as a change of mind
                 check_remote_source(parsed.source, self._ack_policy)
+                if parsed.name:  # a look-alike of a tracked name (the name the URL gives is checked when tracking)
+                    self.engine.tracking.check_new_name(parsed.name)
             except GadError as error:
                 log.info("/gad track refused in the ack (%s)", type(error).__name__,
                          extra={"request_id": request_id(command)})
