@@ -234,3 +234,45 @@ def test_a_name_that_looks_like_a_tracked_one_is_refused_by_the_command_line(tmp
             "Latin); track it under a name in one script with `as:NAME` (CLI: --name), e.g. `as:plain`.") in mixed.stderr
     listing = run("repos", "--json", data=data).stdout
     assert WEB_CYRILLIC not in listing and "\u0440lain" not in listing
+
+
+# -- digests, a team's digest, with people's names: only what the channel may see --------------------------------
+
+
+def test_a_digest_of_a_project_and_a_teams_digest_name_nobody_of_the_hidden_repository(world, stub):
+    from datetime import timedelta
+
+    from bot.digests.digest import run_due_digests
+    from bot.slackapi import web_client
+    from tests.test_surfaces import NOW
+
+    stub.add_channel("C0TEAM", "team-news")
+    stub.add_user(OUTSIDER, email="ann@example.com", channels=["C123", "C0PART", "C0TEAM"])
+    stub.add_usergroup("S0ENGT", "engteam", [OUTSIDER, INSIDER])  # ann's and eve's group
+    assert "subscribed" in world.answer("subscribe all people:on", OUTSIDER, channel="C123")
+    assert "subscribed" in world.answer("subscribe all team:@engteam people:on", OUTSIDER, channel="C0TEAM")
+    due = NOW + timedelta(days=5)
+    done = run_due_digests(world.engine, lambda: web_client(world.settings), at=due, clock=lambda: due, sync=False,
+                           teams=world.face.members.teams)
+    assert sorted(r.state for r in done) == ["posted", "posted"]
+    for call in stub.calls_to("chat.postMessage"):
+        shown = read(call.args)
+        assert "eve@" not in shown and "fay@" not in shown and "vault" not in shown, shown
+    assert all("`ann@example.com`" in read(c.args) for c in stub.calls_to("chat.postMessage"))  # people:on
+
+
+def test_with_person_detail_for_admins_a_digest_with_people_on_names_nobody(tmp_path, stub):
+    """GAD_PERSON_DETAIL=admins: a channel's members are not all admins, so `people:on` shows no one there."""
+    from datetime import timedelta
+
+    from bot.digests.digest import run_due_digests
+    from bot.slackapi import web_client
+    from tests.test_surfaces import NOW
+
+    world = World(tmp_path, stub, person_detail="admins")
+    assert "subscribed" in world.answer("subscribe web people:on", OUTSIDER, channel="C123")
+    due = NOW + timedelta(days=5)
+    done = run_due_digests(world.engine, lambda: web_client(world.settings), at=due, clock=lambda: due, sync=False)
+    assert [r.state for r in done] == ["posted"]
+    shown = read(stub.calls_to("chat.postMessage")[-1].args)
+    assert "*2GAD 2 person-days*" in shown and "@example.com" not in shown, shown
