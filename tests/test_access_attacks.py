@@ -12,7 +12,8 @@ from bot.digests import subscriptions as subs
 from tests.test_access_faces import (EXTERNAL, GUEST, INSIDER, OUTSIDER, World, stub, two_gad,  # noqa: F401
                                      untracked_words, world)
 from tests.test_home import press, submit
-from tests.test_surfaces import read
+from tests.gitbuild import oracle_pairs
+from tests.test_surfaces import ADMIN, read
 
 
 def seen_names(world, user: str) -> list[str]:
@@ -276,3 +277,27 @@ def test_with_person_detail_for_admins_a_digest_with_people_on_names_nobody(tmp_
     assert [r.state for r in done] == ["posted"]
     shown = read(stub.calls_to("chat.postMessage")[-1].args)
     assert "*2GAD 2 person-days*" in shown and "@example.com" not in shown, shown
+
+
+# -- GAD_PERSON_DETAIL=admins: a user group of one is `author:` by another name -----------------------------------
+
+
+def test_with_person_detail_for_admins_a_team_filter_does_not_give_one_persons_figures(tmp_path, stub):
+    """Any member may make a user group (Slack's default): `@solo` holding only bob, or `@pair` holding bob and the
+    asker, whose figure less the asker's own (`/gad me`) is bob's (person-days add up over distinct people). So with
+    GAD_PERSON_DETAIL=admins a group's figures are person-level: admins only, as `author:` is."""
+    world = World(tmp_path, stub, person_detail="admins")
+    stub.add_user("U0BOB", email="bob@example.com", channels=["C123"])
+    stub.add_usergroup("S0SOLO", "solo", ["U0BOB"])
+    bob = {(e, d) for e, d in oracle_pairs(world.web.path) if e == b"bob@example.com"}
+    assert world.answer("web author:bob@example.com", OUTSIDER).startswith(":warning: Figures of one person are for "
+                                                                           "admins here")
+    for text in ("web team:@solo", "web by:team", "compare web@team:solo web", "web team:@solo by:month"):
+        shown = world.answer(text, OUTSIDER)
+        assert f"2GAD {2 * len(bob)}" not in shown.replace(f"2GAD {2 * len(bob)}0", ""), (text, shown)
+        assert "Figures of a user group are for admins here (GAD_PERSON_DETAIL=admins)" in shown, (text, shown)
+    assert f"*2GAD {2 * len(bob)} person-days*" in world.answer("web team:@solo", ADMIN)  # an admin reads it
+    said = world.answer("subscribe web team:@solo", ADMIN)  # posted in a channel, whose members are not all admins
+    assert said == (":warning: A team's digest shows a user group's figures in a channel, and those are for admins "
+                    "here (GAD_PERSON_DETAIL=admins); subscribe without `team:` for the totals.")
+    assert subs.get(world.engine.index, "C123") is None

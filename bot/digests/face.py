@@ -84,6 +84,10 @@ class DigestFace:
         now = self.clock()
         if isinstance(parsed, Subscribe):
             self.engine.resolve(parsed.repos, viewer)  # what the person may not see is, to them, not tracked
+            if parsed.teams and self.settings.person_detail == "admins":  # a group may be one person (reporting.py)
+                raise PermissionDeniedError(
+                    "A team's digest shows a user group's figures in a channel, and those are for admins here "
+                    "(GAD_PERSON_DETAIL=admins); subscribe without `team:` for the totals.")
             if parsed.teams:  # a group Slack does not know is one sentence now, not a failed digest later
                 if teams is None:
                     raise QueryError("`team:` reads Slack's user groups, which this face cannot ask.")

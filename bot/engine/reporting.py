@@ -61,6 +61,13 @@ class Reporting:
         if self.settings.person_detail != "admins" or viewer.reads_people:
             return query, None
         about_themselves = bool(query.authors) and set(query.authors) <= set(viewer.emails)
+        if query.teams or query.by == "team":
+            # a user group is whoever made it put in (any member may, by Slack's default): one person, or the asker
+            # and one other, whose figure less the asker's own is the other's (person-days add up over people)
+            raise PermissionDeniedError(
+                "Figures of a user group are for admins here (GAD_PERSON_DETAIL=admins): a group may hold one person, "
+                "or you and one other; ask without `team:` and `by:team` for the totals, or "
+                f"{command('me')} for your own.")
         if query.authors and not about_themselves:
             raise PermissionDeniedError(
                 "Figures of one person are for admins here (GAD_PERSON_DETAIL=admins), and for each person about "
