@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bot.digests import subscriptions as subs
+from bot.engine.audiences import Audience
 from tests.test_access_faces import (EXTERNAL, GUEST, INSIDER, OUTSIDER, World, stub, two_gad,  # noqa: F401
                                      untracked_words, world)
 from tests.test_home import press, submit
@@ -301,3 +302,40 @@ def test_with_person_detail_for_admins_a_team_filter_does_not_give_one_persons_f
     assert said == (":warning: A team's digest shows a user group's figures in a channel, and those are for admins "
                     "here (GAD_PERSON_DETAIL=admins); subscribe without `team:` for the totals.")
     assert subs.get(world.engine.index, "C123") is None
+
+
+# -- Share: someone else's button, a value replayed elsewhere or after the audience closed ---------------------------
+
+
+def share_in(world, message: dict, user: str, channel: str) -> str:
+    from tests.slackstub import block_actions_payload, signed_interaction
+
+    (button,) = [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    name = f"share-{user}-{channel}-{len(world.stub.calls)}"
+    payload = block_actions_payload("gad_share", button["value"], user_id=user, channel_id=channel,
+                                    response_url=world.stub.response_url(name))
+    assert world._dispatch(*signed_interaction("surfaces-signing-secret", payload)).status == 200
+    return name
+
+
+def test_a_share_button_posts_only_its_askers_answer_only_where_its_channel_may_see_it(world, stub):
+    from tests.boltidle import drain
+
+    private = world.ask("vault", user=INSIDER, channel="C0ENG")
+    # an outsider, a guest and another organization's member press (or forge) the insider's button: nothing
+    forged = [share_in(world, private, user, channel) for user, channel in
+              ((OUTSIDER, "C123"), (GUEST, "C0ENG"), (EXTERNAL, "C0PART"), (OUTSIDER, "C0ENG"))]
+    # the insider's own value replayed into a channel open to everyone, then one shared outside: refused, kept
+    for channel in ("C123", "C0PART"):
+        (said,) = stub.wait_for_response(share_in(world, private, INSIDER, channel), timeout=15)
+        assert said["response_type"] == "ephemeral" and "Not everyone in this channel" in read(said)
+    # then, the audience closed (an admin), even #eng does not get it from this button
+    world.engine.set_access("vault", Audience.parse("admins"))
+    (said,) = stub.wait_for_response(share_in(world, private, INSIDER, "C0ENG"), timeout=15)
+    assert read(said) == ":warning: `vault` is no longer open to you, so this answer is not posted."
+    world.engine.set_access("vault", Audience.parse("C0ENG"))
+    replaced, shared = stub.wait_for_response(share_in(world, private, INSIDER, "C0ENG"), count=2, timeout=15)
+    assert shared["response_type"] == "in_channel" and "Shared by <@U0ENG>" in read(shared)
+    drain(world.app)
+    assert all(not stub.responses(name) for name in forged)  # the forged clicks got nothing, posted nothing
+    assert [c for c in stub.calls_to("chat.postMessage") if "vault" in read(c.args)] == []
