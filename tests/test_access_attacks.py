@@ -6,6 +6,8 @@ never tracked. The world is tests/test_access_faces.py's."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bot.digests import subscriptions as subs
@@ -339,3 +341,52 @@ def test_a_share_button_posts_only_its_askers_answer_only_where_its_channel_may_
     drain(world.app)
     assert all(not stub.responses(name) for name in forged)  # the forged clicks got nothing, posted nothing
     assert [c for c in stub.calls_to("chat.postMessage") if "vault" in read(c.args)] == []
+
+
+# -- when Slack cannot say who asks (an error, rate limits past the retries, a 5xx): no, in one sentence ----------
+
+SLACK_DOWN = ({"error": "internal_error"}, {"status": 429, "retry_after": 0, "times": 4},
+              {"status": 503, "times": 3}, {"error": "user_not_found"})
+
+
+@pytest.mark.parametrize("failure", SLACK_DOWN, ids=["error", "ratelimited", "5xx", "user_not_found"])
+def test_when_slack_cannot_say_who_asks_every_face_of_the_world_says_no(world, stub, failure):
+    from tests.slackstub import block_suggestion_payload, signed_interaction
+
+    admin_modal = press(world, "gad_home_report", user="UADMIN")  # a modal to search in (the search is by user)
+    private = world.ask("vault", user=INSIDER, channel="C0ENG")  # an answer to share, while Slack answered
+    world.face.members._people.clear()  # what Slack said is forgotten (its few minutes are over)
+    world.face.members._channels_of.clear()
+
+    def down():
+        stub.fail_next("users.info", **failure)
+
+    down()
+    shown = world.answer("vault", INSIDER, channel="C0ENG")
+    assert shown.startswith(":warning: Slack could not say who you are just now (") and "2GAD" not in shown, shown
+    assert shown.count(". ") + shown.count("; ") <= 2  # one sentence
+    down()
+    home = read(world.open_home(INSIDER))
+    assert "vault" not in home and "Slack could not say who you are just now" in home
+    down()
+    payload = block_suggestion_payload(admin_modal, "gad_names", "va", block_id="names", user_id=INSIDER)
+    response = world._dispatch(*signed_interaction("surfaces-signing-secret", payload))
+    assert json.loads(response.body)["options"] == []
+    down()
+    (said,) = stub.wait_for_response(share_in(world, private, INSIDER, "C0ENG"), timeout=15)
+    assert said["response_type"] == "ephemeral" and "Slack could not say who you are just now" in read(said)
+    assert not [c for c in stub.calls_to("chat.postMessage") if "vault" in read(c.args)]
+
+
+@pytest.mark.parametrize("failure", SLACK_DOWN[:2], ids=["error", "ratelimited"])
+def test_when_slack_cannot_say_who_pasted_or_asked_no_card_and_one_sentence(served, stub, failure):
+    from tests.boltidle import drain
+
+    stub.fail_next("users.info", **failure)
+    served.shortcut("how is vault doing?", INSIDER, channel="C0ENG")
+    said = stub.wait_for("chat.postMessage", timeout=15)[-1].args  # to the person's DM: the thread is not theirs
+    assert said["channel"] == INSIDER and read(said).startswith("Slack could not say who you are just now (")
+    stub.fail_next("users.info", **failure)
+    served.paste([f"{served.base}/vault"], INSIDER, "C0ENG")
+    drain(served.app)
+    assert stub.calls_to("chat.unfurl") == []
