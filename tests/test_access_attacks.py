@@ -390,3 +390,30 @@ def test_when_slack_cannot_say_who_pasted_or_asked_no_card_and_one_sentence(serv
     served.paste([f"{served.base}/vault"], INSIDER, "C0ENG")
     drain(served.app)
     assert stub.calls_to("chat.unfurl") == []
+
+
+# -- a calibration measured on a hidden repository is a fact about it --------------------------------------------
+
+
+def test_a_calibration_measured_on_a_hidden_repository_is_not_applied_or_named_for_those_who_may_not_see_it(world):
+    """An admin calibrates with #eng's timesheet on `team` (open to #eng only) and saves it as every report's default:
+    its name, ratio and span come from that repository's history; to an outsider it was never saved."""
+    from tests.test_calibrate import TIMESHEET, invoke, sheet
+    from tests.gitbuild import RepoBuilder
+
+    history = RepoBuilder(world.vault.path.parent / "team")
+    for day in ("2024-03-04", "2024-03-05", "2024-03-06", "2024-04-01", "2024-04-02", "2024-04-04"):
+        history.commit(name="Ann Lee", email="ann@corp.com", date=day)
+        history.commit(name="Bob Stone", email="bob@corp.com", date=day)
+    world.engine.track(str(history.path), "team")
+    world.engine.set_access("team", Audience.parse("C0ENG"))
+    saved = invoke(world.vault.path.parent, sheet(world.vault.path.parent, TIMESHEET), "team", "--save", "engcal",
+                   "--default")
+    assert saved.exit_code == 0, saved.output
+    assert "Calibrated by engcal" in world.answer("web", INSIDER)  # #eng may see what it was measured on
+    shown = world.answer("web", OUTSIDER)  # (a guest in #eng, and #eng's members, may see `team`)
+    assert "engcal" not in shown and "Calibrated" not in shown, shown
+    named = world.answer("web calibrated:engcal", OUTSIDER)
+    never = world.answer("web calibrated:nosuch", OUTSIDER).replace("nosuch", "engcal")
+    assert named == never == (":warning: No calibration is saved as `engcal` (none is saved yet); an admin's `gad-bot "
+                              "calibrate TIMESHEET REPO --save engcal` measures and keeps one."), named

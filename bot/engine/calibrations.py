@@ -12,6 +12,7 @@ calibrated 452 (band 380-520)". The table is migration 20's `calibrations`, read
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
@@ -20,6 +21,8 @@ from ..metric import Calibrated, Quartiles
 from ..store.index import Index, _iso, utcnow
 
 NAME = re.compile(r"[\w.\-]{1,64}")
+# Whether the person asking may see every one of these repositories (by name), bot/engine/catalog.py's `sees_all`
+Seen = Callable[[tuple[str, ...]], bool]
 MIN_MONTHS = 2  # one month has no spread to give a band
 
 
@@ -83,11 +86,15 @@ def saved(index: Index) -> list[Saved]:
     return [_row(r) for r in index.execute(f"SELECT {_COLUMNS} FROM calibrations ORDER BY name")]
 
 
-def find(index: Index, name: str) -> Saved:
-    """The calibration saved as `name`; one sentence naming the saved ones when there is none."""
+def find(index: Index, name: str, seen: Seen | None = None) -> Saved:
+    """The calibration saved as `name`; one sentence naming the saved ones when there is none. `seen`: whether the
+    person asking may see the repositories a calibration was measured on (its name, ratio and span are facts about
+    them); one they may not is, to them, not saved."""
     row = index.execute(f"SELECT {_COLUMNS} FROM calibrations WHERE name = ?", (name,)).fetchone()
+    if row is not None and seen is not None and not seen(_row(row).repos):
+        row = None
     if row is None:
-        names = [s.name for s in saved(index)]
+        names = [s.name for s in saved(index) if seen is None or seen(s.repos)]
         known = (f"saved ones: {', '.join(literal(n) for n in names)}" if names else "none is saved yet")
         raise QueryError(f"No calibration is saved as {literal(name)} ({known}); "
                          f"an admin's `gad-bot calibrate TIMESHEET REPO --save {name}` measures and keeps one.")
@@ -99,12 +106,13 @@ def default(index: Index) -> Saved | None:
     return _row(row) if row else None
 
 
-def applied(index: Index, name: str | None, two_gad: int) -> Calibrated | None:
-    """`calibrated:NAME` (`off`: none; no token: the default one, if any) applied to a figure of `two_gad`."""
+def applied(index: Index, name: str | None, two_gad: int, seen: Seen | None = None) -> Calibrated | None:
+    """`calibrated:NAME` (`off`: none; no token: the default one, if any) applied to a figure of `two_gad`; `seen` as
+    for `find` (a default measured on what the person may not see is not applied for them)."""
     if name == "off":
         return None
-    found = find(index, name) if name else default(index)
-    if found is None:
+    found = find(index, name, seen) if name else default(index)
+    if found is None or (seen is not None and not seen(found.repos)):
         return None
     return Calibrated(found.name, found.ratio, found.low, found.high, found.months, found.first_day,
                       found.last_day, two_gad)

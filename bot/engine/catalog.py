@@ -90,6 +90,15 @@ class Catalog:
                 hidden.append(name)
         return hidden
 
+    def sees_all(self, viewer: Viewer, names) -> bool:
+        """Whether `viewer` may see every one of these repositories or projects; a name no longer tracked (renamed,
+        untracked) counts as one they may not see, unless they are the operator: what it was is unknown now."""
+        if viewer.operator:
+            return True
+        names = list(names)
+        return not self.unseen(viewer, names) and all(
+            self.index.repo(n) is not None or self.index.project_audience(n) is not None for n in names)
+
     def project_audiences_seen(self, viewer: Viewer) -> list[str]:
         """The projects whose own audience admits the viewer (their repositories are checked one by one)."""
         return sorted(name for name, stored in self.index.project_audiences().items()

@@ -285,7 +285,8 @@ class Reporting:
                                 released is not None)
         if caveats:
             report = dataclasses.replace(report, notes=report.notes + tuple(caveats))
-        calibrated = calibrations.applied(self.index, query.calibrated, totals.two_gad)
+        calibrated = calibrations.applied(self.index, query.calibrated, totals.two_gad,
+                                          seen=lambda measured_on: self.catalog.sees_all(viewer, measured_on))
         if calibrated is not None:  # `calibrated:NAME`, or the default calibration (none saved: nothing changes)
             report = dataclasses.replace(report, calibrated=calibrated)
         if query.vs_fte:  # over the very pairs counted: every filter, co-authors when on
