@@ -417,3 +417,18 @@ def test_a_calibration_measured_on_a_hidden_repository_is_not_applied_or_named_f
     never = world.answer("web calibrated:nosuch", OUTSIDER).replace("nosuch", "engcal")
     assert named == never == (":warning: No calibration is saved as `engcal` (none is saved yet); an admin's `gad-bot "
                               "calibrate TIMESHEET REPO --save engcal` measures and keeps one."), named
+
+
+# -- `org:`: the organizations a zero's hint offers are those of what the person may see ---------------------------
+
+
+def test_an_org_filters_hint_names_no_organization_of_the_hidden_repositorys_people(world):
+    """zed of secretpartner.example committed only to vault: to an outsider, `org:secret` and the whole domain match
+    nothing, as they would with vault untracked; an insider asking about vault is offered it."""
+    world.vault.commit(name="Zed", email="zed@secretpartner.example", date="2026-11-25")
+    world.engine.sync(["vault"])
+    for glob in ("secret", "secretpartner.example", "*partner*"):
+        shown = world.answer(f"web org:{glob}", OUTSIDER)
+        assert "secretpartner" not in shown.replace(glob, ""), shown  # (what was typed is echoed)
+        assert f"No organization matches `org:{glob}`; `by:org` lists the organizations there are." in shown, shown
+    assert "`org:secret*` matches secretpartner.example" in world.answer("vault org:secret", INSIDER)

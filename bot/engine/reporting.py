@@ -303,7 +303,8 @@ class Reporting:
                 lambda: fte(keys, query.fte_threshold, query.since, query.until, today))
             report = dataclasses.replace(report, fte=model)
         if totals.person_days == 0:
-            report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table, active))
+            report = dataclasses.replace(report, hint=self._why_zero(query, repos, data_ends, org_table, active,
+                                                                     all_columns))
         access_notes = [f"{hidden:,} of {literal(project)}'s repositories are left out: you are not in their audience."
                         for project, hidden in resolved.hidden]
         if viewer.admin and not viewer.operator and viewer.also is None:  # an admin sees all: say what others would not
@@ -391,7 +392,7 @@ class Reporting:
         return active
 
     def _why_zero(self, query: Query, repos: list[RepoRow], data_ends: int | None, org_table,
-                  active: Active) -> str | None:
+                  active: Active, all_columns: list | None = None) -> str | None:
         """What a zero figure probably meant to ask (bot/engine/zeros.py words it)."""
         from .zeros import why_zero
 
@@ -407,7 +408,7 @@ class Reporting:
 
         return why_zero(query, data_ends=from_epoch_day(data_ends) if data_ends is not None else None,
                         reversed_range_counts=reversed_range_counts,
-                        organizations=lambda: org_table.names if org_table else [],
+                        organizations=lambda: _orgs_present(org_table, all_columns or [], query.mailmap),
                         authors=lambda: author_zero_words(self.index, repos, query, active),
                         same_commit_range=same_commit_range)
 
@@ -567,6 +568,19 @@ class Reporting:
             days = keys & 0xFFFFFFFF
             return "week" if int(days.max() - days.min()) <= 26 * 7 else "month"
         return "month"
+
+
+def _orgs_present(org_table, all_columns: list, mailmap: bool) -> list[str]:
+    """The organizations of the people who committed to these repositories (whatever the filters), for a zero's hint:
+    the table knows everyone's, those of repositories the person may not see included (a committer's domain is a
+    fact about where they committed)."""
+    if org_table is None:
+        return []
+    found: set[int] = set()
+    for columns in all_columns:
+        persons = (columns.person_mm if mailmap else columns.person_raw)[columns.author_ids]
+        found.update(np.unique(org_table.orgs_of(persons, columns.days)).tolist())
+    return [org_table.names[i] for i in sorted(found)]
 
 
 def tie_note(rows: list, top: int, by: str) -> str | None:
