@@ -289,3 +289,29 @@ def test_an_organizations_private_repositories_keep_admins_while_it_opens(tmp_pa
     assert engine.access("acme/web").follows == org and engine.access("acme/secret").follows is None
     report = engine.report(parse_query([org], TODAY), TODAY, viewer=MEMBER)
     assert "1 of `acme`'s repositories are left out: you are not in their audience." in report.notes
+
+
+def test_a_repository_made_private_on_the_forge_closes_to_admins_at_the_next_listing(tmp_path):
+    """Opened with its organization while public, `acme/plans` is then made private upstream (a security fix under
+    way): its new history is fetched with the operator's token, so the next listing closes it to admins, as if it had
+    been private when first listed; an admin may open it again, and a later listing leaves that be."""
+    from bot.engine.engine import Engine
+    from tests.forgestub import ForgeStub
+
+    with ForgeStub(tmp_path / "srv", "github", token="forge-token") as forge:
+        forge.add("acme/web", commits=[("ann@acme.example", "2024-03-01")])
+        plans = forge.add("acme/plans", commits=[("bob@acme.example", "2024-03-02")])
+        engine = Engine(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data"), "GAD_FORGES": forge.forges_setting,
+                                           "GAD_HTTPS_TOKENS": "127.0.0.1=forge-token"}))
+        org = engine.track_org(engine.org_owner(forge.owner_url("acme"))).org
+        engine.set_access(org, EVERYONE_AUDIENCE)
+        assert [r.name for r in engine.repos(MEMBER)] == ["acme/plans", "acme/web"]
+        plans.private = True
+        engine.sync_orgs([org])
+        assert [r.name for r in engine.repos(MEMBER)] == ["acme/web"]
+        assert engine.access("acme/plans").audience == ADMINS_AUDIENCE and engine.access("acme/plans").follows is None
+        with pytest.raises(UnknownRepoError):
+            engine.report(parse_query(["acme/plans"], TODAY), TODAY, viewer=MEMBER)
+        engine.set_access("acme/plans", EVERYONE_AUDIENCE)  # an admin opens it, knowing
+        engine.sync_orgs([org])
+        assert [r.name for r in engine.repos(MEMBER)] == ["acme/plans", "acme/web"]

@@ -343,6 +343,8 @@ class OrgTracker:
             if tracked is None:  # an admin untracked it: leave it out from now on
                 self.rows.set_state(org.id, repo.forge_id, DROPPED)
                 continue
+            if repo.private and not row.private:
+                self._closed_upstream(tracked)
             if row.state == GONE:
                 self.rows.set_state(org.id, repo.forge_id, TRACKED, repo_id=tracked.id)
                 self.engine.index.record_attempt(tracked.id, None, now)
@@ -375,6 +377,18 @@ class OrgTracker:
             log.warning("%s: %d listed repositories left out, e.g. %s: %s", org.name, len(outcome.refused),
                         repo_name_for(name), why)
         return outcome
+
+    def _closed_upstream(self, tracked) -> None:
+        """A repository listed public before and private now (made private upstream: its new history comes with the
+        operator's token) closes to admins, as one private when first listed starts; an audience an admin gave it
+        that is not `everyone` stays."""
+        from .catalog import audience_of
+
+        if tracked.audience_own and not audience_of(tracked.audience).everyone:
+            return
+        self.engine.index.set_audience(tracked.id, ADMINS_AUDIENCE.text(), own=True)
+        log.warning("%s was made private on its forge: it is now seen by admins only (`gad-bot access %s` opens it)",
+                    tracked.name, tracked.name)
 
     def _set_remote(self, repo, url: str) -> None:
         """A renamed repository's mirror fetches from its new URL (the old one may redirect, or not)."""
