@@ -28,7 +28,12 @@ def main() -> int:
     parser.add_argument("--code", default=str(HERE.parent), help="the checkout whose bot package is measured")
     args = parser.parse_args()
     sys.path.insert(0, args.code)
-    from bot.store.mirrors import FetchLimits, Mirror, MirrorStore  # before bench_webhook puts this checkout first
+    try:  # before bench_webhook puts this checkout first
+        from bot.store.mirrors.clones import MirrorStore
+        from bot.store.mirrors.mirror import Mirror
+        from bot.store.mirrors.remote import FetchLimits
+    except ImportError:  # a checkout from before the mirrors' split (issue 30), to compare with
+        from bot.store.mirrors import FetchLimits, Mirror, MirrorStore
 
     from bench_webhook import build
     from tests.faults import GitHttpServer, git_env
@@ -64,7 +69,7 @@ def main() -> int:
                     times[f"{who}, one new commit"].append(run())
                 for who, run in pair if round_ % 2 else pair[::-1]:
                     times[f"{who}, nothing new"].append(run())
-    print(f"{args.rounds} rounds, bot from {Path(sys.modules['bot.store.mirrors'].__file__).parents[2]}")
+    print(f"{args.rounds} rounds, bot from {Path(sys.modules['bot'].__file__).parents[1]}")
     for what, values in times.items():
         ordered = sorted(values)
         p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]

@@ -62,7 +62,8 @@ def main() -> None:
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args()
 
-    from bot.store.mirrors import FetchLimits, MirrorStore
+    from bot.store.mirrors.clones import MirrorStore
+    from bot.store.mirrors.remote import FetchLimits
     from tests.gitbuild import git_env
 
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:

@@ -14,7 +14,7 @@ from bot.engine import cocomo
 from bot.confine import ExportLimits
 from bot.errors import GadError, QueryError
 from bot.metric import Cocomo
-from bot.store.mirrors import Mirror
+from bot.store.mirrors.mirror import Mirror
 from bot.engine.query import parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder

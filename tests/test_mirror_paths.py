@@ -18,7 +18,7 @@ import pytest
 import bot.store.tables.schema as index_module  # where the migrations live
 from bot.errors import ConfigError
 from bot.store.index import Index
-from bot.store.mirrors import mirror_dir_name
+from bot.store.mirrors.dirs import mirror_dir_name
 from tests.faults import run_cli, tracked_web
 from tests.gitbuild import RepoBuilder
 
@@ -236,12 +236,13 @@ def test_a_taken_directory_is_never_removed_nor_given_to_another_repository(tmp_
     """Whatever mirror_dir_name says (here: one directory for every name), a clone takes a directory that is free
     and that no repository names, even one whose directory went missing; and `remove` keeps a mirror the index
     still names for a repository."""
-    import bot.store.mirrors as mirrors
-    from bot.store.mirrors import FetchLimits, MirrorStore
+    from bot.store.mirrors import clones
+    from bot.store.mirrors.clones import MirrorStore
+    from bot.store.mirrors.remote import FetchLimits
 
     source = RepoBuilder(tmp_path / "src.git", bare=True)
     source.commit(name="Ann", email="ann@example.com", date="2024-01-02")
-    monkeypatch.setattr(mirrors, "mirror_dir_name", lambda name: "same.git")
+    monkeypatch.setattr(clones, "mirror_dir_name", lambda name: "same.git")
     named: list[Path] = []
     store = MirrorStore(tmp_path / "mirrors", FetchLimits({}), named=lambda: list(named))
     first = store.create(str(source.path), "web")

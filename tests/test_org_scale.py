@@ -281,7 +281,7 @@ def test_the_clis_sync_fetches_in_the_same_lanes_as_serve_and_says_where_it_stan
 
     from bot.engine import lanes
     from bot.faces import cli as cli_module
-    from bot.store import mirrors
+    from bot.store.mirrors import fetchchild
 
     names = [f"acme/r{n}" for n in range(4)]
     for n, name in enumerate(names):
@@ -296,13 +296,13 @@ def test_the_clis_sync_fetches_in_the_same_lanes_as_serve_and_says_where_it_stan
         RepoBuilder(forge.base / f"{name}.git", bare=True).commit(name="Zed", email="zed@acme.example",
                                                                   date="2024-05-05")
     lanes_seen: set[str] = set()
-    fetch_many = mirrors.fetch_many
+    fetch_many = fetchchild.fetch_many
 
     def watched(*args, **kwargs):
         lanes_seen.add(threading.current_thread().name)
         return fetch_many(*args, **kwargs)
 
-    monkeypatch.setattr(mirrors, "fetch_many", watched)
+    monkeypatch.setattr(fetchchild, "fetch_many", watched)
     synced = CliRunner().invoke(cli_module.cli, ["sync"], env=env)
     assert synced.exit_code == 0, synced.output + synced.stderr
     assert len(lanes_seen) == 2 and all(n.startswith("sync-fetch") for n in lanes_seen)

@@ -27,7 +27,8 @@ from datetime import date, timedelta
 
 from ..errors import MirrorError, QueryError
 from ..metric import person_key
-from ..store.mirrors import Mailmap, Mirror
+from ..store.mirrors.mailmap import Mailmap
+from ..store.mirrors.mirror import Mirror
 from .query import Query
 from .periods import bucket_start, next_bucket
 from .timesheets import Timesheet, fold

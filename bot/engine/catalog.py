@@ -160,7 +160,7 @@ class Catalog:
 
     @staticmethod
     def _source_key(source: str, repo: RepoRow | None = None) -> str:
-        from ..store.mirrors import open_local
+        from ..store.mirrors.localcopy import open_local
         from ..store.sources import is_local_path
 
         if is_local_path(source):

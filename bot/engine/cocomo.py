@@ -285,7 +285,7 @@ def count_sloc(mirror, tip: bytes, cache: SlocCache | None, *, counter: Counter 
     """(counter name, physical SLOC) of the tree at commit `tip`, from the cache when that tree was counted before.
 
     `mirror` needs `tree_of(tip)` and `export_files(tip, dest, limits, paths=, exclude_paths=)`
-    (bot.store.mirrors.Mirror). `paths` keep only those paths, `exclude_paths` drop them (the query's
+    (bot.store.mirrors.mirror.Mirror). `paths` keep only those paths, `exclude_paths` drop them (the query's
     `path:` filters): only those files are read out of git. `limits` cap the files, bytes and time
     of that export (a tree bomb gets one sentence); `timeout` caps the counter.
     """
@@ -334,7 +334,7 @@ class Head:
     """
 
     name: str
-    mirror: object  # bot.store.mirrors.Mirror: tree_of(tip), export_files(tip, dest, limits, ...)
+    mirror: object  # bot.store.mirrors.mirror.Mirror: tree_of(tip), export_files(tip, dest, limits, ...)
     tip: bytes
 
 

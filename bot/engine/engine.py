@@ -38,7 +38,8 @@ from .tracking import Progress, SyncResult, Tracking
 if TYPE_CHECKING:
     from ..store.forges import OwnerRef
     from ..store.indexer import Indexer
-    from ..store.mirrors import Mirror, MirrorStore
+    from ..store.mirrors.clones import MirrorStore
+    from ..store.mirrors.mirror import Mirror
     from ..store.sources import SourcePolicy
     from .forgeorgs import OrgProgressFn, OrgSyncResult, OrgTracker, OrgTrackResult
 

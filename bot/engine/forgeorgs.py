@@ -395,7 +395,7 @@ class OrgTracker:
         if repo.in_place:
             return
         try:
-            from ..store.mirrors import Mirror
+            from ..store.mirrors.mirror import Mirror
 
             Mirror(repo.mirror_path).set_origin(url)
         except (GadError, OSError, AttributeError) as error:
@@ -526,7 +526,7 @@ def listed_but_not_served(error: str, org: str) -> str:
     """A fetch's "no such repository" for one the forge lists right now: not deleted or moved, whatever git says.
     (A listed repository's git side may answer 404: no commits pushed yet, a token that lists but cannot read
     code, a forge still creating it.)"""
-    from ..store.mirrors import GONE_UPSTREAM
+    from ..store.mirrors.failures import GONE_UPSTREAM
 
     if GONE_UPSTREAM not in error:
         return error

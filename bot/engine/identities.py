@@ -54,7 +54,8 @@ class Identities:
         with self._lock:
             if key in self._mailmaps:
                 return self._mailmaps[key]
-        from ..store.mirrors import Mailmap, Mirror  # pygit2, only when someone asks about themselves or a team
+        from ..store.mirrors.mailmap import Mailmap  # pygit2, only when someone asks about themselves or a team
+        from ..store.mirrors.mirror import Mirror
 
         try:
             mailmap = Mailmap(Mirror(repo.mirror_path).mailmap_blob()[1])

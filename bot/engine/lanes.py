@@ -3,7 +3,7 @@
     results = sync_in_lanes(engine, repos)   # [SyncResult], one per repository, in the order given
 
 Each lane (GAD_FORGE_FETCHES of them) fetches its share one repository after another, each fetch a child forked
-from the fork server (bot/store/mirrors.py), holding that repository's lock file only while its fetch runs: the
+from the fork server (bot/store/mirrors/fetchchild.py), holding that repository's lock file only while its fetch runs: the
 open files stay bounded by the lanes, never by the number of repositories (issue 32: 8,000 lock files opened at
 once ran out at systemd's 1,024). A fetch that brought nothing is recorded synced without indexing; what changed
 is indexed in a pool of worker processes (one per CPU), never in the calling (serving) process.
@@ -63,7 +63,8 @@ def sync_in_lanes(engine, repos: list, *, label: str = "repositories", rewrite: 
 
     fetched: list[int] = []
     if to_fetch:
-        from ..store.mirrors import Mirror, fetch_many
+        from ..store.mirrors.fetchchild import fetch_many
+        from ..store.mirrors.mirror import Mirror
 
         def lane(share: list) -> None:
             for repo in share:

@@ -33,7 +33,7 @@ from .releaserows import refuse_releases_of_several, release_ranges, release_row
 from .snapshots import Snapshots
 
 if TYPE_CHECKING:
-    from ..store.mirrors import Mirror
+    from ..store.mirrors.mirror import Mirror
 
 
 class Reporting:
@@ -415,7 +415,7 @@ class Reporting:
     def cocomo_heads(self, repos: Iterable[RepoRow], query: Query) -> list:
         """Where `vs:cocomo` counts lines: each repository's range end, named branch, or default branch head."""
         from .cocomo import Head
-        from ..store.mirrors import Mirror  # pygit2 only when lines are counted
+        from ..store.mirrors.mirror import Mirror  # pygit2 only when lines are counted
 
         heads = []
         for repo in repos:

@@ -29,7 +29,8 @@ from .catalog import Catalog
 
 if TYPE_CHECKING:  # the write side (pygit2, git children) is imported when a track or sync needs it
     from ..store.indexer import Indexer
-    from ..store.mirrors import Mirror, MirrorStore
+    from ..store.mirrors.clones import MirrorStore
+    from ..store.mirrors.mirror import Mirror
     from ..store.sources import SourcePolicy
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,8 @@ class Tracking:
     def store(self) -> "MirrorStore":
         """The mirror store (pygit2), created on first use: reports never need it."""
         if self._store is None:
-            from ..store.mirrors import FetchLimits, MirrorStore
+            from ..store.mirrors.clones import MirrorStore
+            from ..store.mirrors.remote import FetchLimits
 
             limits = FetchLimits(dict(self.settings.https_tokens), self.settings.ssh_key,
                                  self.settings.fetch_timeout_seconds, self.settings.max_mirror_mb * 1024 * 1024)
@@ -97,7 +99,7 @@ class Tracking:
         key = self._patterns_key()
         if self.index.get_meta("bot_patterns") == key:
             return
-        from ..store.mirrors import Mirror
+        from ..store.mirrors.mirror import Mirror
 
         for repo in self.index.repos():
             try:
@@ -116,7 +118,8 @@ class Tracking:
         guarded=True (a source typed in Slack): this and every later fetch connects only where the
         source policy allows, whatever the server redirects to or its name resolves to later.
         """
-        from ..store.mirrors import Mirror, open_local
+        from ..store.mirrors.localcopy import open_local
+        from ..store.mirrors.mirror import Mirror
         from ..store.sources import default_name, is_local_path
 
         name = name or default_name(source)
@@ -161,7 +164,7 @@ class Tracking:
     def first_audience(self, source: str, in_place: bool) -> Audience:
         """Who may see a repository tracked now: admins only when its fetches carry the operator's credentials
         (it may be private), everyone for a public source or a local path (bot/engine/audiences.py)."""
-        from ..store.mirrors import has_credentials
+        from ..store.mirrors.remote import has_credentials
         from ..store.sources import is_local_path
 
         if in_place or is_local_path(source):
@@ -341,7 +344,7 @@ class Tracking:
 
     @staticmethod
     def _mirror(repo: RepoRow) -> "Mirror":
-        from ..store.mirrors import Mirror
+        from ..store.mirrors.mirror import Mirror
 
         return Mirror(repo.mirror_path)
 

@@ -153,7 +153,7 @@ def track(source, name, in_place, forks):
     from ..store.sources import is_local_path
 
     if is_local_path(source):
-        from ..store.mirrors import open_local
+        from ..store.mirrors.localcopy import open_local
 
         open_local(source)  # refuse a non-repository before the data directory is touched
     engine = _engine()

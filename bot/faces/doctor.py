@@ -203,7 +203,8 @@ def _gone(source: str) -> bool:
 
 
 def check_mirrors(engine, now: datetime) -> list[Check]:
-    from ..store.mirrors import Mirror, is_gone_upstream
+    from ..store.mirrors.failures import is_gone_upstream
+    from ..store.mirrors.mirror import Mirror
 
     repos = engine.repos()
     if not repos:

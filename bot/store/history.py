@@ -1,7 +1,7 @@
 """Bulk reading of history through the git binary: every commit once (`git log`), and the paths each
 non-merge commit changed (`git diff-tree --stdin`).
 
-pygit2 keeps the mirrors, refs, fetch and mailmap (bot/store/mirrors.py); reading a whole history is the one
+pygit2 keeps the mirrors, refs, fetch and mailmap (bot/store/mirrors/); reading a whole history is the one
 job where git itself is the physical limit, and streaming its output beats driving libgit2 from Python
 by a wide margin (measured at 1,000,000 commits: `git log` 7.3 s against 63 s for a pygit2 revwalk, and
 `git diff-tree` ~30 us a commit against 120-340 us for libgit2's tree diff). This module owns the

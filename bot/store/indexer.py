@@ -39,7 +39,9 @@ from . import history as git_history
 from . import store
 from .index import ChunkRow, Index, RepoRow
 from ..metric import is_automated_coauthor, is_bot, person_key
-from .mirrors import DEFAULT_SCOPE_PREFIXES, Mailmap, Mirror
+from .mirrors.mailmap import Mailmap
+from .mirrors.mirror import Mirror
+from .mirrors.refs import DEFAULT_SCOPE_PREFIXES
 
 log = logging.getLogger(__name__)
 

@@ -168,7 +168,7 @@ class ScopeTips:
 
     @classmethod
     def from_refs(cls, tips: dict[str, bytes]) -> "ScopeTips":
-        from .mirrors import DEFAULT_SCOPE_PREFIXES
+        from .mirrors.refs import DEFAULT_SCOPE_PREFIXES
 
         every = tuple(sorted({key_of(t) for n, t in tips.items() if n != "HEAD"}))
         default = tuple(sorted({key_of(t) for n, t in tips.items() if n.startswith(DEFAULT_SCOPE_PREFIXES)}))

@@ -21,7 +21,7 @@ from bot import scratch
 from bot.engine import cocomo
 from bot.confine import ExportLimits, Limits
 from bot.errors import GadError, MirrorError
-from bot.store.mirrors import Mirror
+from bot.store.mirrors.mirror import Mirror
 from bot.engine.query import parse_command, parse_query
 from tests.conftest import TODAY
 from tests.gitbuild import RepoBuilder, git_env

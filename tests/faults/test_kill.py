@@ -83,7 +83,8 @@ def _figures_or_none(data: Path, name: str):
 
 def _sweep(data: Path, age_temp_files: bool) -> list[Path]:
     """What `gad-bot serve` does at start (MirrorStore.sweep); optionally after ageing temp files past its cutoff."""
-    from bot.store.mirrors import FetchLimits, MirrorStore
+    from bot.store.mirrors.clones import MirrorStore
+    from bot.store.mirrors.remote import FetchLimits
 
     if age_temp_files:
         old = time.time() - 2 * 3600
