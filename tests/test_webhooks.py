@@ -132,8 +132,8 @@ def test_pushes_during_a_sync_are_one_more_sync(tmp_path):
     answers the test holds); three more pushes while it runs are one more sync after it, not three and not none;
     the report counts all four.
 
-    Serve's own periodic sync would supply a second sync too (its first run is 30 s after the start): the test first
-    waits for that run to be over (the first sync of each repository, which nothing else asks for), so that the
+    Serve's own periodic sync would supply a second sync too (its first run is 30 s after the start; here at once,
+    GAD_FIRST_SYNC_SECONDS=0, rather than waiting out a timer): the test first waits for that run to be over (the first sync of each repository, which nothing else asks for), so that the
     next is 12 hours away and every sync after it is the pushes'. Serve runs on one CPU, so one sync worker takes
     the jobs in turn: once a push to another repository, made after the two syncs, is synced, a third sync of
     `web` would have been too."""
@@ -147,7 +147,7 @@ def test_pushes_during_a_sync_are_one_more_sync(tmp_path):
             tracked = run_cli("track", git.url(f"acme/{name}.git"), "--name", name, data=data)
             assert tracked.returncode == 0, tracked.stderr
         with Serve(data, stub, logs=tmp_path / "logs", GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET}",
-                   GAD_REPORT_WORKERS="1", cpus={min(os.sched_getaffinity(0))}) as serve:
+                   GAD_REPORT_WORKERS="1", GAD_FIRST_SYNC_SECONDS="0", cpus={min(os.sched_getaffinity(0))}) as serve:
             site = Site(git, stub, serve, data, {})
 
             def push(builder: RepoBuilder, path: str, who: str, day: str) -> None:
@@ -157,7 +157,7 @@ def test_pushes_during_a_sync_are_one_more_sync(tmp_path):
                 body, headers = delivery("github", PUSH["github"](repo, before, after), SECRET)
                 assert post(f"{serve.url}/hooks/github", body, headers) == (202, "sync scheduled\n")
 
-            # serve's periodic sync, 30 s after its start: over once it has synced both (nothing else asks yet)
+            # serve's first periodic sync, at its start: over once it has synced both (nothing else asks yet)
             for name in ("web", "other"):
                 assert site.wait_lines(f"sync of repo {name}: ", 1, seconds=120), serve.stderr[-3000:]
             synced = len(site.log_lines("sync of repo web: ok"))
