@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from bot.faces.doctor import NEEDED_SCOPES
-from tests.faults import ROOT, cli_env, run_cli, tracked_web
+from tests.faults import ROOT, cli_env, run_cli, track_here, tracked_web
 from tests.slackstub import SlackStub
 from tests.test_restart import read_only
 
@@ -66,7 +66,7 @@ def test_a_network_repository_gone_upstream_fails_doctor_after_one_sync(stub, tm
     RepoBuilder(tmp_path / "srv" / "web.git", bare=True).commit(date="2024-01-02")
     data = tmp_path / "data"
     with (GitHttpServer(tmp_path / "srv") if server == "smart HTTP" else GitDaemon(tmp_path / "srv")) as host:
-        assert run_cli("track", host.url("web.git"), "--name", "web", data=data).returncode == 0
+        track_here(host.url("web.git"), "web", data)
         if server == "smart HTTP":
             host.mode = "500"
             failed = run_cli("sync", "web", data=data)

@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from tests.faults import ROOT, SIGNING_SECRET, Serve, cli_env, run_cli
+from tests.faults import ROOT, SIGNING_SECRET, Serve, cli_env, run_cli, track_here
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub
 
@@ -37,8 +37,7 @@ def tracked_once(tmp_path_factory):
     upstream.commit(email="bob@example.com", date="2024-01-03")
     upstream.commit(email="ann@example.com", date="2024-02-01")
     path = base / "data"
-    tracked = run_cli("track", str(upstream.path), "--name", "web", data=path)
-    assert tracked.returncode == 0, tracked.stderr
+    track_here(str(upstream.path), "web", path)
     return path
 
 
@@ -231,7 +230,7 @@ def test_serve_keeps_the_home_tabs_figures_before_anyone_opens_it(stub, tmp_path
     upstream.commit(email="ann@example.com", date="2024-01-02")
     upstream.commit(email="ann@example.com", date=f"{monday + timedelta(days=2)}T09:00")
     data = tmp_path / "data"
-    assert run_cli("track", str(upstream.path), "--name", "web", data=data).returncode == 0
+    track_here(str(upstream.path), "web", data)
 
     def kept_lines(serve) -> int:
         return len(re.findall(r"Home tab: weekly figures of 1 repository computed in [\d.]+ s, before anyone opened it",

@@ -223,7 +223,7 @@ def test_a_sync_typed_in_slack_past_its_time_is_stopped_and_the_person_told(tmp_
     import signal
     import time
 
-    from tests.faults import GitHttpServer, Serve, figures, run_cli
+    from tests.faults import GitHttpServer, Serve, figures, track_here
     from tests.gitbuild import RepoBuilder, oracle_gad
     from tests.slackstub import SlackStub
 
@@ -231,7 +231,7 @@ def test_a_sync_typed_in_slack_past_its_time_is_stopped_and_the_person_told(tmp_
     upstream.commit(name="Ann", email="ann@example.com", date="2024-01-02")
     data = tmp_path / "data"
     with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
-        assert run_cli("track", git.url("web.git"), "--name", "web", data=data).returncode == 0
+        track_here(git.url("web.git"), "web", data)
         upstream.commit(name="Bob", email="bob@example.com", date="2024-01-03")
         git.mode = "stall"
         with Serve(data, stub, logs=tmp_path / "logs", GAD_ADMINS="U123", GAD_SYNC_TIMEOUT_SECONDS="3",

@@ -24,7 +24,7 @@ import pytest
 
 from bot.config import Settings
 from bot.faces.webhooks import HookEvent, parse_event, repo_key, signed_hosts
-from tests.faults import GitHttpServer, Serve, figures, free_port, run_cli, wait_port
+from tests.faults import GitHttpServer, Serve, figures, free_port, track_here, wait_port
 from tests.forgehooks import CREATED, PUSH, ForgeRepo, delivery, github_repository, post
 from tests.forgestub import ForgeStub
 from tests.gitbuild import RepoBuilder, oracle_gad, oracle_pairs
@@ -102,8 +102,7 @@ def site(tmp_path_factory):
     data = base / "data"
     with GitHttpServer(base / "srv") as git, SlackStub() as stub:
         for forge, path in PATHS.items():
-            tracked = run_cli("track", git.url(path + ".git"), "--name", forge, data=data)
-            assert tracked.returncode == 0, tracked.stderr
+            track_here(git.url(path + ".git"), forge, data)
         with Serve(data, stub, logs=base / "logs", GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET},other.example=x-{SECRET}",
                    GAD_REPORT_WORKERS="1") as serve:
             yield Site(git, stub, serve, data, upstreams)
@@ -144,8 +143,7 @@ def test_pushes_during_a_sync_are_one_more_sync(tmp_path):
     data = tmp_path / "data"
     with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
         for name in ("web", "other"):
-            tracked = run_cli("track", git.url(f"acme/{name}.git"), "--name", name, data=data)
-            assert tracked.returncode == 0, tracked.stderr
+            track_here(git.url(f"acme/{name}.git"), name, data)
         with Serve(data, stub, logs=tmp_path / "logs", GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET}",
                    GAD_REPORT_WORKERS="1", GAD_FIRST_SYNC_SECONDS="0", cpus={min(os.sched_getaffinity(0))}) as serve:
             site = Site(git, stub, serve, data, {})
@@ -444,7 +442,7 @@ def test_a_replayed_body_is_a_duplicate_after_serve_restarts_too(tmp_path):
     after = str(upstream.commit(name="Cy", email="cy@example.com", date="2026-12-01"))
     data = tmp_path / "data"
     with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
-        assert run_cli("track", git.url("org/lib.git"), "--name", "lib", data=data).returncode == 0
+        track_here(git.url("org/lib.git"), "lib", data)
         payload = PUSH["gitea"](ForgeRepo(f"http://127.0.0.1:{git.port}", "org/lib"), before, after)
         for run, expected in (("first", (202, "sync scheduled\n")),
                               ("second", (200, "duplicate: the same body was accepted within the hour\n"))):
@@ -574,7 +572,7 @@ def test_socket_mode_takes_webhooks_on_their_own_port(tmp_path):
     upstream.commit(name="Ann", email="ann@example.com", date="2024-01-02")
     data, port = tmp_path / "data", free_port()
     with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
-        assert run_cli("track", git.url("org/lib.git"), "--name", "lib", data=data).returncode == 0
+        track_here(git.url("org/lib.git"), "lib", data)
         with Serve(data, stub, socket_mode=True, logs=tmp_path / "logs", GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET}",
                    GAD_WEBHOOK_PORT=str(port)) as serve:
             wait_port(port)
@@ -898,7 +896,7 @@ def test_webhook_secrets_never_reach_the_log_even_at_debug(tmp_path):
     upstream.commit(name="Ann", email="ann@example.com", date="2024-01-02")
     data, other = tmp_path / "data", f"other-{SECRET}"
     with GitHttpServer(tmp_path / "srv") as git, SlackStub() as stub:
-        assert run_cli("track", git.url("group/api.git"), "--name", "api", data=data).returncode == 0
+        track_here(git.url("group/api.git"), "api", data)
         with Serve(data, stub, logs=tmp_path / "logs", GAD_LOG_LEVEL="DEBUG",
                    GAD_WEBHOOK_SECRETS=f"127.0.0.1={SECRET},other.example={other}") as serve:
             repo = ForgeRepo(f"http://127.0.0.1:{git.port}", "group/api")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import Serve, run_cli
+from tests.faults import Serve, run_cli, track_here
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub
 
@@ -35,7 +35,7 @@ def source(tmp_path) -> Path:
 @pytest.fixture
 def data(tmp_path, source) -> Path:
     path = tmp_path / "data"
-    assert run_cli("track", str(source), "--name", "web", data=path).returncode == 0
+    track_here(str(source), "web", path)
     return path
 
 
@@ -113,7 +113,7 @@ def test_server_paths_and_the_rules_file_reach_admins_only(data, stub, tmp_path)
     a reference id (the detail is logged under it); admins get the detail."""
     other = RepoBuilder(tmp_path / "srv" / "gone-source")
     other.commit(email="bo@example.com", date="2024-01-03")
-    assert run_cli("track", str(other.path), "--name", "gone", data=data).returncode == 0
+    track_here(str(other.path), "gone", data)
     [mirror] = (data / "mirrors").glob("gone-*.git")
     shutil.rmtree(mirror)
     rules = tmp_path / "secret-rules" / "orgs.txt"

@@ -11,7 +11,7 @@ import json
 import re
 import shutil
 
-from tests.faults import ROOT, Serve, free_port, get, run_cli, scrape, tracked_web, wait_until
+from tests.faults import ROOT, Serve, free_port, get, run_cli, scrape, track_here, tracked_web, wait_until
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import DEFAULT_BOT_TOKEN, SlackStub
 
@@ -24,7 +24,7 @@ def test_a_refused_question_is_counted_refused_and_every_counter_starts_at_zero(
     data, _ = tracked_web(tmp_path, "2024-01-02", "2024-01-03")
     api = RepoBuilder(tmp_path / "api")
     api.commit(email="cy@example.com", date="2024-02-01")
-    assert run_cli("track", str(api.path), "--name", "api", data=data).returncode == 0
+    track_here(str(api.path), "api", data)
     cli = run_cli("compare", "a", "b", data=data)
     assert cli.returncode == 2 and "No repository or project named `a` is tracked" in cli.stderr, cli.stderr
     with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1") as serve:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.faults import GitDaemon, run_cli
+from tests.faults import GitDaemon, run_cli, track_here
 from tests.gitbuild import RepoBuilder, git_env
 
 
@@ -23,8 +23,7 @@ def test_syncs_leave_git_to_repack_and_prune_the_mirror(tmp_path):
     upstream.commit(email="ann@example.com", date="2024-01-01")
     data = tmp_path / "data"
     with GitDaemon(tmp_path / "srv") as daemon:
-        tracked = run_cli("track", daemon.url("web.git"), "--name", "web", data=data)
-        assert tracked.returncode == 0, tracked.stderr
+        track_here(daemon.url("web.git"), "web", data)
         (mirror,) = (data / "mirrors").glob("*.git")
         subprocess.run(["git", "config", "gc.autoPackLimit", "3"], cwd=mirror, env=git_env(), check=True)
         seen = []

@@ -24,7 +24,7 @@ from bot.config import Settings
 from bot.engine.engine import Engine
 from bot.faces.doctor import NEEDED_SCOPES
 from bot.store.index import Index
-from tests.faults import GitDaemon, Serve, run_cli
+from tests.faults import GitDaemon, Serve, run_cli, track_here
 from tests.gitbuild import RepoBuilder, git_env
 from tests.slackstub import SlackStub
 
@@ -54,8 +54,7 @@ def served(tmp_path):
     data = tmp_path / "data"
     with GitDaemon(tmp_path / "srv") as daemon:
         for name in ("web", "api"):
-            tracked = run_cli("track", daemon.url(f"{name}.git"), "--name", name, data=data)
-            assert tracked.returncode == 0, tracked.stderr
+            track_here(daemon.url(f"{name}.git"), name, data)
         yield data, daemon
 
 

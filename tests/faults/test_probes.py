@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from tests.faults import (Serve, Tmpfs, damage_table, get, run_cli, scrape, tracked_web, wait_until)
+from tests.faults import (Serve, Tmpfs, damage_table, get, run_cli, scrape, track_here, tracked_web,
+                          wait_until)
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import SlackStub
 
@@ -41,8 +42,7 @@ def test_a_full_disk_keeps_reports_answering_refuses_writes_and_heals_by_itself(
     # git's own count of (person, day) pairs: 3, so 2GAD 6 person-days
     with Tmpfs(tmp_path / "mnt", "32m") as disk:
         data = disk.path / "data"
-        tracked = run_cli("track", str(upstream.path), "--name", "web", data=data)
-        assert tracked.returncode == 0, tracked.stderr
+        track_here(str(upstream.path), "web", data)
         with SlackStub(admins={"U123"}) as stub, Serve(data, stub, logs=tmp_path / "logs",
                                                        GAD_REPORT_WORKERS="1") as serve:
             env = {"SLACK_BOT_TOKEN": stub.good_token, "SLACK_API_URL": stub.api_url}

@@ -8,7 +8,7 @@ import time
 from datetime import date
 
 
-from tests.faults import figures, index_problems, run_cli, start_cli
+from tests.faults import figures, index_problems, run_cli, start_cli, track_here
 
 HOLD = 6.0
 QUERIES = (["big"], ["big", "by:person"], ["big", "refs:all", "by:month"], ["big", "branch:HEAD", "since:2018-06"])
@@ -71,7 +71,7 @@ def test_a_new_reader_process_is_not_held_up_by_a_long_write_transaction(small, 
     write transaction this test holds open for up to HOLD seconds.
     """
     data = tmp_path / "data"
-    assert run_cli("track", str(small.path), "--name", "small", data=data).returncode == 0
+    track_here(str(small.path), "small", data)
     writer = sqlite3.connect(data / "index.sqlite", isolation_level=None, check_same_thread=False)
     writer.execute("BEGIN IMMEDIATE")
     writer.execute("UPDATE repos SET failures = failures")

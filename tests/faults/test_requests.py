@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import SIGNING_SECRET, Serve, rss_kb, run_cli
+from tests.faults import SIGNING_SECRET, Serve, rss_kb, track_here
 from tests.gitbuild import RepoBuilder
 from tests.slackstub import (SlackStub, block_actions_payload, signed_interaction, signed_request,
                              signed_slash_command, slack_signature)
@@ -42,7 +42,7 @@ def data(tmp_path) -> Path:
     upstream.commit(email="ann@example.com", date="2024-01-02")
     upstream.commit(email="bob@example.com", date="2024-01-03")
     path = tmp_path / "data"
-    assert run_cli("track", str(upstream.path), "--name", "web", data=path).returncode == 0
+    track_here(str(upstream.path), "web", path)
     return path
 
 
