@@ -100,6 +100,20 @@ def test_by_team_with_co_authors_counts_a_shared_commit_once_per_team(engine, tm
     assert report.totals.person_days == 5  # ann 2, bob 1, cy 1, dan 1
 
 
+def test_the_unmatched_note_names_five_and_counts_the_rest():
+    from bot.engine.teams import Matched, unmatched_note
+
+    def member(n):
+        return TeamMember(f"U{n}", (f"m{n}@corp.example",), f"M{n}")
+
+    one = Team("S1", "one", tuple(member(n) for n in range(4)))
+    two = Team("S2", "two", tuple(member(n) for n in range(4, 7)))
+    matched = [Matched(one, frozenset(), one.members, ()), Matched(two, frozenset(), two.members, ())]
+    assert unmatched_note(matched).startswith(
+        "7 members matched no committer here: M0 (@one), M1 (@one), M2 (@one), M3 (@one), M4 (@two) and 2 more. ")
+    assert unmatched_note([Matched(one, frozenset(), (), ())]) is None
+
+
 def test_an_unknown_group_is_one_sentence_naming_the_groups(engine, web):
     with pytest.raises(QueryError) as wrong:
         engine.report(parse_query(["web", "team:@backnd"], TODAY), TODAY, teams=TEAMS)

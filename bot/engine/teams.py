@@ -13,6 +13,7 @@ addresses never committed is listed as unmatched, never silently dropped.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field
 
 from ..errors import QueryError, literal, nearest
@@ -85,12 +86,13 @@ class Matched:
 
 def unmatched_note(matched: list[Matched]) -> str | None:
     """One sentence about members who matched no committer, with how to fix it; None when every member matched."""
-    missing = [(m.team, member) for m in matched for member in m.unmatched]
-    if not missing:
+    count = sum(len(m.unmatched) for m in matched)  # every report of 200 groups asks: only the first five are named
+    if not count:
         return None
-    shown = ", ".join(f"{member.name or member.user} ({team.label})" for team, member in missing[:5])
-    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-    return (f"{len(missing)} member{'s' * (len(missing) != 1)} matched no committer here: {shown}{more}. If they "
+    first = itertools.islice(((m.team, member) for m in matched for member in m.unmatched), 5)
+    shown = ", ".join(f"{member.name or member.user} ({team.label})" for team, member in first)
+    more = f" and {count - 5} more" if count > 5 else ""
+    return (f"{count} member{'s' * (count != 1)} matched no committer here: {shown}{more}. If they "
             "commit with another address, a `.mailmap` line (`Name <profile@address> <commit@address>`) or "
             "`gad-bot teams alias USER ADDRESS` joins them.")
 
