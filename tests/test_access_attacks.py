@@ -240,6 +240,27 @@ def test_a_name_that_looks_like_a_tracked_one_is_refused_by_the_command_line(tmp
     assert WEB_CYRILLIC not in listing and "\u0440lain" not in listing
 
 
+def test_a_new_project_whose_name_looks_like_a_tracked_one_is_refused(tmp_path):
+    from tests.gitbuild import RepoBuilder
+    from tests.test_cli import run
+
+    data = tmp_path / "data"
+    builder = RepoBuilder(tmp_path / "web")
+    builder.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    assert run("track", str(builder.path), "--name", "web", data=data).returncode == 0
+    refused = run("project", "add", WEB_CYRILLIC, "web", data=data)
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert (f"`{WEB_CYRILLIC}` looks like `web`, which is tracked, but is spelled with other letters; name the project "
+            "in plain letters, e.g. `web-all`.") in refused.stderr
+    mixed = run("project", "add", "\u0440lain", "web", data=data)
+    assert ("`\u0440lain` cannot be a project's name: its name mixes letters of several scripts (Cyrillic, Latin); "
+            "name it in one script, e.g. `plain`.") in mixed.stderr
+    assert run("project", "add", "web-all", "web", data=data).returncode == 0
+    assert run("project", "add", "web-all", "web", data=data).returncode == 0  # adding to it again is no new name
+    listing = run("projects", data=data).stdout
+    assert "web-all" in listing and WEB_CYRILLIC not in listing and "\u0440lain" not in listing
+
+
 # -- digests, a team's digest, with people's names: only what the channel may see --------------------------------
 
 

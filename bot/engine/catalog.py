@@ -109,6 +109,11 @@ class Catalog:
         """Create a project (or add repositories to it); return its repositories."""
         if self.index.repo(name):
             raise QueryError(f"`{name}` is already a repository's name; choose another name for the project.")
+        existing = self.index.projects()
+        if name not in existing:  # a new project: not a look-alike of a tracked name (bot/engine/lookalikes.py)
+            from .lookalikes import refuse_new_name
+
+            refuse_new_name(name, [*self.index.repo_names(), *existing], kind="project")
         members = [self.repo(r) for r in repos]
         self.index.set_project(name, [m.id for m in members])
         return self.index.projects()[name]

@@ -88,10 +88,11 @@ def twin(name: str, others: Iterable[str]) -> str | None:
     return next((other for other in others if other != name and skeleton(other) == mine), None)
 
 
-def refuse_new_name(name: str, others: Iterable[str]) -> None:
+def refuse_new_name(name: str, others: Iterable[str], kind: str = "repository") -> None:
     """A name about to be given to a repository (`track URL as:NAME`, `gad-bot track --name`, or the one taken from
-    the URL): refused, in one sentence saying what to type instead, when it is a look-alike of a tracked name or
-    could pass for one (rules 1-3). A forge's listing is checked name by name in bot/engine/forgeorgs.py."""
+    the URL) or to a new project (`project add NAME ...`, kind "project"): refused, in one sentence saying what to
+    type instead, when it is a look-alike of a tracked name or could pass for one (rules 1-3). A forge's listing is
+    checked name by name in bot/engine/forgeorgs.py."""
     from ..errors import QueryError, literal
 
     others = list(others)
@@ -100,6 +101,12 @@ def refuse_new_name(name: str, others: Iterable[str]) -> None:
         return
     same = twin(name, others)
     plain = skeleton(name)
+    if kind == "project":
+        if same is not None:
+            raise QueryError(f"{literal(name)} looks like {literal(same)}, which is tracked, but is spelled with other "
+                             f"letters; name the project in plain letters, e.g. `{same}-all`.")
+        instead = f", e.g. `{plain}`" if plain.isascii() and plain not in others else ""
+        raise QueryError(f"{literal(name)} cannot be a project's name: {why}; name it in one script{instead}.")
     if same is not None:
         raise QueryError(f"{literal(name)} looks like {literal(same)}, which is tracked, but is spelled with other "
                          f"letters; ask about {literal(same)}, or track this one under a name in plain letters with "
