@@ -168,6 +168,24 @@ def test_team_and_by_team_through_slack(tmp_path):
         assert "1 member matched no committer here: User-U0Di (@backend)." in table  # di commits in api only
 
 
+def test_slack_unable_to_list_groups_fails_only_team_questions(tmp_path):
+    """usergroups.list answers an error: a question naming a team gets one sentence, one naming none its figure."""
+    from tests.slackstub import SlackStub
+    from tests.test_surfaces import Bot, read
+
+    with SlackStub() as stub:
+        stub.add_user("U0BOB", email="bob@example.com", channels=["C123"])
+        stub.add_usergroup("S0BACK", "backend", ["U0BOB"])
+        bot = Bot(tmp_path, stub)
+        stub.fail_next("usergroups.list", error="internal_error", times=20)
+        refused = read(bot.ask("web team:@backend", user="U0BOB"))
+        assert refused == (":warning: Slack could not list the user groups just now (internal_error); try `team:` "
+                           "again in a minute (a question naming no team works meanwhile).")
+        answered = bot.ask("web since:2024-01 until:2024-01", user="U0BOB")
+        assert answered["text"] == "web: 2GAD 4 person-days, 2024-01-01 to 2024-01-31"  # worked out in test_surfaces
+        assert len(stub.calls_to("usergroups.list")) >= 1  # the team question did ask, and was told no
+
+
 def test_the_cli_reads_the_same_groups_and_lists_them(tmp_path, web):
     from tests.faults import run_cli
     from tests.slackstub import SlackStub
