@@ -519,14 +519,13 @@ def _per_person(selections: list[Selection], keys: np.ndarray, *,
 
 def by_person(selections: list[Selection], keys: np.ndarray, names: dict[int, str], *,
               disjoint: bool = False) -> list[Row]:
-    """One row per person, most active days first (ties by name)."""
+    """One row per person, in the order of their ids: the report puts every breakdown of people in metric's
+    table_order, once."""
     if not len(keys):
         return []
     ids, person_days, commit_counts = _per_person(selections, keys, disjoint=disjoint)
-    rows = [Row(names.get(p, f"person {p}"), Totals(n, 1, c))
+    return [Row(names.get(p, f"person {p}"), Totals(n, 1, c))
             for p, n, c in zip(ids.tolist(), person_days.tolist(), commit_counts.tolist())]
-    rows.sort(key=lambda r: (-r.totals.person_days, r.key))
-    return rows
 
 
 @dataclass(frozen=True, eq=False)
