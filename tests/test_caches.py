@@ -174,3 +174,18 @@ def test_a_process_never_takes_a_repository_tracked_elsewhere_for_the_one_untrac
     cli.track(str(other.path), "web")
     assert cli.repo("web").id != old_id
     assert serve.report(week, TODAY).totals.person_days == 1  # Cy on the 25th, as git log says
+
+
+def test_a_person_new_since_their_block_of_emails_was_read_is_named(tmp_path):
+    """People's e-mails are cached in blocks of consecutive ids: one who appears after a sync, with an id inside a
+    block read before, is named by their address (not `person N`)."""
+    from tests.gitbuild import RepoBuilder
+
+    builder = RepoBuilder(tmp_path / "web")
+    builder.commit(name="Ann", email="ann@example.com", date="2024-01-02")
+    engine = _engine(tmp_path / "data")
+    engine.track(str(builder.path), "web")
+    assert [r.key for r in _ask(engine, "web by:person").rows] == ["ann@example.com"]
+    builder.commit(name="Bob", email="bob@example.com", date="2024-01-03")
+    engine.sync(["web"])
+    assert sorted(r.key for r in _ask(engine, "web by:person").rows) == ["ann@example.com", "bob@example.com"]

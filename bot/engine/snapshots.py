@@ -23,6 +23,9 @@ from ..store.store import IN_HEAD
 from .query import Query, RefRange
 
 
+PEOPLE_BLOCK = 256  # people ids per cached block of e-mails (ids are dense: one per address ever seen)
+
+
 class Snapshots:
     """Columns per repository and generation, the graph, masks and people, cached within a budget."""
 
@@ -150,21 +153,27 @@ class Snapshots:
                                           lambda: col.merge(columns, flt.scope_bit, flt.mailmap, flt.bots))
 
     def people_names(self, person_ids: np.ndarray) -> dict[int, str]:
-        """E-mail of each person id; people rows never change once written, so they are cached (within a budget)."""
+        """E-mail of each person id. People rows never change once written, so they are cached (within a budget),
+        in blocks of PEOPLE_BLOCK consecutive ids read with one range query: one look-up per block rather than one
+        per person (7 of a by:person's 11 ms over 2,532 people went to the look-ups)."""
         names: dict[int, str] = {}
-        missing = []
-        for person in person_ids.tolist():
-            email = self.people.get(person)
-            if email is None:
-                missing.append(person)
-            else:
-                names[person] = email
-        if missing:
-            found = self.index.people_matching(missing)
-            for person, email in found.items():
-                self.people.put(person, email)
-            names.update(found)
-        return names
+        ids = np.unique(np.asarray(person_ids, np.int64))
+        blocks = ids // PEOPLE_BLOCK
+        for block in np.unique(blocks).tolist():
+            wanted = ids[blocks == block]
+            emails = self.people.get(("block", block))
+            if emails is None or any(emails[i] is None for i in (wanted - block * PEOPLE_BLOCK).tolist()):
+                emails = self._people_block(block)  # first asked, or someone new since the block was read
+                self.people.put(("block", block), emails)
+            names.update(zip(wanted.tolist(), (emails[i] for i in (wanted - block * PEOPLE_BLOCK).tolist())))
+        return {person: email for person, email in names.items() if email is not None}
+
+    def _people_block(self, block: int) -> tuple[str | None, ...]:
+        first = block * PEOPLE_BLOCK
+        emails: list[str | None] = [None] * PEOPLE_BLOCK
+        for person, email in self.index.people_between(first, first + PEOPLE_BLOCK - 1):
+            emails[person - first] = email
+        return tuple(emails)
 
     def allowed_people(self, globs: tuple[str, ...]) -> np.ndarray:
         """Which person ids `author:` globs match, by id; cached until new people appear."""

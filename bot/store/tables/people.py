@@ -86,6 +86,10 @@ class People(IndexFile):
             found.update(self.conn.execute(f"SELECT id, email FROM people WHERE id IN ({marks})", chunk).fetchall())
         return found
 
+    def people_between(self, first: int, last: int) -> list[tuple[int, str]]:
+        """(id, e-mail) of the people whose id is in first..last (both included)."""
+        return self.conn.execute("SELECT id, email FROM people WHERE id BETWEEN ? AND ?", (first, last)).fetchall()
+
     # -- addresses an admin added for a Slack member (migration 17) --------------------------------------
     def slack_aliases(self, user_id: str) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT email FROM slack_aliases WHERE user_id = ? ORDER BY email",
