@@ -865,6 +865,14 @@ def write_doc(section: str, commits: int | str) -> None:
     DOC.write_text(text)
 
 
+def publish(lines: list[str], start: str, end: str, write: bool) -> None:
+    """Print a benchmark's block (its lines, from `start` to `end`) and, when asked, put it into docs/benchmarks.md."""
+    text = "\n".join(lines)
+    print(text)
+    if write:
+        replace_block(start, end, text)
+
+
 def replace_block(start: str, end: str, block: str) -> None:
     """Put `block` (which begins with `start` and ends with `end`) where the block between those markers is in
     docs/benchmarks.md, or at the file's end the first time."""

@@ -117,10 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         END,
     ]
     home.cleanup()
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        bench_engine.replace_block(START, END, text)
+    bench_engine.publish(lines, START, END, args.write)
     return 1 if misses else 0
 
 

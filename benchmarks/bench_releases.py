@@ -136,10 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         END,
     ]
     home.cleanup()
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        bench_engine.replace_block(START, END, text)
+    bench_engine.publish(lines, START, END, args.write)
     return 1 if mismatches else 0
 
 
