@@ -173,7 +173,21 @@ class Reporting:
         coauthor_parts = []  # METRIC.md rule 7, per repository: counted with coauthors:on, else only told
         data_ends = None  # the newest commit in scope, whatever the filters: where the data ends
         all_columns = []
-        for repo in repos:
+        # No per-repository mask asked: the columns and what is known of them are kept per set of snapshots
+        # (Snapshots.column_set), so a warm project report does not visit its thousands of repositories (issue 32).
+        # None (one not indexed yet): the loop below says which, as before.
+        held = (self.snapshots.column_set(repos)
+                if not (query.scope.kind == "branch" and query.scope.branch != "HEAD") and query.range is None
+                and query.by != "release" and not query.paths and not query.exclude_paths else None)
+        if held is not None:
+            all_columns = held.columns
+            masks = [None] * len(repos)
+            data_ends = held.newest_day(scope_bit)
+            if query.coauthors and held.incomplete is not None:  # the loop's refusal, for the same repository
+                raise self._coauthors_unread(repos[held.incomplete])
+            # the others have no co-author entries to count: the loop would give each an empty part
+            coauthor_parts = [col.coauthor_select(all_columns[n], flt, None) for n in held.coauthored]
+        for repo in (repos if held is None else ()):
             columns = self.snapshots.columns_of(repo, repo.generation)  # just read by resolve: no query a repository
             all_columns.append(columns)
             if query.by == "release":  # one repository (refused above otherwise)
@@ -195,14 +209,17 @@ class Reporting:
             masks.append(mask)
             coauthor_parts.append(col.coauthor_select(columns, flt, mask))
             if query.coauthors and not columns.coauthors.complete:
-                raise GadError(f"`{repo.name}` is still reading its commits' `Co-authored-by:` trailers (they come with "
-                               f"the changed paths, after the commits); try `coauthors:on` again in a few minutes, "
-                               f"or run {command('sync ' + repo.name)} if this stays.")
+                raise self._coauthors_unread(repo)
+        if held is None:  # several caches key on these snapshots: their key's part worked out once
+            from .snapshots import ColumnsList, signature
+
+            all_columns = ColumnsList(all_columns)
+            all_columns.signature = signature(all_columns, "repo_id")
         org_table = self.org_table() if (query.orgs or query.by == "org") else None
         active = self._active(all_columns, masks, flt, query, org_table)
         if unmatched_author is not None:  # refused once the scope is known (suggestions from it), before counting
             raise unmatched_author.refusal(repos, query, active)
-        merged = self.snapshots.merged(all_columns, masks, flt, query)
+        merged = self.snapshots.merged(all_columns, masks, flt, query, held)
         selections = ([col.select_merged(merged, flt)] if merged is not None
                       else [col.select(columns, flt, mask) for columns, mask in zip(all_columns, masks)])
         co_selections = [part.selection for part in coauthor_parts if len(part.selection.persons)]
@@ -218,8 +235,8 @@ class Reporting:
         totals, keys = col.totals(selections, disjoint=disjoint)
         author_keys = col.totals(author_selections, disjoint=disjoint)[1] if query.coauthors else keys
         # One repository's trailers still unread: the others' count alone would pass for the whole scope's.
-        coauthor_commits = (col.distinct_count([part.naming for part in coauthor_parts])
-                            if all(columns.coauthors.complete for columns in all_columns) else 0)
+        complete = held.complete if held is not None else all(columns.coauthors.complete for columns in all_columns)
+        coauthor_commits = col.distinct_count([part.naming for part in coauthor_parts]) if complete else 0
         coauthor_days = col.days_added(author_keys, co_selections) if coauthor_commits else 0
         rows: list = []
         if query.by in ("week", "month", "quarter", "year"):
@@ -328,6 +345,12 @@ class Reporting:
             report = with_cocomo(self.cocomo_heads(repos, query), query, report, SlocCache(self.index),
                                  self.settings.data_dir / "tmp")
         return report
+
+    @staticmethod
+    def _coauthors_unread(repo: RepoRow) -> GadError:
+        return GadError(f"`{repo.name}` is still reading its commits' `Co-authored-by:` trailers (they come with "
+                        f"the changed paths, after the commits); try `coauthors:on` again in a few minutes, "
+                        f"or run {command('sync ' + repo.name)} if this stays.")
 
     def _caveats(self, query: Query, viewer: Viewer, about_themselves: bool, all_columns: list, masks: list,
                  flt: col.Filter, keys: np.ndarray, author_keys: np.ndarray, disjoint: bool, releases: bool) -> list[str]:
