@@ -201,3 +201,34 @@ def test_a_project_tells_no_partial_count_while_one_repository_still_reads_its_t
     engine.index_paths("pending")
     assert ask(engine, "both").coauthor_commits == 2 == sum(
         oracle_with_coauthors(b.path, coauthors=False)[1] for b in builders.values())
+
+
+def test_a_project_waits_for_its_members_trailers_then_counts_them(merged, tmp_path):
+    """A project whose middle repository's trailers are still unread: coauthors:on names that repository, the plain
+    report tells no partial count; once read, the project's figures are git's over each repository (the plain ones,
+    by hand: one person-day each, people and days of their own, no trailer). The warm path keeps what it knows
+    of a project's repositories per set of snapshots (Snapshots.column_set): it must follow the paths phase."""
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")}))
+    plain = []
+    for name, email, day in (("first", "zed@example.org", "2024-06-01"), ("last", "yan@example.org", "2024-07-01")):
+        repo = RepoBuilder(tmp_path / name)
+        repo.commit(name=name.title(), email=email, date=f"{day}T10:00", files={"x": name})
+        plain.append(repo)
+    engine.track(str(plain[0].path), "first")
+    engine.track(str(merged.path), "merged", paths=False)  # commits in, trailers not yet
+    engine.track(str(plain[1].path), "last")
+    engine.project_add("p", ["first", "merged", "last"])
+
+    for _ in range(2):  # the second asking takes what the first kept
+        before = ask(engine, "p")
+        assert (before.totals.person_days, before.coauthor_commits) == (5 + 2, 0)
+        with pytest.raises(GadError, match="`merged` is still reading its commits' `Co-authored-by:` trailers"):
+            ask(engine, "p coauthors:on")
+
+    engine.index_paths("merged")
+    gad, naming = oracle_with_coauthors(merged.path, coauthors=True)
+    for _ in range(2):
+        on = ask(engine, "p coauthors:on")
+        assert (on.totals.person_days, on.coauthor_commits) == (gad + 2, naming) == (10, 2)
+        off = ask(engine, "p")
+        assert (off.totals.person_days, off.coauthor_commits, off.coauthor_active_days) == (5 + 2, 2, 3)
