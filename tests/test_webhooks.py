@@ -862,8 +862,15 @@ def test_a_chunked_delivery_is_held_to_the_same_cap(site, size, status):
                            headers=headers, encode_chunked=True)
         response = connection.getresponse()
         assert response.status == status, response.read()
+    except (BrokenPipeError, ConnectionResetError):
+        # waitress answers 413 and closes once the chunks pass the cap; a client still sending may meet the closed
+        # connection before it reads that answer (a loaded machine's timing decides): only past the cap
+        assert status == 413
     finally:
         connection.close()
+    small, small_headers = delivery("github", PUSH["github"](
+        ForgeRepo(f"http://127.0.0.1:{site.git.port}", "acme/not-tracked"), "3" * 40, "4" * 40), SECRET)
+    assert post(site.hook("github"), small, small_headers)[0] == 202  # serve took it and goes on
 
 
 def test_deliveries_trickling_in_do_not_hold_up_a_good_one(site):
