@@ -70,3 +70,77 @@ def test_report_loads_only_what_a_report_needs(tracked):
     assert {"numpy", "rich"} <= modules  # the probe sees a real report's imports, not an early exit
     heavy = modules & (set(HEAVY) - {"numpy", "rich", "dateutil", "cachetools"})
     assert heavy == set(), f"`gad-bot report web` loaded {sorted(heavy)}"
+
+
+# A process whose __main__ is gad-bot's console script (`from bot.faces.cli import main`, then a call) starts a pool
+# of one real report worker, has it answer `web`, and prints what the worker's process had loaded by then.
+SERVE_LIKE = """
+import sys
+from bot.faces.cli import main
+if __name__ == "__main__":
+    import threading
+    from datetime import date
+    from bot.config import Settings
+    from bot.engine.audiences import OPERATOR
+    from bot.engine.query import parse_query
+    from bot.service.workers import ReportJob, ReportPool
+    from tests.workerprobe import report_then_modules
+
+    today = date(2026, 12, 6)
+    pool = ReportPool(Settings.from_env({"GAD_DATA_DIR": sys.argv[1]}), workers=1, runner=report_then_modules)
+    pool.start()
+    answers, done = [], threading.Event()
+    pool.submit(ReportJob(parse_query(["web"], today), "web", "ann", today, viewer=OPERATOR),
+                lambda answer: (answers.append(answer), done.set()))
+    done.wait(60)
+    pool.shutdown()
+    print("ANSWER " + answers[0].text)
+"""
+
+
+def test_a_report_worker_loads_neither_slack_nor_scheduling_nor_the_cli(tracked, tmp_path):
+    """A report worker answers from the index and renders Slack's blocks as plain data: it needs neither Bolt nor
+    the Web API client (serve's process posts), nor the scheduler or the HTTP server, nor rich or charts; and the
+    CLI that started serve is not run again in it (bot/spawning.py: click and bot.faces.cli, ~20 ms a worker)."""
+    script = tmp_path / "gad-bot"  # a file, as the console script is: multiprocessing would run it again by path
+    script.write_text(SERVE_LIKE)
+    env = {**git_env(), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(script), str(tracked)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert "ANSWER " in done.stdout, done.stderr
+    said = json.loads(done.stdout.rsplit("ANSWER ", 1)[1])
+    # a real report, not an early error: ann and bob, one day each, doubled
+    assert not said["failed"] and "2GAD 4 person-days" in said["text"], said["text"]
+    modules = set(said["modules"])
+    assert {"numpy", "bot.engine.engine", "bot.render.blocks"} <= modules
+    tops = {name.split(".")[0] for name in modules}
+    heavy = tops & {"slack_bolt", "slack_sdk", "apscheduler", "waitress", "rich", "matplotlib", "click"}
+    assert heavy == set(), f"a report worker loaded {sorted(heavy)}"
+    faces = sorted(name for name in modules if name.startswith(("bot.faces", "bot.digests")))
+    assert faces == [], f"a report worker loaded {faces}"
+
+
+def test_only_the_clis_children_are_started_without_their_parents_main(monkeypatch, tmp_path):
+    """`python -m bot.faces.cli` (serve as the tests and the container start it) and the console script: no main
+    for the children; any other main (a script that may define a process's target) is prepared as multiprocessing
+    does."""
+    import importlib.util
+    import types
+    from multiprocessing import spawn
+
+    from bot.spawning import main_is_the_cli, spawn_context
+
+    spawn_context()
+    as_module = types.ModuleType("__main__")
+    as_module.__spec__ = importlib.util.find_spec("bot.faces.cli")
+    import bot.faces.cli
+
+    script = types.ModuleType("__main__")
+    script.__spec__, script.__file__, script.main = None, str(tmp_path / "gad-bot"), bot.faces.cli.main
+    other = types.ModuleType("__main__")
+    other.__spec__, other.__file__ = None, str(tmp_path / "theirs.py")
+    for main, cli in ((as_module, True), (script, True), (other, False)):
+        monkeypatch.setitem(sys.modules, "__main__", main)
+        assert main_is_the_cli() is cli
+        keys = set(spawn.get_preparation_data("probe")) & {"init_main_from_name", "init_main_from_path"}
+        assert keys == (set() if cli else {"init_main_from_path"})

@@ -165,7 +165,9 @@ class IndexPool:
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            context = multiprocessing.get_context("spawn")
+            from ..spawning import spawn_context
+
+            context = spawn_context()  # children that do not run the CLI again
             self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
                                                  initializer=_init_index_worker,
                                                  initargs=(type(self.engine), self.engine.settings, os.getpid()))

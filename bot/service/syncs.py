@@ -127,10 +127,10 @@ class SyncQueue:
                 executor.submit(_ready)
 
     def _new_executor(self) -> ProcessPoolExecutor:
-        import multiprocessing
+        from ..spawning import spawn_context
 
         # spawn, as the report workers: serve has threads, which fork must not copy
-        context = multiprocessing.get_context("spawn")
+        context = spawn_context()
         if self._events is None:
             self._events = context.SimpleQueue()
             self._relay_thread = threading.Thread(target=self._relay, args=(self._events,), name="sync-events",

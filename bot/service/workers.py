@@ -375,11 +375,11 @@ class _Worker:
 
     @classmethod
     def spawn(cls, settings: Settings, runner: Callable[[ReportJob], ReportAnswer]) -> "_Worker":
-        import multiprocessing
+        from ..spawning import spawn_context
 
         # spawn: the serving process has threads, which fork must not copy. Spawned workers are
-        # the server's own children and die with it (PR_SET_PDEATHSIG in _init_worker).
-        context = multiprocessing.get_context("spawn")
+        # the server's own children and die with it (PR_SET_PDEATHSIG in _init_worker); they do not run the CLI.
+        context = spawn_context()
         ours, theirs = context.Pipe()
         process = context.Process(target=_worker_main, args=(theirs, settings, os.getpid(), runner),
                                   name="gad-bot report worker", daemon=True)
