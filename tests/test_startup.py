@@ -8,6 +8,7 @@ a real process, which does not change with the machine's load.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,8 @@ try:
 except SystemExit:
     pass
 print("\\nMODULES " + __import__("json").dumps(sorted({name.split(".")[0] for name in sys.modules})))
+threads = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("Threads:"))
+print("THREADS " + threads + " " + __import__("os").environ.get("OPENBLAS_NUM_THREADS", "-"))
 """
 
 HEAVY = ("numpy", "scipy", "rich", "matplotlib", "pygit2", "slack_bolt", "slack_sdk", "waitress", "sqlite_utils",
@@ -39,7 +42,16 @@ def loaded(*args: str, data: Path) -> set[str]:
     done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=60)
     assert "MODULES " in done.stdout, done.stderr
-    return set(json.loads(done.stdout.rsplit("MODULES ", 1)[1]))
+    return set(json.loads(done.stdout.rsplit("MODULES ", 1)[1].split("\n", 1)[0]))
+
+
+def threads_after(*args: str, data: Path, **env: str) -> tuple[int, str]:
+    """(the process's threads once the command is done, its OPENBLAS_NUM_THREADS)."""
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**git_env(), "GAD_DATA_DIR": str(data), "PYTHONPATH": str(ROOT), **env})
+    assert "THREADS " in done.stdout, done.stderr
+    threads, setting = done.stdout.rsplit("THREADS ", 1)[1].split()
+    return int(threads), setting
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +156,11 @@ def test_only_the_clis_children_are_started_without_their_parents_main(monkeypat
         assert main_is_the_cli() is cli
         keys = set(spawn.get_preparation_data("probe")) & {"init_main_from_name", "init_main_from_path"}
         assert keys == (set() if cli else {"init_main_from_path"})
+
+
+def test_a_report_starts_no_blas_threads_unless_the_operator_asks(tracked):
+    """OpenBLAS starts a thread per CPU when numpy loads, and they spin: ~55 ms of CPU a process (~110 with scipy)
+    for matrix work gad-bot never does. A report runs on its one thread; an operator's own setting is kept."""
+    assert threads_after("report", "web", data=tracked) == (1, "1")
+    threads, setting = threads_after("report", "web", data=tracked, OPENBLAS_NUM_THREADS="2")
+    assert setting == "2" and (threads == 2 or len(os.sched_getaffinity(0)) == 1)  # the operator's word: a second thread

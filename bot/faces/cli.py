@@ -14,6 +14,12 @@ import time
 from datetime import date, datetime, timezone
 from functools import wraps
 
+# OpenBLAS (numpy's, and scipy's for range:) starts a thread per CPU when it loads, and they spin a while: ~55 ms of
+# CPU in every process that imports numpy, ~110 ms with scipy (docs/benchmarks.md, CLI start-up), for matrix work
+# gad-bot never does (its columns are counted, sorted and masked, never multiplied). One thread, unless the
+# operator set it; serve's workers inherit it. Set before anything imports numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import click
 
 from ..config import Settings
