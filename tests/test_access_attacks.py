@@ -366,6 +366,32 @@ def test_a_share_button_posts_only_its_askers_answer_only_where_its_channel_may_
 
 # -- when Slack cannot say who asks (an error, rate limits past the retries, a 5xx): no, in one sentence ----------
 
+def test_the_name_search_answers_in_time_while_slack_is_slow_and_names_what_it_learnt_next(world, stub):
+    """The name search is answered in its ack (Slack waits 3 s for it): a person whose facts are not cached while
+    users.info hangs is offered nothing, at once, rather than no answer at all (the 5xx case of the test below lost
+    its `options` under load: the SDK's retries outlasted the ack); the look-up goes on, and the next keystroke
+    offers what they may see."""
+    import time
+
+    from tests.slackstub import block_suggestion_payload, signed_interaction
+
+    admin_modal = press(world, "gad_home_report", user="UADMIN")
+    world.face.members._people.clear()
+    world.face.members._channels_of.clear()
+    release = stub.hold("users.info")
+    payload = block_suggestion_payload(admin_modal, "gad_names", "", block_id="names", user_id=INSIDER)
+    response = world._dispatch(*signed_interaction("surfaces-signing-secret", payload))
+    assert json.loads(response.body)["options"] == []
+    assert stub.held.get("users.info", 0) >= 1  # answered while Slack still had not
+    release.set()
+    deadline = time.monotonic() + 15  # waits for the look-up's answer to be kept, not for a timer of the code
+    while world.face.members.cached_viewer(INSIDER) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    response = world._dispatch(*signed_interaction("surfaces-signing-secret", payload))
+    offered = [o["value"] for o in json.loads(response.body)["options"]]
+    assert sorted(offered) == sorted(seen_names(world, INSIDER)) and "vault" in offered, offered
+
+
 SLACK_DOWN = ({"error": "internal_error"}, {"status": 429, "retry_after": 0, "times": 4},
               {"status": 503, "times": 3}, {"error": "user_not_found"})
 

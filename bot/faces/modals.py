@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import date
 
 from slack_sdk import WebClient
@@ -34,6 +36,12 @@ from ..service.members import Members
 from ..service.workers import BusyError, ReportAnswer, ReportJob, ReportPool, queued_words
 
 log = logging.getLogger(__name__)
+
+# The name search (block_suggestion) is answered in its ack, within Slack's 3 s: a person whose Slack facts are not
+# cached is asked of Slack for this long at most (its retries on a 5xx or a rate limit take longer), then nothing is
+# offered; the look-up goes on and its answer is cached for the next keystroke.
+SUGGEST_WAIT_SECONDS = 1.5
+_LOOKUPS = ThreadPoolExecutor(4, thread_name_prefix="gad-suggest")
 
 
 class FormError(Exception):
@@ -142,9 +150,11 @@ class ModalsFace:
         opener asked it); none when Slack cannot say."""
         user = (payload.get("user") or {}).get("id", "")
         try:
-            viewer = self.members.cached_viewer(user) or self.members.viewer(user)
+            viewer = self.members.cached_viewer(user)
+            if viewer is None:  # asked of Slack for at most SUGGEST_WAIT_SECONDS; kept for the next keystroke
+                viewer = _LOOKUPS.submit(self.members.viewer, user).result(timeout=SUGGEST_WAIT_SECONDS)
             names = self.engine.known_names(viewer)
-        except GadError:  # Slack cannot say who asks: nothing is offered
+        except (GadError, FutureTimeout):  # Slack cannot say who asks, or not in time: nothing is offered
             names = []
         ack(**ui.name_options(names, str(payload.get("value") or "")))
 
