@@ -61,9 +61,12 @@ RESPONSE_URL_USES = 5  # ... and 5 uses
 # Bolt runs acks, plain listeners and lazy work in one pool of 5 threads by default: with 100 slash commands at once
 # each ack queued behind earlier commands' lazy work (users.info, the report queue), 366 ms p50 and 562 ms p95 in
 # benchmarks/bench_load.py --heavy, and five long lazy jobs (a track) would hold every ack. Acks get a pool of their
-# own; lazy work another (build_app).
+# own; lazy work another (build_app). The lazy pool is small on purpose: its threads share serve's interpreter lock
+# with the acks, and with 32 of them busy (users.info for 100 new people at once) the acks' p95 ranged 228-490 ms
+# over three runs on an idle machine; with 8, 223-381 ms; with 4, 144-310 ms. 8, not 4, because a track or a sync
+# (admins only) holds a lazy thread until it is done, and a few at once must not hold up everyone's answers.
 ACK_THREADS = 16
-LAZY_THREADS = 32
+LAZY_THREADS = 8
 ACK_WORD_SECONDS = 3.0  # Slack's own bound on an ack: the lazy work waits that long for the ack's word
 PROGRESS_EVERY_SECONDS = 10.0
 ADMIN_COMMANDS = (q.Track, q.Untrack, q.Sync, q.ProjectAdd, q.ProjectRemove, q.SetAccess)
