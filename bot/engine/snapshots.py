@@ -192,12 +192,13 @@ class Snapshots:
         blocks = ids // PEOPLE_BLOCK
         for block in np.unique(blocks).tolist():
             wanted = ids[blocks == block]
+            places = (wanted - block * PEOPLE_BLOCK).tolist()
             emails = self.people.get(("block", block))
-            if emails is None or any(emails[i] is None for i in (wanted - block * PEOPLE_BLOCK).tolist()):
+            if emails is None or any(emails[i] is None for i in places):
                 emails = self._people_block(block)  # first asked, or someone new since the block was read
                 self.people.put(("block", block), emails)
-            names.update(zip(wanted.tolist(), (emails[i] for i in (wanted - block * PEOPLE_BLOCK).tolist())))
-        return {person: email for person, email in names.items() if email is not None}
+            names.update((person, emails[i]) for person, i in zip(wanted.tolist(), places) if emails[i] is not None)
+        return names
 
     def _people_block(self, block: int) -> tuple[str | None, ...]:
         first = block * PEOPLE_BLOCK
