@@ -72,6 +72,16 @@ def engine(settings):
     return Engine.open(settings)
 
 
+def engine_tracking(data, repo, name: str):
+    """An Engine on the data directory `data` with the repository at `repo` tracked as `name` (for module-scoped
+    fixtures, which cannot use the per-test `engine`)."""
+    from bot.engine.engine import Engine
+
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(data)}))
+    engine.track(str(repo), name)
+    return engine
+
+
 @pytest.fixture
 def start_pool():
     """Start a report pool (bot/service/workers.py) with real worker processes: start_pool(settings, **args);

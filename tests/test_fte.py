@@ -22,14 +22,13 @@ from datetime import date, timedelta
 
 import pytest
 
-from bot.config import Settings
-from bot.engine.engine import Engine
 from bot.engine.fte import fte
 from bot.errors import QueryError
 from bot.render.blocks import blocks_to_text, report_blocks
 from bot.render.csvout import report_to_csv
 from bot.render.jsonout import report_to_dict
 from bot.render.text import render_text
+from tests.conftest import engine_tracking
 from tests.gitbuild import RepoBuilder
 from tests.test_cli import run
 from tests.test_estimation import ask, figures, git_records
@@ -58,9 +57,7 @@ def team(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(team, tmp_path_factory):
-    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path_factory.mktemp("fte-data"))}))
-    engine.track(str(team.path), "team")
-    return engine
+    return engine_tracking(tmp_path_factory.mktemp("fte-data"), team.path, "team")
 
 
 def halves(report) -> list[tuple[str, int, int, float, bool]]:

@@ -20,8 +20,6 @@ import json
 import pygit2
 import pytest
 
-from bot.config import Settings
-from bot.engine.engine import Engine
 from bot.engine.query import parse_command
 from bot.engine.releases import is_placeholder, series_of
 from bot.render.blocks import blocks_to_text, report_blocks
@@ -29,7 +27,7 @@ from bot.render.compare import compare_to_csv, render_compare_text
 from bot.render.csvout import report_to_csv
 from bot.render.jsonout import report_to_dict
 from bot.render.text import render_text
-from tests.conftest import TODAY
+from tests.conftest import TODAY, engine_tracking
 from tests.gitbuild import RepoBuilder
 from tests.test_estimation import ask, figures, git_records
 
@@ -73,9 +71,7 @@ def lib(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(lib, tmp_path_factory):
-    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": str(tmp_path_factory.mktemp("releases-data"))}))
-    engine.track(str(lib.path), "lib")
-    return engine
+    return engine_tracking(tmp_path_factory.mktemp("releases-data"), lib.path, "lib")
 
 
 def test_git_itself_sees_the_tags_as_built(lib):
