@@ -5,6 +5,7 @@ covers wrong inputs, the time limit, the flood limit and errors that name the se
 
 from __future__ import annotations
 
+import logging
 import re
 
 from tests.test_workflow import app, run_step, served, stub  # noqa: F401  (app, stub: fixtures)
@@ -35,7 +36,11 @@ def test_a_bug_fails_the_step_with_a_reference_and_the_log_has_it(app, stub, mon
     assert found, error
     assert INSIDES not in error and stub.calls_to("functions.completeSuccess") == []
     logged = [r for r in caplog.records if found.group(1) in r.getMessage()]
-    assert logged and logged[0].exc_info and INSIDES in str(logged[0].exc_info[1])
+    assert logged
+    # the traceback is the record's exc_info, or its exc_text once gad-bot's own log handler (bot/logs.py, left
+    # installed by an earlier in-process CLI test of this worker) has redacted it: either way, the log has it
+    trace = logged[0].exc_text if logged[0].exc_info is None else logging.Formatter().formatException(logged[0].exc_info)
+    assert INSIDES in (trace or "")
 
 
 def test_under_serve_a_bug_in_the_worker_fails_the_step_with_the_workers_reference(tmp_path, stub, start_pool):
