@@ -1,48 +1,83 @@
-"""multiprocessing's spawn context for gad-bot's worker processes, whose children do not run the CLI again.
+"""gad-bot's child processes (fetches, index workers, report and sync workers): forked from a fork server.
 
-multiprocessing prepares every spawned child as if it needed the parent's `__main__`: a report worker, a sync worker
-or an index worker of `gad-bot serve` (or `sync`) would import `bot.faces.cli` again as `__mp_main__` (`gad-bot`'s
-console script, or `python -m bot.faces.cli`), and with it click: ~20 ms of CPU in every such process, ~4 per
-serve, though its targets, initializers and arguments all live in bot modules that pickle imports by name and
-nothing of the CLI is ever sent to it. So where the parent's main module is gad-bot's CLI (and only there: a
-script of someone else's may define a target in `__main__`), the children are started without it. The fork
-server's children skip it on their own side (bot/store/mirrors/forkserved.py).
+    context = worker_context()            # multiprocessing's "forkserver" context, its preload set
+    ...context.Process(...) or ProcessPoolExecutor(mp_context=context, ...)
+    end_with(parent_pid)                  # first thing in a child: end when the process that asked ends
+
+Why not `spawn`: a spawned child is a new interpreter that imports pygit2, numpy and the engine again, ~0.35-0.45 s
+of CPU each (seconds on a loaded machine), paid by every report worker serve starts or restarts, every sync worker
+and every index worker of each periodic sync. Why not `fork`: the serving process has threads, which fork must not
+copy. The fork server is a clean interpreter started once per process (the first time one of these is needed),
+single-threaded, with what the children need imported (`PRELOAD`); each child is a fork of it, ready in
+milliseconds.
+
+Two things differ from spawned children, and the code here is built for them:
+- A child's parent is the fork server, not the process that asked for it, and the server lives as long as any of
+  its children: PR_SET_PDEATHSIG cannot tell when the asker dies. `end_with` watches the asker itself (a pidfd).
+- A child sees the environment the server was started with, not the asker's of the moment: everything a child
+  needs (settings, tokens) is passed to it, never read from the environment afterwards.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import sys
-from multiprocessing import spawn
+import os
+import select
+import threading
+import time
 
-CLI = "bot.faces.cli"  # by name: the lowest floor imports no face (tests/test_layers.py)
-_MAIN_KEYS = ("init_main_from_name", "init_main_from_path")
-
-
-def spawn_context():
-    """The "spawn" context, with the preparation of its children wrapped once (see the module docstring)."""
-    if getattr(spawn.get_preparation_data, "_gad_bot", False) is False:
-        spawn.get_preparation_data = _without_the_cli(spawn.get_preparation_data)
-    return multiprocessing.get_context("spawn")
+# What every gad-bot child needs, imported once in the fork server: no main module in any child (forkserved), the
+# fetch (pygit2), the engine (numpy, SQLite), and the report and sync workers' loops (0.31 s of CPU in all). By name: this floor
+# imports none of them. Neither Slack nor the CLI is here (tests/test_startup.py): a child loads neither.
+PRELOAD = ["bot.forkserved", "bot.store.mirrors.fetchchild", "bot.engine.engine", "bot.service.workers",
+           "bot.service.syncs"]
 
 
-def main_is_the_cli() -> bool:
-    """Whether this process's `__main__` is gad-bot's CLI: `python -m bot.faces.cli`, or the console script
-    `gad-bot` (which is `from bot.faces.cli import main` and a call)."""
-    main = sys.modules.get("__main__")
-    if getattr(getattr(main, "__spec__", None), "name", None) == CLI:
+def worker_context():
+    """multiprocessing's fork server context, preloading `PRELOAD` when this process's fork server starts."""
+    # numpy loads in the server: one OpenBLAS thread (bot/faces/cli.py says why), and a single-threaded server to
+    # fork from, whatever imported this
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
+def start_server() -> None:
+    """Start this process's fork server now, without waiting for it: its imports (~0.3 s of CPU) then run beside
+    the caller's own (serve's Slack and HTTP libraries) instead of before its first worker."""
+    from multiprocessing import forkserver
+
+    worker_context()
+    forkserver.ensure_running()
+
+
+def end_with(pid: int) -> None:
+    """End this child (exit 4) the moment process `pid` ends, kill -9 included: a child of the fork server must
+    not outlive the process that asked for it. A pidfd becomes readable when its process exits."""
+    try:
+        watched = os.pidfd_open(pid)
+    except ProcessLookupError:  # it ended before this child started
+        os._exit(4)
+    except (AttributeError, OSError):  # no pidfd (Linux before 5.3): look once a second
+        watched = None
+
+    def watch() -> None:
+        if watched is not None:
+            select.select([watched], [], [])
+        else:
+            while _alive(pid):
+                time.sleep(1.0)
+        os._exit(4)
+
+    threading.Thread(target=watch, name="end-with-asker", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
         return True
-    cli = sys.modules.get(CLI)
-    return cli is not None and main is not cli and getattr(main, "main", None) is getattr(cli, "main", object())
-
-
-def _without_the_cli(prepare):
-    def get_preparation_data(name):
-        data = prepare(name)
-        if main_is_the_cli():
-            for key in _MAIN_KEYS:
-                data.pop(key, None)
-        return data
-
-    get_preparation_data._gad_bot = True
-    return get_preparation_data
+    return True

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.faults import Serve, tracked_web
+from tests.faults import Serve, tracked_web, workers_of
 from tests.slackstub import SlackStub
 
 
@@ -117,9 +117,8 @@ def test_readyz_names_a_dead_worker(data, tmp_path):
     import signal
 
     with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="2") as serve:
-        workers = [int(pid) for pid in
-                   open(f"/proc/{serve.proc.pid}/task/{serve.proc.pid}/children").read().split()]
-        assert workers, "serve has no child processes"
+        workers = workers_of(serve.proc.pid)
+        assert workers, "serve has no worker processes"
         try:
             for pid in workers:  # the report workers (and any sync worker)
                 os.kill(pid, signal.SIGKILL)

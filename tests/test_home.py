@@ -7,6 +7,7 @@ figures worked out by hand in tests/test_surfaces.py (January 2024 in `web`: 2 p
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -148,15 +149,15 @@ def computes_for_ever(job):
         time.sleep(1)
 
 
-def waits_for_the_gate(job):
-    """A report that answers once the file named by GAD_TEST_GATE exists (set before the pool starts)."""
+def waits_for_the_gate(gate: str, job):
+    """A report that answers once the file `gate` exists (a worker's runner: functools.partial names the gate)."""
     import os
     import time
     from pathlib import Path
 
     from bot.service.workers import ReportAnswer
 
-    while not Path(os.environ["GAD_TEST_GATE"]).exists():
+    while not Path(gate).exists():
         time.sleep(0.01)
     return ReportAnswer(f"answered {job.query_text} for {job.user}", [])
 
@@ -198,10 +199,9 @@ def test_a_modal_report_past_its_time_tells_the_person_where_its_answer_was_to_g
 
 
 def test_the_per_person_limit_applies_to_the_forms_and_a_waiting_form_says_where_it_stands(
-        bot, stub, start_pool, tmp_path, monkeypatch):
+        bot, stub, start_pool, tmp_path):
     gate = tmp_path / "gate"
-    monkeypatch.setenv("GAD_TEST_GATE", str(gate))
-    served(bot, start_pool, workers=1, per_user=1, runner=waits_for_the_gate)
+    served(bot, start_pool, workers=1, per_user=1, runner=functools.partial(waits_for_the_gate, str(gate)))
     modal = press(bot, "gad_home_report")
     assert submit(bot, modal, {"names": ["web"], "where": "C777"}) == {}  # a worker takes it at once
     refused = submit(bot, modal, {"names": ["api"]})

@@ -113,7 +113,7 @@ if __name__ == "__main__":
 def test_a_report_worker_loads_neither_slack_nor_scheduling_nor_the_cli(tracked, tmp_path):
     """A report worker answers from the index and renders Slack's blocks as plain data: it needs neither Bolt nor
     the Web API client (serve's process posts), nor the scheduler or the HTTP server, nor rich or charts; and the
-    CLI that started serve is not run again in it (bot/spawning.py: click and bot.faces.cli, ~20 ms a worker)."""
+    CLI that started serve is not run again in it (bot/forkserved.py: click and bot.faces.cli, ~20 ms a worker)."""
     script = tmp_path / "gad-bot"  # a file, as the console script is: multiprocessing would run it again by path
     script.write_text(SERVE_LIKE)
     env = {**git_env(), "PYTHONPATH": str(ROOT)}
@@ -132,30 +132,69 @@ def test_a_report_worker_loads_neither_slack_nor_scheduling_nor_the_cli(tracked,
     assert faces == [], f"a report worker loaded {faces}"
 
 
-def test_only_the_clis_children_are_started_without_their_parents_main(monkeypatch, tmp_path):
-    """`python -m bot.faces.cli` (serve as the tests and the container start it) and the console script: no main
-    for the children; any other main (a script that may define a process's target) is prepared as multiprocessing
-    does."""
-    import importlib.util
-    import types
-    from multiprocessing import spawn
+# A script (a file as __main__, as the console script is, which says each time it is imported) that starts an index
+# pool of one worker on an empty data directory, prints the worker's pid and what it had loaded, then waits to be
+# killed.
+ASKER = """
+import sys
+with open(sys.argv[2], "a") as said:
+    said.write("imported\\n")
+if __name__ == "__main__":
+    import json, time
+    from bot.config import Settings
+    from bot.engine.engine import Engine
+    from bot.engine.lanes import IndexPool
 
-    from bot.spawning import main_is_the_cli, spawn_context
+    engine = Engine.open(Settings.from_env({"GAD_DATA_DIR": sys.argv[1]}))
+    pool = IndexPool(engine, 1).__enter__()
+    modules = pool._pool().submit(__import__("tests.workerprobe").workerprobe.modules_and_pid).result(60)
+    print("WORKER " + json.dumps(modules), flush=True)
+    time.sleep(600)
+"""
 
-    spawn_context()
-    as_module = types.ModuleType("__main__")
-    as_module.__spec__ = importlib.util.find_spec("bot.faces.cli")
-    import bot.faces.cli
 
-    script = types.ModuleType("__main__")
-    script.__spec__, script.__file__, script.main = None, str(tmp_path / "gad-bot"), bot.faces.cli.main
-    other = types.ModuleType("__main__")
-    other.__spec__, other.__file__ = None, str(tmp_path / "theirs.py")
-    for main, cli in ((as_module, True), (script, True), (other, False)):
-        monkeypatch.setitem(sys.modules, "__main__", main)
-        assert main_is_the_cli() is cli
-        keys = set(spawn.get_preparation_data("probe")) & {"init_main_from_name", "init_main_from_path"}
-        assert keys == (set() if cli else {"init_main_from_path"})
+def test_a_worker_is_a_ready_fork_that_runs_no_main_and_ends_with_the_process_that_asked(tmp_path):
+    """Workers are forked from gad-bot's fork server (bot/spawning.py): the engine is loaded before any job (the
+    fork server preloaded it), the asker's main module is not run again in them, and `kill -9` of the asker alone
+    (not its group) ends them: their parent is the fork server, so nothing but `end_with` would tell them."""
+    import signal
+
+    script, said = tmp_path / "gad-bot", tmp_path / "imports"
+    script.write_text(ASKER)
+    env = {**git_env(), "PYTHONPATH": str(ROOT)}
+    asker = subprocess.Popen([sys.executable, str(script), str(tmp_path / "data"), str(said)], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = asker.stdout.readline()
+        assert line.startswith("WORKER "), asker.stderr.read() if asker.poll() is not None else line
+        worker = json.loads(line.split(" ", 1)[1])
+        assert {"bot.engine.engine", "bot.store.mirrors.fetchchild"} <= set(worker["modules"])
+        assert not any(name.startswith(("click", "bot.faces", "slack")) for name in worker["modules"])
+        assert said.read_text() == "imported\n", "the asker's main module ran again in its worker"
+        os.kill(asker.pid, signal.SIGKILL)
+        asker.wait(10)
+        assert _ends(worker["pid"], within=15), "an index worker outlived `kill -9` of the process that asked"
+    finally:
+        asker.kill()
+        asker.wait()
+
+
+def _ends(pid: int, within: float) -> bool:
+    """Whether process `pid` ends (or is a zombie) within `within` seconds; killed if not."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    return False
 
 
 def test_a_report_starts_no_blas_threads_unless_the_operator_asks(tracked):

@@ -9,6 +9,7 @@ Deliveries are shaped as each forge documents them (tests/forgehooks.py).
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -185,17 +186,17 @@ def test_pushes_during_a_sync_are_one_more_sync(tmp_path):
         assert "Traceback" not in serve.stderr
 
 
-def test_a_push_during_its_repositorys_sync_is_one_more_sync_in_the_queue(tmp_path, monkeypatch):
+def test_a_push_during_its_repositorys_sync_is_one_more_sync_in_the_queue(tmp_path):
     """The sync queue alone (one spawned worker): a job held in the worker until the test opens a gate; three
     requests for it meanwhile are one more job after it; a later request for another repository runs next, and
     then nothing is left."""
     from bot.service.syncs import SyncQueue
 
     gate = tmp_path / "gate"
-    monkeypatch.setenv("GAD_TEST_SYNC_GATE", str(gate))  # the spawned worker reads it
     settings = Settings.from_env({"GAD_DATA_DIR": str(tmp_path / "data")})
     done = []
-    queue = SyncQueue(settings, workers=1, debounce=0, runner=gated_job, on_done=done.append)
+    queue = SyncQueue(settings, workers=1, debounce=0, runner=functools.partial(gated_job, str(gate)),
+                      on_done=done.append)
     queue.start()
     try:
         queue.request_repo("web")
@@ -220,14 +221,14 @@ def test_a_push_during_its_repositorys_sync_is_one_more_sync_in_the_queue(tmp_pa
     assert [d.job.name for d in done] == ["web", "web", "other"]
 
 
-def gated_job(job):
-    """A sync runner that says it started (a file) and waits for the test's gate (module level: pickled by name)."""
-    import os
+def gated_job(gate_path: str, job):
+    """A sync runner that says it started (a file) and waits for the file `gate_path` (module level: pickled by
+    name; functools.partial names the gate, as a worker sees the environment its fork server started with)."""
     from pathlib import Path
 
     from bot.service.syncs import SyncDone
 
-    gate = Path(os.environ["GAD_TEST_SYNC_GATE"])
+    gate = Path(gate_path)
     (gate.parent / f"started-{job.name}").touch()
     while not gate.exists():
         time.sleep(0.01)

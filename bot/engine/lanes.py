@@ -155,7 +155,7 @@ class IndexPool:
         return self
 
     def start(self) -> None:
-        """Start every worker now (seconds each on a loaded machine: Python, numpy, an Engine), while the
+        """Start every worker now (its Engine opened, and the fork server started if it was not), while the
         listing's first clones run, rather than when the first clone is done."""
         if multiprocessing.current_process().daemon:
             return
@@ -165,9 +165,9 @@ class IndexPool:
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            from ..spawning import spawn_context
+            from ..spawning import worker_context
 
-            context = spawn_context()  # children that do not run the CLI again
+            context = worker_context()  # forked from gad-bot's fork server, the engine loaded: ready at once
             self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
                                                  initializer=_init_index_worker,
                                                  initargs=(type(self.engine), self.engine.settings, os.getpid()))
@@ -189,18 +189,14 @@ class IndexPool:
 _worker_engine = None
 
 
-def _init_index_worker(engine_class, settings, parent: int) -> None:
-    """Die with the process that asked (kill -9 included), and open the Engine once."""
+def _init_index_worker(engine_class, settings, asker: int) -> None:
+    """End with the process that asked (kill -9 included), and open the Engine once."""
     global _worker_engine
-    import ctypes
     import signal
 
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(4)
+    from ..spawning import end_with
+
+    end_with(asker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_engine = engine_class(settings)
 

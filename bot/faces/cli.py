@@ -816,12 +816,15 @@ def _check_slack_settings(settings: Settings, socket_mode: bool) -> None:
 @friendly
 def serve(port, host):
     """Run the Slack app: Socket Mode when SLACK_APP_TOKEN is set, otherwise HTTP on --port."""
-    from .server import run_server
+    from ..spawning import start_server
 
     set_face("slack")  # what it says goes to Slack users
     settings = _settings()
     socket_mode = bool(settings.slack_app_token)
     _check_slack_settings(settings, socket_mode)
+    start_server()  # the workers' fork server loads the engine while serve loads Slack's libraries
+    from .server import run_server
+
     from ..logs import setup_logging
 
     setup_logging(settings.log_level, settings.log_format == "json", secrets=settings.secrets())

@@ -2,7 +2,7 @@
 
 A sync fetches (network), walks history (git) and derives (numpy) for up to minutes. Run in a
 thread of `serve`, it shared the interpreter with the thread acknowledging Slack; here it runs in
-spawned, niced worker processes, each with its own Engine (the per-repository file lock keeps one
+niced worker processes (forked from gad-bot's fork server, bot/spawning.py), each with its own Engine (the per-repository file lock keeps one
 writer per repository across processes, the CLI's included):
 
     queue = SyncQueue(settings); queue.start()
@@ -127,10 +127,10 @@ class SyncQueue:
                 executor.submit(_ready)
 
     def _new_executor(self) -> ProcessPoolExecutor:
-        from ..spawning import spawn_context
+        from ..spawning import worker_context
 
-        # spawn, as the report workers: serve has threads, which fork must not copy
-        context = spawn_context()
+        # from the fork server, as the report workers: serve has threads, which fork must not copy
+        context = worker_context()
         if self._events is None:
             self._events = context.SimpleQueue()
             self._relay_thread = threading.Thread(target=self._relay, args=(self._events,), name="sync-events",

@@ -375,11 +375,11 @@ class _Worker:
 
     @classmethod
     def spawn(cls, settings: Settings, runner: Callable[[ReportJob], ReportAnswer]) -> "_Worker":
-        from ..spawning import spawn_context
+        from ..spawning import worker_context
 
-        # spawn: the serving process has threads, which fork must not copy. Spawned workers are
-        # the server's own children and die with it (PR_SET_PDEATHSIG in _init_worker); they do not run the CLI.
-        context = spawn_context()
+        # Forked from gad-bot's fork server (bot/spawning.py), never from serve itself: serve has threads, which
+        # fork must not copy. A worker ends with serve (`end_with` in _init_worker).
+        context = worker_context()
         ours, theirs = context.Pipe()
         process = context.Process(target=_worker_main, args=(theirs, settings, os.getpid(), runner),
                                   name="gad-bot report worker", daemon=True)
@@ -491,19 +491,13 @@ def _worker_main(conn, settings: Settings, server: int, runner: Callable[[Report
 
 
 def _init_worker(settings: Settings, server: int) -> None:
-    """Die with the server (kill -9 included), log like it, and open the Engine once."""
+    """End with the server (kill -9 included), log like it, and open the Engine once."""
     global _engine
-    import ctypes
-
     from ..engine.engine import Engine
     from ..logs import setup_logging
+    from ..spawning import end_with
 
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != server:  # the server died before prctl took effect
-        os._exit(4)
+    end_with(server)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the server decides
     # Reports are background work; acks are what Slack times. With every CPU busy computing
     # reports, a lower priority lets the serving process run the moment a request arrives.

@@ -144,6 +144,33 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
 
 
+def children(pid: int) -> list[int]:
+    """The process ids whose parent is `pid` (every thread's children)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`: its children, theirs, and so on."""
+    found, todo = [], [pid]
+    while todo:
+        try:
+            below = children(todo.pop())
+        except OSError:
+            continue
+        found += below
+        todo += below
+    return found
+
+
+def workers_of(serve_pid: int) -> list[int]:
+    """serve's worker processes (report and sync workers): the children of its fork server (bot/spawning.py),
+    serve's own children being that server and multiprocessing's resource tracker."""
+    return [pid for server in children(serve_pid) for pid in children(server)]
+
+
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -424,7 +424,7 @@ def test_an_organization_whose_listing_leads_inside_tracks_nothing_from_inside(t
 
 def _fork_servers(data: Path) -> list[tuple[int, int]]:
     """(pid, parent pid) of every process of `data` with a multiprocessing fork server's command line: the fork
-    servers, and the fetch children forked from them (a fork keeps its parent's command line)."""
+    servers, and the workers and fetch children forked from them (a fork keeps its parent's command line)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -444,6 +444,16 @@ def _parent_of(pid: int) -> int:
     return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+def _generations_below(pid: int, ancestor: int) -> int | None:
+    """How many generations `pid` is below `ancestor` (1: a child), None if it does not descend from it."""
+    count = 0
+    while pid not in (0, 1):
+        if pid == ancestor:
+            return count
+        pid, count = _parent_of(pid), count + 1
+    return None
+
+
 def _slack_figure(serve: Serve, stub, name: str, label: str) -> int:
     import re
 
@@ -457,8 +467,9 @@ def _slack_figure(serve: Serve, stub, name: str, label: str) -> int:
 @needs_namespace
 def test_track_and_sync_typed_in_slack_run_in_a_sync_worker(tmp_path, ca, ca_file, stub):
     """Issue 17 part 3: `/gad track` and `/gad sync` typed in Slack run in serve's sync worker processes, never
-    in serve itself: while the forge holds the track's fetch, the fork server its fetch child came from is a
-    child of a sync worker, not of serve. The admin sees the "Tracking" message updated in place, then the
+    in serve itself: while the forge holds the track's fetch, its fetch child is four generations below serve
+    (serve -> its fork server -> a sync worker -> that worker's fork server -> the fetch), so a worker asked for it;
+    had serve asked, the fetch would be a child of serve's own fork server, two generations below. The admin sees the "Tracking" message updated in place, then the
     answers; a `/gad sync` typed after a push brings the new commit into reports. Figures are git's."""
     from tests.gitbuild import oracle_gad
 
@@ -476,8 +487,7 @@ def test_track_and_sync_typed_in_slack_run_in_a_sync_worker(tmp_path, ca, ca_fil
                 time.sleep(0.05)
             assert forge.requests, "the track's fetch never reached the forge"
             found = _fork_servers(data)
-            fetching = [pid for pid, parent in found if parent in {p for p, _ in found}]
-            servers = [(pid, parent, _parent_of(parent)) for pid, parent in found if pid not in fetching]
+            generations = {pid: _generations_below(pid, serve.proc.pid) for pid, _ in found}
         finally:
             forge.release()
         deadline = time.monotonic() + 60
@@ -490,9 +500,9 @@ def test_track_and_sync_typed_in_slack_run_in_a_sync_worker(tmp_path, ca, ca_fil
         (synced,) = stub.wait_for_response("sync", timeout=60)
         after = _slack_figure(serve, stub, "repo", "after")
         assert serve.stop() == 0
-    # the fork server's parent asked for the fetch: a sync worker, whose own parent is serve
-    assert fetching and servers and all(parent != serve.proc.pid and grandparent == serve.proc.pid
-                           for _, parent, grandparent in servers), (found, servers, serve.proc.pid)
+    # serve's fork server (1), its workers (2), a sync worker's fork server (3) and the fetch it asked for (4)
+    assert sorted(set(generations.values())) == [1, 2, 3, 4], (generations, serve.proc.pid)
+    assert list(generations.values()).count(1) == 1, generations  # serve's own fork server, and it alone
     texts = [body["text"] for body in tracked]
     assert texts[-2:] == ["Tracked repo: 5 commits indexed.", "repo is fully indexed: path: works now."], texts
     progress = tracked[:-2]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import Serve
+from tests.faults import Serve, descendants, workers_of
 from tests.faults.conftest import _track_in_process
 from tests.slackstub import SlackStub
 
@@ -54,13 +54,6 @@ def _at_once(serve: Serve, stub, commands: list[tuple[str, str, str]]) -> list[t
     return results
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(p) for p in (task / "children").read_text().split()]
-    return found
-
-
 def test_heavy_reports_queue_in_a_worker_and_acks_do_not_wait(data, stub, tmp_path):
     """Acks come at once; where a report stands is said after the ack (a person's first question waits for what
     Slack says of them: audiences), and past GAD_REPORTS_PER_USER a sentence says why not."""
@@ -68,7 +61,7 @@ def test_heavy_reports_queue_in_a_worker_and_acks_do_not_wait(data, stub, tmp_pa
 
     with Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1", GAD_REPORTS_PER_USER="2") as serve:
         assert "computing reports in 1 worker processes" in serve.stderr
-        assert len(_children(serve.proc.pid)) >= 2  # the worker and multiprocessing's resource tracker
+        assert len(workers_of(serve.proc.pid)) >= 1  # the report worker
         crowd = [(HEAVY[i % len(HEAVY)], f"U{i:03d}", f"crowd-{i}") for i in range(12)]
         results = _at_once(serve, stub, crowd)
         # one person, four at once, behind the crowd: two are accepted, two refused with a sentence
@@ -109,25 +102,13 @@ def test_a_queued_csv_report_is_attached_from_the_worker(data, stub, tmp_path):
     assert lines[0].startswith("month,active_days,") and lines[1].startswith("2018-01,") and lines[-1].startswith("TOTAL,")
 
 
-def _descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        try:
-            children = _children(todo.pop())
-        except OSError:
-            continue
-        found += children
-        todo += children
-    return found
-
-
 def test_kill9_of_serve_alone_leaves_no_report_worker(data, stub, tmp_path):
     """`kill -9 PID` of serve (not its group): its report workers must not run on without it."""
     import os
     import signal
 
     with Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="2") as serve:
-        workers = _descendants(serve.proc.pid)
+        workers = descendants(serve.proc.pid)
         assert len(workers) >= 2, workers
         os.kill(serve.proc.pid, signal.SIGKILL)
         serve.proc.wait(timeout=10)

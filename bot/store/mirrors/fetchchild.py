@@ -11,6 +11,7 @@ from pathlib import Path
 import pygit2
 
 from ...errors import MirrorError
+from ...spawning import worker_context
 from ..sources import SourcePolicy
 from .dirs import describe, open_repository
 from .fetch import fetch_here
@@ -44,25 +45,15 @@ def fetch_many(paths: list[Path], limits: FetchLimits, guard: SourcePolicy | Non
 # A network fetch runs in a child process: killed at its deadline (a trickling server or a looping
 # libgit2 cannot hold a sync, or the repository's lock, forever), its memory its own. Starting a new
 # interpreter for it (Python + pygit2: ~0.4 s of CPU) cost more than fetching a small repository, so
-# the children are forked by multiprocessing's fork server, a clean interpreter started once per
+# the children are forked by gad-bot's fork server (bot/spawning.py), a clean interpreter started once per
 # process with this module (and pygit2) imported, before libgit2 has any thread or open repository:
 # each fork starts ready to fetch. Secrets travel pickled through the server's pipes, never on a
 # command line.
 
-_CHILD_PRELOAD = [f"{__package__}.forkserved"]  # this module, and no second run of the main script in each child
-
-
-def _child_context():
-    import multiprocessing
-
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_CHILD_PRELOAD)  # read once, when this process's fork server starts
-    return context
-
 
 def fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None, guard: SourcePolicy | None) -> None:
     """Run fetch.fetch_here in a child process; kill it when the deadline passes."""
-    context = _child_context()
+    context = worker_context()
     request = _child_request(limits, guard, path=str(path))
     ours, theirs = context.Pipe(duplex=True)  # duplex: the child watches it for this process's end
     child = context.Process(target=_child_main, args=(theirs, request), name="gad-bot fetch", daemon=False)
