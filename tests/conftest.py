@@ -3,25 +3,85 @@
 from __future__ import annotations
 
 import os
+import stat
+import sys
+import tempfile
 from datetime import date
+from pathlib import Path
 
-import pygit2
-import pytest
 
-from bot.config import Settings
-from bot.errors import face
-from tests.gitbuild import RepoBuilder
+def _shared_bytecode() -> None:
+    """One bytecode cache for every Python process of a run, kept between runs: set here, when pytest imports this
+    file (in xdist's controller first, whose environment its workers inherit), before anything of gad-bot loads.
+
+    Where the shell says not to write bytecode (PYTHONDONTWRITEBYTECODE, as this machine and some containers set),
+    every process compiled gad-bot's modules anew (0.1-0.2 s of CPU for each of the hundreds of gad-bot commands,
+    serves and workers the suite starts), and every xdist worker rewrote the asserts of all 95 test modules (7.4 s
+    of CPU each). The cache is the user's own directory under the temporary one (mode 0700, checked: a directory
+    someone else made there would let them plant code); the work tree stays free of __pycache__."""
+    where = os.environ.get("GAD_TEST_BYTECODE")
+    if not where:
+        where = str(Path(tempfile.gettempdir()) / f"gad-bot-test-bytecode-{os.getuid()}")
+        try:
+            os.mkdir(where, 0o700)
+        except FileExistsError:
+            pass
+        facts = os.lstat(where)
+        if not stat.S_ISDIR(facts.st_mode) or facts.st_uid != os.getuid() or facts.st_mode & 0o077:
+            where = tempfile.mkdtemp(prefix="gad-bot-test-bytecode-")  # not ours alone: this run's own
+        os.environ["GAD_TEST_BYTECODE"] = where
+    sys.pycache_prefix = where
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = where
+
+
+_shared_bytecode()
+
+import pygit2  # noqa: E402
+import pytest  # noqa: E402
+
+from bot.config import Settings  # noqa: E402
+from bot.errors import face  # noqa: E402
+from tests.gitbuild import RepoBuilder  # noqa: E402
+
+
+def pytest_configure(config):
+    """In xdist's controller, before its workers start: the asserts of every test module rewritten once, into the
+    shared cache (_shared_bytecode), so that each worker reads them rather than rewriting them all itself. Through
+    pytest's own rewriting functions (not public: should they change, each worker rewrites as before)."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    try:
+        from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc, assertstate_key, \
+            get_cache_dir
+
+        state = config.stash[assertstate_key]
+    except (ImportError, KeyError):
+        return
+    for source in sorted(Path(__file__).parent.rglob("*.py")):
+        if not (source.name.startswith("test_") or source.name == "conftest.py"):
+            continue
+        cache = get_cache_dir(source)
+        pyc = cache / (source.name[:-3] + PYC_TAIL)
+        if _read_pyc(source, pyc, state.trace) is None:
+            cache.mkdir(parents=True, exist_ok=True)
+            source_hash, code = _rewrite_test(source, config)
+            _write_pyc(state, code, source_hash, pyc)
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject's addopts): one worker per CPU. Most of the suite's time is spent waiting on the
-    processes it starts (serve, gad-bot commands, git servers), so more workers would keep the CPUs busier; but a
-    few tests bound an ack or a child's time in seconds, and on 2 cores four workers' processes made those measure
-    each other (seen at a load average of 12-18): one per CPU keeps them honest, and still halves the wall time."""
+    """`-n auto` (pyproject's addopts): two workers per CPU. Most of the suite's time is spent waiting on what it
+    starts (serve, gad-bot commands, git and forge servers, their time-outs), not computing: with one worker a CPU
+    the two workers of a 2-core machine each waited ~300 s for ~170 s of CPU. One a CPU was the rule while every
+    serve spawned four interpreters (1.3 s of CPU each start) and four workers' processes made the tests that bound
+    an ack in seconds measure each other; since workers are forked (bot/spawning.py: 0.5 s a serve) the suite's
+    CPU fell from 476 s to ~315 s, and two a CPU finished in 223-247 s where one a CPU took 322-361 s."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    return 2 * cpus
 
 
 @pytest.fixture(autouse=True)
@@ -45,19 +105,6 @@ def _no_terminal_size():
     workers export COLUMNS=80 (and LINES), which would narrow every table a test process prints."""
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _bytecode_for_processes(tmp_path_factory):
-    """The suite starts hundreds of Python processes (gad-bot commands, serve, its workers). Where the shell
-    says not to write bytecode (PYTHONDONTWRITEBYTECODE, as some containers set) each of them compiled
-    gad-bot's modules anew, 0.1-0.2 s of CPU a process; instead they share one bytecode cache under this
-    run's temporary directory (one for all xdist workers), and the work tree stays free of __pycache__."""
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "pycache"
-    shared.mkdir(exist_ok=True)
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(shared)
 
 
 @pytest.fixture
