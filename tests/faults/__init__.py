@@ -344,6 +344,8 @@ class GitHttpServer:
         self.requests: list[tuple[str, str, str]] = []
         self._stop = threading.Event()
         self._released = threading.Event()
+        self._busy = threading.Condition()
+        self._answering = 0  # requests begun and not yet answered
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -353,10 +355,10 @@ class GitHttpServer:
                 pass
 
             def do_GET(self):
-                server._handle(self)
+                server._counted(self)
 
             def do_POST(self):
-                server._handle(self)
+                server._counted(self)
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
@@ -376,6 +378,23 @@ class GitHttpServer:
     def start(self) -> "GitHttpServer":
         self._thread.start()
         return self
+
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        """Wait until every request begun so far is answered (a client killed mid-request included): what
+        `requests` holds is then all there will be of it."""
+        with self._busy:
+            if not self._busy.wait_for(lambda: self._answering == 0, timeout):
+                raise AssertionError(f"{self._answering} requests still being answered after {timeout} s")
+
+    def _counted(self, h: BaseHTTPRequestHandler) -> None:
+        with self._busy:
+            self._answering += 1
+        try:
+            self._handle(h)
+        finally:
+            with self._busy:
+                self._answering -= 1
+                self._busy.notify_all()
 
     def hold(self) -> None:
         """From now on, requests wait (mode "hold") until `release`."""
