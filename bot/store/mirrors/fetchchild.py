@@ -11,7 +11,7 @@ from pathlib import Path
 import pygit2
 
 from ...errors import MirrorError
-from ...spawning import worker_context
+from ...spawning import end_with, worker_context
 from ..sources import SourcePolicy
 from .dirs import describe, open_repository
 from .fetch import fetch_here
@@ -54,8 +54,8 @@ def fetch_many(paths: list[Path], limits: FetchLimits, guard: SourcePolicy | Non
 def fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None, guard: SourcePolicy | None) -> None:
     """Run fetch.fetch_here in a child process; kill it when the deadline passes."""
     context = worker_context()
-    request = _child_request(limits, guard, path=str(path))
-    ours, theirs = context.Pipe(duplex=True)  # duplex: the child watches it for this process's end
+    request = _child_request(limits, guard, path=str(path), asker=os.getpid())
+    ours, theirs = context.Pipe(duplex=False)  # the child's words: progress, then done or its error
     child = context.Process(target=_child_main, args=(theirs, request), name="gad-bot fetch", daemon=False)
     child.start()
     theirs.close()
@@ -97,28 +97,12 @@ def fetch_in_child(path: Path, limits: FetchLimits, progress: Progress | None, g
         raise MirrorError(f"The fetch stopped unexpectedly (exit {exitcode}).")
 
 
-def _end_with_requester(channel) -> None:
-    """A fetch child must not outlive the process that asked for it (kill -9 of a sync, say): that process
-    never writes to `channel`, so a read of it ends only when its end closes, and then this child ends too.
-    (Its parent is the fork server, which ends only once every child has: PR_SET_PDEATHSIG cannot tell.)"""
-    import threading
-
-    def watch() -> None:
-        try:
-            while True:
-                channel.recv_bytes()
-        except (EOFError, OSError):
-            os._exit(4)
-
-    threading.Thread(target=watch, name="requester", daemon=True).start()
-
-
 def _child_main(channel, request: dict) -> None:
     """A fetch child: fetch the mirror of `request`; progress and the error, if any, go to `channel`."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)  # libgit2's or Python's words never reach serve's log (they may name a source's URL)
     os.close(devnull)
-    _end_with_requester(channel)
+    end_with(request["asker"])  # kill -9 of the sync that asked ends this fetch too (it holds no lock then)
     limits = FetchLimits(request["https_tokens"], Path(request["ssh_key"]) if request["ssh_key"] else None,
                          request["timeout"], request["max_bytes"])
     if limits.timeout_seconds:
