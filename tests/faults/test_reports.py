@@ -9,6 +9,8 @@ benchmarks/bench_load.py.)
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -61,11 +63,23 @@ def test_heavy_reports_queue_in_a_worker_and_acks_do_not_wait(data, stub, tmp_pa
 
     with Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1", GAD_REPORTS_PER_USER="2") as serve:
         assert "computing reports in 1 worker processes" in serve.stderr
-        assert len(workers_of(serve.proc.pid)) >= 1  # the report worker
+        workers = workers_of(serve.proc.pid)
+        assert len(workers) >= 1  # the report worker
         crowd = [(HEAVY[i % len(HEAVY)], f"U{i:03d}", f"crowd-{i}") for i in range(12)]
-        results = _at_once(serve, stub, crowd)
-        # one person, four at once, behind the crowd: two are accepted, two refused with a sentence
-        mine = _at_once(serve, stub, [(HEAVY[0], "UGREEDY", f"mine-{i}") for i in range(4)])
+        # Stopped while everyone asks, the worker finishes nothing meanwhile: a report of milliseconds could
+        # otherwise end before the same person's fourth question came, leaving them room for it.
+        for pid in workers:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            results = _at_once(serve, stub, crowd)
+            # one person, four at once, behind the crowd: two are accepted, two refused with a sentence
+            mine = _at_once(serve, stub, [(HEAVY[0], "UGREEDY", f"mine-{i}") for i in range(4)])
+            for i, (_, body, _) in enumerate(mine):  # each decided (queued or refused) before anything can finish
+                if not body:
+                    stub.wait_for_response(f"mine-{i}", timeout=30)
+        finally:
+            for pid in workers:
+                os.kill(pid, signal.SIGCONT)
         answers = {name: answer(stub, name, timeout=120) for *_, name in crowd}  # heavy, one worker, a busy host
         # a question is queued (or refused) in its ack when what Slack says of the person is cached by then (another
         # of their four answered first), else after it: its answer is the ack's, or at its response_url
