@@ -5,11 +5,13 @@ and `gad-bot sync` of one repository, each as whole processes, beside `git log` 
     git worktree add /tmp/before OLD && .venv/bin/python benchmarks/bench_processes.py --before /tmp/before
 
 Each figure is the CPU (user + system) of a whole process tree, children and grandchildren included
-(`resource.getrusage(RUSAGE_CHILDREN)` before and after: every process of the tree was waited for by its parent),
+(`resource.getrusage(RUSAGE_CHILDREN)` before and after; this process is a child subreaper and waits for every
+orphan, so a fork server that outlives its serve by a moment counts too, with the workers it reaped),
 and its wall time:
 
 - serve: `gad-bot serve` (HTTP, a loopback Slack stand-in, 2 report workers, a sync worker per CPU) from its start
-  until `/readyz` answers 200 (its workers are up, Slack answered), then SIGTERM, until it has exited;
+  until `/readyz` answers 200 (its workers are up, Slack answered) and --settle seconds more (what the workers do
+  once serve is ready counts too: scipy's warm-up), then SIGTERM, until it has exited;
 - index pool: a Python process that opens the Engine and starts `IndexPool` with 2 workers (as a periodic sync
   and `track org:` do), waits until both have run a job, and ends;
 - sync: `gad-bot sync small` of a repository registered in place (indexed in an index worker);
@@ -65,13 +67,33 @@ def tree_run(argv: list[str], env: dict[str, str], cwd: Path, until=None) -> tup
         proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     wall = time.perf_counter() - started
+    reap_orphans()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err.strip()[-2000:]}")
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
 
-def ready(port: int):
+def become_subreaper() -> None:
+    """Descendants orphaned by their parent's exit (a fork server, which outlives serve's os._exit by a moment, and
+    the workers it reaped) are re-parented to this process rather than to init: `reap_orphans` waits for them, so
+    their CPU counts in RUSAGE_CHILDREN too. Without it, a forked tree looks cheaper than it is."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(36, 1) != 0:  # PR_SET_CHILD_SUBREAPER
+        raise SystemExit("this benchmark needs PR_SET_CHILD_SUBREAPER (Linux >= 3.4)")
+
+
+def reap_orphans() -> None:
+    """Wait for every descendant left (see become_subreaper)."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def ready(port: int, settle: float):
     def wait(proc: subprocess.Popen) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -80,6 +102,7 @@ def ready(port: int):
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
                     if response.status == 200:
+                        time.sleep(settle)  # what the workers do once serve is ready (scipy's warm-up) counts too
                         return
             except OSError:
                 pass
@@ -91,9 +114,12 @@ def ready(port: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--settle", type=float, default=2.0, help="seconds serve runs once ready before SIGTERM "
+                        "(its workers' start-up work after readiness counts too)")
     parser.add_argument("--before", type=Path, metavar="TREE", help="also time another checkout's gad-bot")
     args = parser.parse_args()
 
+    become_subreaper()
     work = Path(tempfile.mkdtemp(prefix="bench-processes-"))
     trees = {"": ROOT, " (before)": args.before.resolve()} if args.before else {"": ROOT}
     try:
@@ -123,7 +149,7 @@ def main() -> None:
                     port = free_port()
                     add(f"serve start and stop{label}",
                         tree_run([sys.executable, "-m", "bot.faces.cli", "serve", "--port", str(port), "--host",
-                                  "127.0.0.1"], env, tree, ready(port)))
+                                  "127.0.0.1"], env, tree, ready(port, args.settle)))
                     add(f"index pool of 2{label}", tree_run([sys.executable, "-c", POOL, env["GAD_DATA_DIR"]], env, tree))
                     add(f"gad-bot sync small{label}",
                         tree_run([sys.executable, "-m", "bot.faces.cli", "sync", "small"], env, tree))

@@ -43,11 +43,13 @@ def worker_context():
     return context
 
 
-def start_server() -> None:
+def start_server(*also: str) -> None:
     """Start this process's fork server now, without waiting for it: its imports (~0.3 s of CPU) then run beside
-    the caller's own (serve's Slack and HTTP libraries) instead of before its first worker."""
+    the caller's own (serve's Slack and HTTP libraries) instead of before its first worker. `also`: modules to load
+    in it besides PRELOAD (serve: scipy's graph code, which each report worker would import on its own)."""
     from multiprocessing import forkserver
 
+    PRELOAD.extend(name for name in also if name not in PRELOAD)
     worker_context()
     forkserver.ensure_running()
 
