@@ -27,8 +27,8 @@ import threading
 import time
 
 # What every gad-bot child needs, imported once in the fork server: no main module in any child (forkserved), the
-# fetch (pygit2), the engine (numpy, SQLite), and the report and sync workers' loops (0.31 s of CPU in all). By name: this floor
-# imports none of them. Neither Slack nor the CLI is here (tests/test_startup.py): a child loads neither.
+# fetch (pygit2), the engine (numpy, SQLite), and the report and sync workers' loops (0.31 s of CPU in all). By
+# name: this floor imports none of them. Neither Slack nor the CLI is here (tests/test_startup.py).
 PRELOAD = ["bot.forkserved", "bot.store.mirrors.fetchchild", "bot.engine.engine", "bot.service.workers",
            "bot.service.syncs"]
 
@@ -80,6 +80,6 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # it exists, as another user's
+        pass
     return True

@@ -2,8 +2,8 @@
 
 A sync fetches (network), walks history (git) and derives (numpy) for up to minutes. Run in a
 thread of `serve`, it shared the interpreter with the thread acknowledging Slack; here it runs in
-niced worker processes (forked from gad-bot's fork server, bot/spawning.py), each with its own Engine (the per-repository file lock keeps one
-writer per repository across processes, the CLI's included):
+niced worker processes (forked from gad-bot's fork server, bot/spawning.py), each with its own Engine
+(the per-repository file lock keeps one writer per repository across processes, the CLI's included):
 
     queue = SyncQueue(settings); queue.start()
     queue.request_repo("web")      # a webhook: a sync of `web` starts at once (a worker is free)
