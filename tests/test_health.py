@@ -117,6 +117,7 @@ def test_readyz_names_a_dead_worker(data, tmp_path):
     import signal
 
     with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="2") as serve:
+        serve.wait_serving()  # both report workers are up: each is killed below
         workers = workers_of(serve.proc.pid)
         assert workers, "serve has no worker processes"
         try:

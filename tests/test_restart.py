@@ -117,6 +117,7 @@ def test_sigterm_with_a_stalled_queue_tells_each_person_and_the_log(data, tmp_pa
 
     with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1",
                                     GAD_SHUTDOWN_GRACE_SECONDS="0") as serve:
+        serve.wait_serving()  # its report worker is up: stopped below with the rest
         children = workers_of(serve.proc.pid)
         assert children, "serve has no worker processes"
         for pid in children:

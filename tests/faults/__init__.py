@@ -691,6 +691,10 @@ class Serve:
             time.sleep(0.05)
         raise TimeoutError(f"serve did not become ready in {timeout}s: {self.stderr}")
 
+    def wait_serving(self, timeout: float = 30.0) -> None:
+        """Wait until /readyz answers 200: its report workers are up (serve answers /healthz before they are)."""
+        wait_until("serve ready (/readyz 200)", lambda: get(self.url + "/readyz")[0] == 200, timeout)
+
     def post(self, fields: dict, *, secret: str | None = None, timestamp: int | None = None,
              timeout: float = 10.0) -> tuple[int, bytes, float]:
         import urllib.error

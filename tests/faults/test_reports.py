@@ -63,6 +63,7 @@ def test_heavy_reports_queue_in_a_worker_and_acks_do_not_wait(data, stub, tmp_pa
 
     with Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1", GAD_REPORTS_PER_USER="2") as serve:
         assert "computing reports in 1 worker processes" in serve.stderr
+        serve.wait_serving()
         workers = workers_of(serve.proc.pid)
         assert len(workers) >= 1  # the report worker
         crowd = [(HEAVY[i % len(HEAVY)], f"U{i:03d}", f"crowd-{i}") for i in range(12)]
@@ -122,6 +123,7 @@ def test_kill9_of_serve_alone_leaves_no_report_worker(data, stub, tmp_path):
     import signal
 
     with Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="2") as serve:
+        serve.wait_serving()  # both report workers are up before serve is killed
         workers = descendants(serve.proc.pid)
         assert len(workers) >= 2, workers
         os.kill(serve.proc.pid, signal.SIGKILL)
