@@ -17,7 +17,7 @@ import pytest
 
 from bot.config import Settings
 from bot.service.workers import BusyError, ReportPool
-from tests.faults import ROOT, Serve, cli_env, run_cli, tracked_web, workers_of
+from tests.faults import ROOT, Serve, cli_env, descendants, run_cli, tracked_web
 from tests.slackstub import SlackStub
 from tests.test_workers import Inbox, _job, gated
 
@@ -118,7 +118,7 @@ def test_sigterm_with_a_stalled_queue_tells_each_person_and_the_log(data, tmp_pa
     with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1",
                                     GAD_SHUTDOWN_GRACE_SECONDS="0") as serve:
         serve.wait_serving()  # its report worker is up: stopped below with the rest
-        children = workers_of(serve.proc.pid)
+        children = descendants(serve.proc.pid)  # its fork server too: no worker forked meanwhile computes either
         assert children, "serve has no worker processes"
         for pid in children:
             os.kill(pid, signal.SIGSTOP)

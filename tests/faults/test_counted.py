@@ -28,6 +28,8 @@ def test_a_refused_question_is_counted_refused_and_every_counter_starts_at_zero(
     cli = run_cli("compare", "a", "b", data=data)
     assert cli.returncode == 2 and "No repository or project named `a` is tracked" in cli.stderr, cli.stderr
     with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1") as serve:
+        # serve answers before its first token check (auth.test, in a thread of its own) has said anything
+        wait_until("the first token check", lambda: "gad_slack_token_valid" in get(serve.url + "/metrics")[1])
         before = scrape(serve.url)
         exported = _families(get(serve.url + "/metrics")[1])
         status, body, _ = serve.post(stub.slash_fields("compare a b", response_name="typo"))
