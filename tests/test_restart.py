@@ -17,7 +17,7 @@ import pytest
 
 from bot.config import Settings
 from bot.service.workers import BusyError, ReportPool
-from tests.faults import ROOT, Serve, cli_env, descendants, run_cli, tracked_web
+from tests.faults import ROOT, Serve, cli_env, run_cli, tracked_web, wait_until, workers_of
 from tests.slackstub import SlackStub
 from tests.test_workers import Inbox, _job, gated
 
@@ -118,7 +118,7 @@ def test_sigterm_with_a_stalled_queue_tells_each_person_and_the_log(data, tmp_pa
     with SlackStub() as stub, Serve(data, stub, logs=tmp_path / "logs", GAD_REPORT_WORKERS="1",
                                     GAD_SHUTDOWN_GRACE_SECONDS="0") as serve:
         serve.wait_serving()  # its report worker is up: stopped below with the rest
-        children = descendants(serve.proc.pid)  # its fork server too: no worker forked meanwhile computes either
+        children = workers_of(serve.proc.pid)
         assert children, "serve has no worker processes"
         for pid in children:
             os.kill(pid, signal.SIGSTOP)
@@ -127,7 +127,9 @@ def test_sigterm_with_a_stalled_queue_tells_each_person_and_the_log(data, tmp_pa
                 status, body, _ = serve.post(stub.slash_fields("web by:person", response_name=person, user_id=person))
                 assert status == 200, body
             serve.proc.send_signal(signal.SIGTERM)
-            time.sleep(1)  # the drain (no grace) decides who is cut off before anything can run
+            # the workers stay stopped until the drain (no grace) has cut everyone off: serve may first wait for
+            # its stopped sync workers (seconds), and a worker resumed before the drain would answer
+            wait_until("the drain's line", lambda: "did not finish within" in serve.stderr, timeout=60)
         finally:
             for pid in children:
                 try:
@@ -145,7 +147,7 @@ def test_sigterm_with_a_stalled_queue_tells_each_person_and_the_log(data, tmp_pa
         for person in PEOPLE:
             answer = final_answer(stub, person)
             text = json.dumps(answer)
-            assert "restarted before your report" in text and "ask again" in text, text
+            assert "restarted before your report" in text and "ask again" in text, (person, text[:200], serve.stderr)
     assert code == 0, serve.stderr
     assert len(re.findall(r"report for U0\d\d on 1 names: cut_off in -", serve.stderr)) == 20, serve.stderr
     assert "shutting down: 20 report(s) did not finish within 0" in serve.stderr, serve.stderr
