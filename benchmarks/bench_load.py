@@ -54,7 +54,7 @@ WORK = HERE / "work"
 sys.path.insert(0, str(ROOT))
 
 from bot.service.workers import default_workers  # noqa: E402
-from tests.faults import Serve, build_history, rss_kb  # noqa: E402
+from tests.faults import Serve, build_history, descendants, rss_kb  # noqa: E402
 from tests.gitbuild import RepoBuilder  # noqa: E402
 from tests.slackstub import SlackStub  # noqa: E402
 
@@ -72,15 +72,12 @@ HEAVY = ["synth by:person", "synth refs:all by:person", "synth path:drivers by:p
 
 
 def tree_rss_kb(pid: int) -> int:
-    """VmRSS of a process and all its descendants (serve, the report workers, the resource tracker)."""
-    total, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
+    """VmRSS of a process and all its descendants (serve, its fork server and workers, the resource tracker)."""
+    total = 0
+    for member in [pid, *descendants(pid)]:
         try:
-            total += rss_kb(current)
-            for task in Path(f"/proc/{current}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
+            total += rss_kb(member)
+        except OSError:  # ended meanwhile
             continue
     return total
 

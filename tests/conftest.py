@@ -74,9 +74,9 @@ def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pyproject's addopts): two workers per CPU. Most of the suite's time is spent waiting on what it
     starts (serve, gad-bot commands, git and forge servers, their time-outs), not computing: with one worker a CPU
     the two workers of a 2-core machine each waited ~300 s for ~170 s of CPU. One a CPU was the rule while every
-    serve spawned four interpreters (1.3 s of CPU each start) and four workers' processes made the tests that bound
-    an ack in seconds measure each other; since workers are forked (bot/spawning.py: 0.5 s a serve) the suite's
-    CPU fell from 476 s to ~315 s, and two a CPU finished in 223-247 s where one a CPU took 322-361 s."""
+    serve spawned four interpreters (1.84 s of CPU each start, workers included) and four workers' processes made the tests that bound
+    an ack in seconds measure each other; since workers are forked (bot/spawning.py: 1.07 s a serve, from 1.84) and
+    the asserts are rewritten once, two a CPU finished in 214-270 s where one a CPU took 322-361 s."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

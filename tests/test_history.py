@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from bot.store import history
 from bot.errors import MirrorError
+from tests.faults import children
 from tests.gitbuild import RepoBuilder
 
 ZONES = st.one_of(st.sampled_from([b"+0000", b"-0000", b"+0100", b"-0500", b"+0530", b"+0545", b"-0930", b"+1400",
@@ -58,13 +59,7 @@ def test_an_octopus_of_more_than_255_parents_keeps_its_first_255():
 
 
 def _children_of_this_process() -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            found |= {int(p) for p in (task / "children").read_text().split()}
-        except OSError:
-            pass
-    return found
+    return set(children(os.getpid()))
 
 
 def _open_fds() -> int:

@@ -145,10 +145,14 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
 
 
 def children(pid: int) -> list[int]:
-    """The process ids whose parent is `pid` (every thread's children)."""
+    """The process ids whose parent is `pid` (every thread's children; a thread that ends meanwhile has none).
+    Raises OSError when `pid` itself is gone."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(p) for p in (task / "children").read_text().split()]
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            pass
     return found
 
 
