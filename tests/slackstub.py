@@ -39,11 +39,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterator, Mapping
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+
+from tests.loopback import LoopbackServer
 
 log = logging.getLogger("tests.slackstub")
 
@@ -521,11 +523,6 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s " + format, self.address_string(), *args)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 class SlackStub:
     """Loopback Slack: Web API + file uploads + response_urls + Socket Mode.
 
@@ -588,7 +585,7 @@ class SlackStub:
         self._handlers: list[Any] = []
 
         self._closing = threading.Event()
-        self._httpd: _Server | None = None
+        self._httpd: LoopbackServer | None = None
         self._wsd = None
         self._threads: list[threading.Thread] = []
         self.port: int | None = None
@@ -602,7 +599,7 @@ class SlackStub:
         from websockets.sync.server import serve
 
         handler_cls = type("_BoundHandler", (_Handler,), {"stub": self})
-        self._httpd = _Server(("127.0.0.1", self._want_port), handler_cls)
+        self._httpd = LoopbackServer(("127.0.0.1", self._want_port), handler_cls)
         self.port = self._httpd.server_address[1]
         t = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="slackstub-http", daemon=True

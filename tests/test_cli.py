@@ -1,4 +1,5 @@
-"""The operator's CLI as a real process: install-free (python -m), real repository, real data directory."""
+"""The operator's CLI: real repository, real data directory. The first tests run it as a real process,
+install-free (python -m); the rest run the same commands in this process (tests/inprocess.py says why)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ from pathlib import Path
 import pytest
 
 from tests.gitbuild import RepoBuilder, git_env
+from tests.inprocess import run_here
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(*args: str, data: Path, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+def run(*args: str, data: Path, cwd: Path | None = None, env: dict | None = None, process: bool = False
+        ) -> subprocess.CompletedProcess:
+    """`gad-bot ARGS` on the data directory `data`: in this process (tests/inprocess.py), or as a process of its
+    own with process=True, for a test of what only a process shows."""
     full_env = {**git_env(), "GAD_DATA_DIR": str(data), "PYTHONPATH": str(ROOT), **(env or {})}
+    if not process:
+        return run_here(list(args), full_env, cwd=cwd or ROOT)
     return subprocess.run([sys.executable, "-m", "bot.faces.cli", *args], cwd=cwd or ROOT, env=full_env,
                           capture_output=True, text=True, timeout=120)
 
@@ -33,14 +40,14 @@ def repo(tmp_path):
 
 def test_report_on_a_path_tracks_it_in_place_and_prints_json(repo, tmp_path):
     data = tmp_path / "data"
-    result = run("report", str(repo.path), "since:2024-01", "--json", data=data)
+    result = run("report", str(repo.path), "since:2024-01", "--json", data=data, process=True)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     for key in ("active_days", "two_gad", "developers", "commits", "since", "until", "scope", "repos", "rows"):
         assert key in out
     assert (out["active_days"], out["two_gad"], out["developers"], out["commits"]) == (4, 8, 3, 4)
     assert out["since"] == "2024-01-01"
-    again = run("report", "proj", "by:month", "--json", data=data)
+    again = run("report", "proj", "by:month", "--json", data=data, process=True)
     assert [(r["key"], r["active_days"]) for r in json.loads(again.stdout)["rows"]] == [
         ("2024-01", 2), ("2024-02", 1), ("2024-03", 1)]
 
@@ -59,11 +66,11 @@ def test_csv_export(repo, tmp_path):
 
 def test_track_sync_repos_untrack(repo, tmp_path):
     data = tmp_path / "data"
-    tracked = run("track", str(repo.path), "--name", "p", data=data)
+    tracked = run("track", str(repo.path), "--name", "p", data=data, process=True)
     assert tracked.returncode == 0, tracked.stderr
     assert "p: 4 commits indexed" in tracked.stdout
     repo.commit(email="new@example.com", date="2024-04-01")
-    synced = run("sync", "p", data=data)
+    synced = run("sync", "p", data=data, process=True)
     assert "+1 new" in synced.stdout
     listing = json.loads(run("repos", "--json", data=data).stdout)
     assert listing[0]["name"] == "p" and listing[0]["commits"] == 5 and listing[0]["last_error"] is None
@@ -81,7 +88,7 @@ def test_track_sync_repos_untrack(repo, tmp_path):
 ])
 def test_bad_input_is_one_line_exit_2_no_traceback(tmp_path, args, fragment):
     data = tmp_path / "data"
-    result = run(*args, data=data)
+    result = run(*args, data=data, process=True)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], result.stderr

@@ -32,11 +32,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tests.gitbuild import git_env
+from tests.loopback import LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,14 @@ def cli_env(data: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, data: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+def run_cli(*args: str, data: Path, timeout: float = 120, process: bool = False, **env: str
+            ) -> subprocess.CompletedProcess:
+    """`gad-bot ARGS` with a private data directory: in this process (tests/inprocess.py), or as a process of its
+    own with process=True, for a test of what only a process shows."""
+    if not process:
+        from tests.inprocess import run_here
+
+        return run_here(list(args), cli_env(data, **env), cwd=ROOT)
     return subprocess.run([sys.executable, "-m", "bot.faces.cli", *args], cwd=ROOT, env=cli_env(data, **env),
                           capture_output=True, text=True, timeout=timeout)
 
@@ -364,11 +372,7 @@ class GitHttpServer:
             def do_POST(self):
                 server._counted(self)
 
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self._httpd = Server((host, port), Handler)
+        self._httpd = LoopbackServer((host, port), Handler)
         if tls is not None:
             self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self.port = self._httpd.server_address[1]

@@ -1,0 +1,47 @@
+"""`gad-bot COMMAND` run inside the test's own process, for tests whose subject is what a command does, not the
+process it runs in.
+
+A `gad-bot` process costs the suite ~0.3 s of CPU before it does anything (an interpreter, click, the engine's
+imports), and `sync` or `track` ~0.4 s more for a fork server of its own; ~400 of them were a quarter of the
+suite's CPU. Here a command runs through the same click group `main()` calls, with the same environment (the
+whole of it: what the test gives, nothing else of the test process's), working directory and umask, and gives
+back what a process would: the exit status, stdout and stderr. What it cannot show is what only a process shows
+(its start-up, signals, kill -9, a read-only data directory seen through another user, what its children print
+on their own): tests of those start `python -m bot.faces.cli` (`process=True` in the helpers that call this).
+
+Its workers and fetch children are forked from this process's fork server, whose environment is the test
+process's: a test whose children must see another environment runs the command as a process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+
+def run_here(args: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`gad-bot *args` in this process, with exactly `env` as its environment, in `cwd` (default: unchanged)."""
+    from click.testing import CliRunner
+
+    from bot.faces.cli import cli
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    before_cwd, before_umask = os.getcwd(), os.umask(0o077)  # main() sets this umask before the click group
+    blanked = {name: None for name in os.environ if name not in env}  # the command sees env and nothing else
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        result = CliRunner(catch_exceptions=False).invoke(cli, args, env={**blanked, **env},
+                                                          prog_name="gad-bot")
+    finally:
+        os.chdir(before_cwd)
+        os.umask(before_umask)
+        for handler in list(root.handlers):  # the command's logging setup wrote to its own stderr, now closed
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    return subprocess.CompletedProcess(["gad-bot", *args], result.exit_code, result.stdout, result.stderr)
