@@ -1,5 +1,6 @@
 """The worker processes gad-bot starts: serve's start (serve, its report and sync workers), an index pool's start,
-and `gad-bot sync` of one repository, each as whole processes, beside `git log` for the same repository.
+`gad-bot sync` of one repository and a worker's first fetch, each as whole processes, beside `git log` and
+`git fetch` for the same repository.
 
     .venv/bin/python benchmarks/bench_processes.py                       # 9 runs of each, interleaved
     git worktree add /tmp/before OLD && .venv/bin/python benchmarks/bench_processes.py --before /tmp/before
@@ -15,6 +16,9 @@ and its wall time:
 - index pool: a Python process that opens the Engine and starts `IndexPool` with 2 workers (as a periodic sync
   and `track org:` do), waits until both have run a job, and ends;
 - sync: `gad-bot sync small` of a repository registered in place (indexed in an index worker);
+- a worker's first fetch: a Python process starts a pool of one worker (forked from its fork server), and the
+  worker fetches an up-to-date mirror of the same repository in a fetch child, as each sync worker of serve does;
+  beside `git fetch` of that mirror;
 - git log: the question `gad-bot report small` answers, asked of git (bench_cli.py's reference).
 
 The commands take turns, so load elsewhere on the machine falls on all of them alike; the load average is
@@ -54,6 +58,17 @@ with IndexPool(engine, 2) as pool:
     pool.start()
     for future in [pool._pool().submit(_warm) for _ in range(2)]:
         future.result(120)
+"""
+
+# A worker of a one-process pool, forked from the fork server, fetches once (an up-to-date mirror): a sync worker's
+# first fetch. Until 2026-12-06 the worker started a fork server of its own for its fetch children.
+WORKER_FETCH = """
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from bot.spawning import worker_context
+from benchmarks.workerfetch import fetch_once
+with ProcessPoolExecutor(1, mp_context=worker_context()) as pool:
+    pool.submit(fetch_once, sys.argv[1]).result(120)
 """
 
 
@@ -124,6 +139,8 @@ def main() -> None:
     trees = {"": ROOT, " (before)": args.before.resolve()} if args.before else {"": ROOT}
     try:
         small = build_small(work / "small").path
+        mirror = work / "mirror.git"
+        subprocess.run(["git", "clone", "--mirror", "-q", str(small), str(mirror)], check=True, env=git_env())
         base = {k: v for k, v in git_env().items() if not k.startswith(("GAD_", "SLACK_", "PYTHONPATH"))}
         base["OPENBLAS_NUM_THREADS"] = "1"
         with SlackStub() as stub:
@@ -153,6 +170,12 @@ def main() -> None:
                     add(f"index pool of 2{label}", tree_run([sys.executable, "-c", POOL, env["GAD_DATA_DIR"]], env, tree))
                     add(f"gad-bot sync small{label}",
                         tree_run([sys.executable, "-m", "bot.faces.cli", "sync", "small"], env, tree))
+                for label, (tree, env) in envs.items():
+                    add(f"a worker's first fetch{label}",
+                        tree_run([sys.executable, "-c", WORKER_FETCH, str(mirror)],
+                                 {**env, "PYTHONPATH": f"{tree}:{ROOT}"}, tree))
+                add("git fetch (reference)", tree_run(["git", "-C", str(mirror), "fetch", "--prune", "-q"], base,
+                                                     ROOT))
                 add("git log (reference)", tree_run(["git", "-C", str(small), *GIT_LOG], base, ROOT))
             print(f"load average after: {load()}")
     finally:

@@ -179,6 +179,24 @@ def test_a_worker_is_a_ready_fork_that_runs_no_main_and_ends_with_the_process_th
         asker.wait()
 
 
+@pytest.mark.parametrize("refused", [False, True], ids=["asked", "refused"])
+def test_a_worker_asks_the_server_it_was_forked_from_for_its_own_children(refused):
+    """A sync worker's fetch is forked by the same fork server as the worker (bot/spawning.py), not by a second
+    server started in the worker (~0.4 s of CPU and tens of MB each). Should that server refuse the worker, the
+    worker still gets its child, from a server of its own."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from bot.spawning import worker_context
+    from tests.workerprobe import a_child_asked_here
+
+    with ProcessPoolExecutor(1, mp_context=worker_context()) as pool:
+        said = pool.submit(a_child_asked_here, refused).result(60)
+    if not refused:
+        assert said["child_parent"] == said["worker_parent"], said
+    else:  # forked by a server the worker started
+        assert said["child_grandparent"] == said["worker"], said
+
+
 def _ends(pid: int, within: float) -> bool:
     """Whether process `pid` ends (or is a zombie) within `within` seconds; killed if not."""
     import signal

@@ -13,6 +13,7 @@ starts pytest inside the namespace on this file and fails with its output if any
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import time
 from pathlib import Path
@@ -440,6 +441,20 @@ def _fork_servers(data: Path) -> list[tuple[int, int]]:
     return found
 
 
+def _watched_by(pid: int) -> set[int]:
+    """The processes `pid` watches through a pidfd (a gad-bot child watches the process that asked for it)."""
+    watched = set()
+    for fd in (Path("/proc") / str(pid) / "fd").iterdir():
+        try:
+            if os.readlink(fd) != "anon_inode:[pidfd]":
+                continue
+            info = (Path("/proc") / str(pid) / "fdinfo" / fd.name).read_text()
+        except OSError:
+            continue
+        watched.update(int(line.split()[1]) for line in info.splitlines() if line.startswith("Pid:"))
+    return watched
+
+
 def _parent_of(pid: int) -> int:
     return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
 
@@ -467,10 +482,11 @@ def _slack_figure(serve: Serve, stub, name: str, label: str) -> int:
 @needs_namespace
 def test_track_and_sync_typed_in_slack_run_in_a_sync_worker(tmp_path, ca, ca_file, stub):
     """Issue 17 part 3: `/gad track` and `/gad sync` typed in Slack run in serve's sync worker processes, never
-    in serve itself: while the forge holds the track's fetch, its fetch child is four generations below serve
-    (serve -> its fork server -> a sync worker -> that worker's fork server -> the fetch), so a worker asked for it;
-    had serve asked, the fetch would be a child of serve's own fork server, two generations below. The admin sees the "Tracking" message updated in place, then the
-    answers; a `/gad sync` typed after a push brings the new commit into reports. Figures are git's."""
+    in serve itself: while the forge holds the track's fetch, its fetch child watches (bot/spawning.end_with) a sync
+    worker, the process that asked for it; had serve asked, it would watch serve. Every child is forked by serve's
+    one fork server, the worker's fetch too (no second server in a worker). The admin sees the "Tracking" message
+    updated in place, then the answers; a `/gad sync` typed after a push brings the new commit into reports.
+    Figures are git's."""
     from tests.gitbuild import oracle_gad
 
     upstream = _repo(tmp_path / "public" / "org" / "repo.git", people=3, days=5)
@@ -488,6 +504,7 @@ def test_track_and_sync_typed_in_slack_run_in_a_sync_worker(tmp_path, ca, ca_fil
             assert forge.requests, "the track's fetch never reached the forge"
             found = _fork_servers(data)
             generations = {pid: _generations_below(pid, serve.proc.pid) for pid, _ in found}
+            watching = {pid: _watched_by(pid) for pid, _ in found}
         finally:
             forge.release()
         deadline = time.monotonic() + 60
@@ -500,9 +517,12 @@ def test_track_and_sync_typed_in_slack_run_in_a_sync_worker(tmp_path, ca, ca_fil
         (synced,) = stub.wait_for_response("sync", timeout=60)
         after = _slack_figure(serve, stub, "repo", "after")
         assert serve.stop() == 0
-    # serve's fork server (1), its workers (2), a sync worker's fork server (3) and the fetch it asked for (4)
-    assert sorted(set(generations.values())) == [1, 2, 3, 4], (generations, serve.proc.pid)
+    # serve's fork server (1); its workers and the fetch a worker asked for, all forked by it (2)
+    assert sorted(set(generations.values())) == [1, 2], (generations, serve.proc.pid)
     assert list(generations.values()).count(1) == 1, generations  # serve's own fork server, and it alone
+    workers = {pid for pid, watched in watching.items() if watched == {serve.proc.pid}}
+    (fetch,) = [pid for pid, watched in watching.items() if watched and watched != {serve.proc.pid}]
+    assert watching[fetch] <= workers, (watching, serve.proc.pid)  # a worker asked for the fetch, not serve
     texts = [body["text"] for body in tracked]
     assert texts[-2:] == ["Tracked repo: 5 commits indexed.", "repo is fully indexed: path: works now."], texts
     progress = tracked[:-2]
