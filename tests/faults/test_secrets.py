@@ -49,30 +49,32 @@ def test_no_secret_appears_anywhere(tmp_path, caplog):
     data = tmp_path / "data"
     leaks: list[str] = []
     env = dict(GAD_HTTPS_TOKENS=f"127.0.0.1={HTTPS_TOKEN}", GAD_LOG_LEVEL="DEBUG")
+    # The commands run as processes: what their workers and fetch children write is then theirs to check too.
 
     with GitHttpServer(tmp_path / "srv") as git_server:
-        tracked = run_cli("track", git_server.url("small.git"), "--name", "small", data=data, **env)
+        tracked = run_cli("track", git_server.url("small.git"), "--name", "small", data=data, process=True, **env)
         assert tracked.returncode == 0, tracked.stderr
         leaks += _leaks("track", tracked.stdout + tracked.stderr)
         # 1. the repository turns private: the HTTPS token is sent (whether or not the sync then succeeds,
         #    see test_remote.py::test_private_https_repository_with_a_token) ...
         git_server.mode, git_server.password = "auth", HTTPS_TOKEN
         small.commit(email="dev3@example.com", date="2024-01-09")
-        first = run_cli("sync", "small", data=data, **env)
+        first = run_cli("sync", "small", data=data, process=True, **env)
         assert any(auth for _, _, auth in git_server.requests), "the token was never sent"
         leaks += _leaks("sync", first.stdout + first.stderr)
         # ... and refused (rotated upstream): the error names the setting, never the value
         git_server.password = "rotated"
         small.commit(email="dev4@example.com", date="2024-01-10")
-        failed = run_cli("sync", "small", data=data, **env)
+        failed = run_cli("sync", "small", data=data, process=True, **env)
         assert failed.returncode == 1 and "GAD_HTTPS_TOKENS" in failed.stdout, failed.stdout + failed.stderr
         leaks += _leaks("sync", failed.stdout + failed.stderr)
         # 2. a URL with a password in it is refused without being echoed
-        typed = run_cli("track", f"http://gad:{URL_PASSWORD}@127.0.0.1:{git_server.port}/small.git", data=data, **env)
+        typed = run_cli("track", f"http://gad:{URL_PASSWORD}@127.0.0.1:{git_server.port}/small.git", data=data,
+                        process=True, **env)
         assert typed.returncode == 2
         leaks += _leaks("track with credentials", typed.stdout + typed.stderr)
         for args in (("repos",), ("repos", "--json")):
-            listing = run_cli(*args, data=data, **env)
+            listing = run_cli(*args, data=data, process=True, **env)
             assert listing.returncode == 0
             leaks += _leaks(" ".join(args), listing.stdout + listing.stderr)
 
