@@ -5,9 +5,15 @@ the main module again (`gad-bot`'s script: `bot.faces.cli` and all it imports, ~
 initializer and argument gad-bot hands a child lives in a bot module that pickle imports by name, and nothing of
 `__main__` is ever sent. The fork server exists only to fork gad-bot's children, so here, and only here, that step
 is skipped.
+
+And a client that goes between connecting and asking does not end the server. serve's sync workers ask serve's fork
+server for their fetches (bot/spawning.py), and a worker is killed at its job's time bound or stopped by serve's
+shutdown, at any moment; multiprocessing's server skips a request aborted with ECONNABORTED but ends on the EOFError
+that such a hang-up gives (a traceback in serve's log, and every later child of serve then waits for a new server).
 """
 
-from multiprocessing import spawn
+import errno
+from multiprocessing import reduction, spawn
 
 
 def _no_main(*_args) -> None:
@@ -16,3 +22,16 @@ def _no_main(*_args) -> None:
 
 spawn._fixup_main_from_name = _no_main
 spawn._fixup_main_from_path = _no_main
+
+
+_receive_fds = reduction.recvfds
+
+
+def _receive_fds_from_a_client_that_may_have_gone(sock, size):
+    try:
+        return _receive_fds(sock, size)
+    except EOFError:  # nothing sent: the client ended after connecting
+        raise ConnectionAbortedError(errno.ECONNABORTED, "the client hung up before asking for a child") from None
+
+
+reduction.recvfds = _receive_fds_from_a_client_that_may_have_gone

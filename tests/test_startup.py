@@ -221,3 +221,24 @@ def test_a_report_starts_no_blas_threads_unless_the_operator_asks(tracked):
     assert threads_after("report", "web", data=tracked) == (1, "1")
     threads, setting = threads_after("report", "web", data=tracked, OPENBLAS_NUM_THREADS="2")
     assert setting == "2" and (threads == 2 or len(os.sched_getaffinity(0)) == 1)  # the operator's word: a second thread
+
+
+def test_a_client_that_hangs_up_before_asking_does_not_end_the_fork_server():
+    """A sync worker killed between connecting to serve's fork server and asking (its time bound, serve's shutdown)
+    leaves the server serving (bot/forkserved.py): the next child comes from the same server."""
+    import socket
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import forkserver
+
+    from bot.spawning import worker_context
+    from tests.workerprobe import pid_and_parent
+
+    with ProcessPoolExecutor(1, mp_context=worker_context()) as pool:
+        _, server = pool.submit(pid_and_parent).result(60)
+    for _ in range(3):
+        with socket.socket(socket.AF_UNIX) as hung_up:
+            hung_up.connect(forkserver._forkserver._forkserver_address)
+    with ProcessPoolExecutor(1, mp_context=worker_context()) as pool:
+        _, parent = pool.submit(pid_and_parent).result(60)
+    assert parent == server
+    assert os.waitpid(server, os.WNOHANG) == (0, 0), "the fork server ended"
