@@ -10,9 +10,12 @@ And a client that goes between connecting and asking does not end the server. se
 server for their fetches (bot/spawning.py), and a worker is killed at its job's time bound or stopped by serve's
 shutdown, at any moment; multiprocessing's server skips a request aborted with ECONNABORTED but ends on the EOFError
 that such a hang-up gives (a traceback in serve's log, and every later child of serve then waits for a new server).
+Nor does a child whose asker went after asking, before it said what to run: the child ends quietly, where
+multiprocessing printed the unpickling's traceback into serve's log.
 """
 
 import errno
+import pickle
 from multiprocessing import reduction, spawn
 
 
@@ -35,3 +38,20 @@ def _receive_fds_from_a_client_that_may_have_gone(sock, size):
 
 
 reduction.recvfds = _receive_fds_from_a_client_that_may_have_gone
+
+
+_run_child = spawn._main
+
+
+def _run_child_unless_its_asker_has_gone(fd, parent_sentinel):
+    try:
+        return _run_child(fd, parent_sentinel)  # reads what to run from the asker's pipe, then runs it
+    except EOFError:  # the pipe closed before anything was said: the asker ended
+        return 1
+    except pickle.UnpicklingError as error:  # it ended in the middle of saying it
+        if "truncated" not in str(error):
+            raise
+        return 1
+
+
+spawn._main = _run_child_unless_its_asker_has_gone

@@ -242,3 +242,27 @@ def test_a_client_that_hangs_up_before_asking_does_not_end_the_fork_server():
         _, parent = pool.submit(pid_and_parent).result(60)
     assert parent == server
     assert os.waitpid(server, os.WNOHANG) == (0, 0), "the fork server ended"
+
+
+ASKS_THEN_GOES = """
+import os
+from multiprocessing import forkserver
+from bot.spawning import worker_context
+
+worker_context()
+forkserver.ensure_running()
+said, data = forkserver.connect_to_new_process([])  # asked for a child ...
+os.close(data)  # ... and gone before saying what it should run
+pid = forkserver.read_signed(said)
+print("child", pid, "ended", forkserver.read_signed(said), flush=True)
+"""
+
+
+def test_a_child_whose_asker_went_before_saying_what_to_run_ends_quietly():
+    """A sync worker stopped by serve's shutdown just after asking serve's fork server for a fetch: the child the
+    server forked finds nothing to run and ends without a traceback in serve's log (bot/forkserved.py)."""
+    done = subprocess.run([sys.executable, "-c", ASKS_THEN_GOES], cwd=ROOT, env={**git_env(), "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("child ") and done.stdout.split()[-1] == "1", done.stdout
+    assert done.stderr == "", done.stderr
