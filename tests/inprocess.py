@@ -10,11 +10,17 @@ back what a process would: the exit status, stdout and stderr. What it cannot sh
 on their own): tests of those start `python -m bot.faces.cli` (`process=True` in the helpers that call this).
 
 Its workers and fetch children are forked from this process's fork server, whose environment is the test
-process's: a test whose children must see another environment runs the command as a process.
+process's (git's configuration blanked, as every command's here) and whose umask is main()'s: a test whose
+children must see another environment runs the command as a process. The server is started here, before the
+command's environment is put in place: started by the command, it would keep that command's environment (its data
+directory, its tokens, an SSL_CERT_FILE in a tmp_path since deleted) for every later command of this pytest worker,
+and a test looking for processes that name its data directory would find it. Each command also runs in a context of
+its own, as a process starts with one: its `face` (bot/errors.py) does not outlive it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import subprocess
@@ -27,6 +33,7 @@ def run_here(args: list[str], env: dict[str, str], cwd: Path | None = None) -> s
 
     from bot.faces.cli import cli
 
+    _fork_server_of_this_process()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     before_cwd, before_umask = os.getcwd(), os.umask(0o077)  # main() sets this umask before the click group
@@ -34,8 +41,8 @@ def run_here(args: list[str], env: dict[str, str], cwd: Path | None = None) -> s
     try:
         if cwd is not None:
             os.chdir(cwd)
-        result = CliRunner(catch_exceptions=False).invoke(cli, args, env={**blanked, **env},
-                                                          prog_name="gad-bot")
+        result = contextvars.Context().run(CliRunner(catch_exceptions=False).invoke, cli, args,
+                                           env={**blanked, **env}, prog_name="gad-bot")
     finally:
         os.chdir(before_cwd)
         os.umask(before_umask)
@@ -45,3 +52,28 @@ def run_here(args: list[str], env: dict[str, str], cwd: Path | None = None) -> s
             root.addHandler(handler)
         root.setLevel(level)
     return subprocess.CompletedProcess(["gad-bot", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def _fork_server_of_this_process() -> None:
+    """Start this process's fork server (and multiprocessing's resource tracker), if none runs, with the test
+    process's environment as every command here gets it (tests/gitbuild.py's git_env, no GAD_ or SLACK_ setting)
+    and main()'s umask, as a gad-bot process starts its own."""
+    from multiprocessing import forkserver
+
+    from bot.spawning import worker_context
+    from tests.gitbuild import git_env
+
+    worker_context()
+    wanted = {k: v for k, v in git_env().items() if not k.startswith(("SLACK_", "GAD_"))}
+    saved = dict(os.environ)
+    umask = os.umask(0o077)
+    try:
+        for name in [name for name in os.environ if name not in wanted]:
+            del os.environ[name]
+        os.environ.update(wanted)
+        forkserver.ensure_running()
+    finally:
+        os.umask(umask)
+        for name in [name for name in os.environ if name not in saved]:
+            del os.environ[name]
+        os.environ.update(saved)
