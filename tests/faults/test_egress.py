@@ -155,8 +155,8 @@ def test_sync_and_reclone_redirected_to_loopback_are_refused(tmp_path, ca, ca_fi
         before = figures(data, "repo")
         forge.mode = "redirect"
         forge.requests.clear()
-        synced = run_cli("sync", "repo", data=data, **env)
-        recloned = run_cli("sync", "--reclone", "repo", data=data, **env)
+        synced = run_cli("sync", "repo", data=data, process=True, **env)
+        recloned = run_cli("sync", "--reclone", "repo", data=data, process=True, **env)
     print("sync:", synced.stdout, synced.stderr, "reclone:", recloned.stdout, recloned.stderr)
     assert synced.returncode == 1 and "127.0.0.1" in synced.stdout and "not a public host" in synced.stdout
     assert recloned.returncode != 0 and "127.0.0.1" in recloned.stdout + recloned.stderr
@@ -234,10 +234,10 @@ def test_the_operator_may_still_track_an_internal_host_from_the_cli(tmp_path, ca
     """The guard is for what strangers type in Slack: the operator's own `gad-bot track` is trusted."""
     data = tmp_path / "data"
     env = {"SSL_CERT_FILE": str(ca_file)}
-    tracked = run_cli("track", internal.url("small.git"), "--name", "small", data=data, **env)
+    tracked = run_cli("track", internal.url("small.git"), "--name", "small", data=data, process=True, **env)
     assert tracked.returncode == 0, tracked.stdout + tracked.stderr
     assert repos_json(data, **env)[0]["guarded"] is False
-    synced = run_cli("sync", "small", data=data, **env)
+    synced = run_cli("sync", "small", data=data, process=True, **env)
     assert synced.returncode == 0, synced.stdout + synced.stderr
     assert figures(data, "small")["(default)"][2] == 9
 
