@@ -242,6 +242,53 @@ def test_the_operator_may_still_track_an_internal_host_from_the_cli(tmp_path, ca
     assert figures(data, "small")["(default)"][2] == 9
 
 
+@needs_namespace
+def test_an_untrusted_certificate_fails_a_guarded_fetch_at_once(tmp_path, ca, ca_file, stub):
+    """A guarded fetch speaks TLS through the egress proxy's tunnel. libgit2 1.9, having rejected the forge's
+    certificate there, closes (and frees) the tunnel's socket before the TLS session on it, then waits forever to
+    write that session's close_notify (a poll on fd -1): the fetch child never answered, and the track, sync or
+    reclone waited for GAD_FETCH_TIMEOUT_SECONDS (30 min by default) with the repository's lock held. Now each of
+    the three fails with the sentence that names SSL_CERT_FILE, not the timeout's; the lock is free after: with
+    the right CA file the same sync works. SSL_CERT_FILE points at another authority's certificate (unset, the
+    system's authorities, fail the same way)."""
+    import trustme
+
+    stranger = tmp_path / "stranger-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(stranger))
+    _repo(tmp_path / "public" / "org" / "repo.git", people=2, days=3)
+    forge = GitHttpServer(tmp_path / "public", host=ADDRESSES[FORGE], port=443, tls=_tls(ca, FORGE), hostname=FORGE)
+    data, url = tmp_path / "data", f"https://{FORGE}/org/repo.git"
+    env = {"GAD_ALLOWED_HOSTS": "forge-attack.net", "GAD_FETCH_TIMEOUT_SECONDS": "30"}
+    with forge:
+        with _serve(tmp_path, stub, ca_file, **{**env, "SSL_CERT_FILE": str(stranger)}) as serve:
+            refused = _track(serve, stub, url, "refused")
+            assert serve.stop() == 0
+        assert "Traceback" not in serve.stderr
+        _no_mirror(data)
+        with _serve(tmp_path, stub, ca_file, **env) as serve:
+            assert "Tracked" in _track(serve, stub, url, "repo")
+            assert serve.stop() == 0
+        before = figures(data, "repo")
+        synced = run_cli("sync", "repo", data=data, process=True, SSL_CERT_FILE=str(stranger), **env)
+        recloned = run_cli("sync", "--reclone", "repo", data=data, process=True, SSL_CERT_FILE=str(stranger), **env)
+        again = run_cli("sync", "repo", data=data, process=True, SSL_CERT_FILE=str(ca_file), **env)
+        # the operator's own track (no proxy: libgit2 failed at once there, as "user rejected certificate for HOST")
+        operator = run_cli("track", url, "--name", "mine", data=tmp_path / "operator", process=True,
+                           SSL_CERT_FILE=str(stranger))
+    print("track:", refused, "\nsync:", synced.stdout, synced.stderr, "\nreclone:", recloned.stdout, recloned.stderr,
+          "\noperator:", operator.stdout, operator.stderr)
+    sentence = f"the TLS certificate of {FORGE} could not be verified"
+    assert sentence in refused and "SSL_CERT_FILE" in refused and "timed out" not in refused, refused
+    assert synced.returncode == 1 and recloned.returncode == operator.returncode == 2  # a failed repository; an error
+    for failed in (synced.stdout + synced.stderr, recloned.stdout + recloned.stderr, operator.stdout + operator.stderr):
+        assert sentence in failed and "SSL_CERT_FILE" in failed and "timed out" not in failed, failed
+        assert "Traceback" not in failed
+    assert again.returncode == 0, again.stdout + again.stderr  # the lock was let go; the mirror is intact
+    assert figures(data, "repo") == before
+    _no_mirror(tmp_path / "operator")
+    assert index_problems(data) == []
+
+
 # ----------------------------------------------------------------------------- the proxy itself, on loopback
 
 def _with_secret(proxy, request: bytes) -> bytes:

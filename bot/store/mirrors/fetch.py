@@ -18,15 +18,20 @@ from ..sources import SourcePolicy, redact
 from .dirs import describe
 from .failures import GONE_UPSTREAM, is_local_damage, says_no_such_repository
 from .refs import guess_head
-from .remote import FetchLimits, Progress, RemoteCallbacks
+from .remote import FetchLimits, GiveUp, Progress, RemoteCallbacks
 
 if TYPE_CHECKING:
     from ..egress import GuardProxy
 
 
 def fetch_here(repo: pygit2.Repository, limits: FetchLimits, progress: Progress | None = None,
-               guard: SourcePolicy | None = None) -> None:
-    """The fetch itself, in this process (the child's half of `Mirror.fetch`)."""
+               guard: SourcePolicy | None = None, give_up: GiveUp | None = None) -> None:
+    """The fetch itself, in this process (the child's half of `Mirror.fetch`).
+
+    `give_up(sentence)` ends this process with that sentence (the fetch child's way to fail): a guarded fetch
+    whose server's certificate is rejected calls it instead of handing the connection back to libgit2, which
+    would hang closing the proxy's tunnel (`RemoteCallbacks.certificate_check`). An unguarded fetch needs none:
+    without a proxy libgit2 closes a rejected connection cleanly, and the sentence is raised."""
     remote = repo.remotes["origin"]
     # libgit2's tag auto-following would never move an existing tag; the mirror refspec moves
     # every ref, tags included, so auto-following is switched off.
@@ -37,7 +42,8 @@ def fetch_here(repo: pygit2.Repository, limits: FetchLimits, progress: Progress 
     deadline = time.monotonic() + limits.timeout_seconds if limits.timeout_seconds else None
 
     def callbacks() -> RemoteCallbacks:  # one per connection: each may ask for credentials once
-        return RemoteCallbacks(remote.url, limits.https_tokens, limits.ssh_key, progress, deadline, limits.max_bytes)
+        return RemoteCallbacks(remote.url, limits.https_tokens, limits.ssh_key, progress, deadline, limits.max_bytes,
+                               give_up if proxy is not None else None)
 
     with _guarded(remote.url, guard, limits) as proxy:
         via = proxy.url if proxy is not None else None

@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import pygit2
 
@@ -111,10 +112,17 @@ def _child_main(channel, request: dict) -> None:
     def progress(phase: str, done: int, total: int) -> None:
         channel.send(("P", phase, done, total))
 
+    def give_up(sentence: str) -> NoReturn:
+        # libgit2 is in the middle of a call that it would never return from (fetch_here); nothing of this
+        # process is worth ending cleanly (the repository's lock is the asker's, a half fetch is swept like a
+        # killed one), so the error goes first and the process ends at once
+        channel.send(("E", sentence))
+        os._exit(1)
+
     guard = request.get("guard")
     policy = None if guard is None else SourcePolicy(tuple(guard["allowed"]), tuple(guard["denied"]), guard["ssh"])
     try:
-        fetch_here(open_repository(Path(request["path"])), limits, progress, policy)
+        fetch_here(open_repository(Path(request["path"])), limits, progress, policy, give_up)
         channel.send(("D",))
     except MirrorError as error:
         channel.send(("E", str(error).splitlines()[0] if str(error) else "The fetch failed."))

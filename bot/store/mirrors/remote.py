@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 import pygit2
@@ -16,17 +17,40 @@ from ...errors import MirrorError
 from ..sources import redact
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+GiveUp = Callable[[str], NoReturn]  # ends the fetch's process with this sentence, never returning to libgit2
+
+
+def untrusted_certificate(url: str, host: str) -> str:
+    """The sentence for a TLS certificate libgit2 could not verify on a connection of a fetch of `url`."""
+    return (f"Fetching from {redact(url)} failed: the TLS certificate of {host} could not be verified (signed by "
+            "an authority gad-bot does not trust, expired, or made for another name); if the forge's certificate "
+            "comes from its own authority, the operator points SSL_CERT_FILE, in gad-bot's environment, at a file "
+            "holding that authority's certificate.")
 
 
 class RemoteCallbacks(pygit2.RemoteCallbacks):
     """Credentials from the operator's settings, progress, and limits on time and size."""
 
     def __init__(self, url: str, https_tokens: dict[str, str], ssh_key: Path | None,
-                 progress: Progress | None, deadline: float | None, max_bytes: int | None):
+                 progress: Progress | None, deadline: float | None, max_bytes: int | None,
+                 give_up: GiveUp | None = None):
         super().__init__()
         self._url, self._tokens, self._ssh_key = url, https_tokens, ssh_key
         self._progress, self._deadline, self._max_bytes = progress, deadline, max_bytes
+        self._give_up = give_up
         self._tried_credentials = False
+
+    def certificate_check(self, certificate, valid, host):
+        if valid or origin_of(self._url)[0] == "ssh":  # libssh2's host keys are never "valid" here: its own check
+            raise pygit2.Passthrough
+        sentence = untrusted_certificate(self._url, host.decode("utf-8", "replace") if isinstance(host, bytes)
+                                         else str(host))
+        if self._give_up is not None:
+            # Through a proxy tunnel (a guarded fetch), libgit2 1.9 answers a rejected certificate by closing
+            # and freeing the tunnel's socket, then closing the TLS session on it: its close_notify is written
+            # to the freed socket, a poll on fd -1 that never ends. So this connection is never handed back.
+            self._give_up(sentence)
+        raise MirrorError(sentence)
 
     def credentials(self, url, username_from_url, allowed_types):
         if self._tried_credentials:  # libgit2 asks again after a refusal; do not loop forever
