@@ -92,6 +92,19 @@ def start_server(*also: str) -> None:
     forkserver.ensure_running()
 
 
+def remove_server_files() -> None:
+    """Remove this process's multiprocessing directory (the fork server's socket lives in it), as multiprocessing's
+    exit handler would: a process that ends with os._exit (serve, so that no stray thread holds its exit) skips
+    that handler, and left one /tmp/pymp-* directory behind at every stop. Its children and server are gone or
+    going by then; a socket already listening does not need its file."""
+    import shutil
+    from multiprocessing import process
+
+    where = process.current_process()._config.get("tempdir")
+    if where:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 def end_with(pid: int) -> None:
     """End this child (exit 4) the moment process `pid` ends, kill -9 included: a child of the fork server must
     not outlive the process that asked for it. A pidfd becomes readable when its process exits."""

@@ -123,12 +123,23 @@ def test_socket_mode_round_trip(data, stub, tmp_path):
 
 @pytest.mark.parametrize("mode", ["http", "socket"])
 def test_sigterm_exits_0_within_seconds(data, stub, tmp_path, mode):
-    with Serve(data, stub, socket_mode=mode == "socket", logs=tmp_path / "logs") as serve:
-        sent = time.monotonic()
-        serve.send(signal.SIGTERM)
-        code = serve.proc.wait(timeout=15)
-        took = time.monotonic() - sent
+    import tempfile
+    from pathlib import Path
+
+    # serve's temporary directory: its fork server's socket is made in it (a short path: a socket's is bounded)
+    temporary = Path(tempfile.mkdtemp(prefix="gad-serve-"))
+    try:
+        with Serve(data, stub, socket_mode=mode == "socket", logs=tmp_path / "logs", TMPDIR=str(temporary)) as serve:
+            assert list(temporary.glob("pymp-*")), "serve's fork server made no directory where TMPDIR says"
+            sent = time.monotonic()
+            serve.send(signal.SIGTERM)
+            code = serve.proc.wait(timeout=15)
+            took = time.monotonic() - sent
+        left = sorted(path.name for path in temporary.iterdir())
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
     assert code == 0, serve.stderr
+    assert left == [], f"serve left {left} in its temporary directory"  # its exit skips multiprocessing's own
     # An idle serve has nothing to drain: it must not wait out GAD_SHUTDOWN_GRACE_SECONDS (20) or a
     # Socket Mode reconnect. The bound is loose because a loaded 2-core box took 6 s to start stopping.
     assert took < 12, f"serve ({mode}) took {took:.1f}s to stop after SIGTERM"

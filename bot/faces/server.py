@@ -436,4 +436,8 @@ def _run_locked(settings: Settings, lock: ServeLock, *, socket_mode: bool, host:
         token.stop()
         engine.index.close()
         log.info("gad-bot stopped")
-    os._exit(0) if stop.is_set() else None  # lazy-listener threads must not hold the exit
+    if stop.is_set():
+        from ..spawning import remove_server_files
+
+        remove_server_files()  # what the exit handlers that os._exit skips would have removed
+        os._exit(0)  # lazy-listener threads must not hold the exit
