@@ -130,6 +130,8 @@ def test_sigterm_exits_0_within_seconds(data, stub, tmp_path, mode):
     temporary = Path(tempfile.mkdtemp(prefix="gad-serve-"))
     try:
         with Serve(data, stub, socket_mode=mode == "socket", logs=tmp_path / "logs", TMPDIR=str(temporary)) as serve:
+            # idle: everything started (a SIGTERM in the middle of the start is test_leftovers' subject)
+            serve.wait_serving()
             assert list(temporary.glob("pymp-*")), "serve's fork server made no directory where TMPDIR says"
             sent = time.monotonic()
             serve.send(signal.SIGTERM)

@@ -700,7 +700,12 @@ class Serve:
         raise TimeoutError(f"serve did not become ready in {timeout}s: {self.stderr}")
 
     def wait_serving(self, timeout: float = 30.0) -> None:
-        """Wait until /readyz answers 200: its report workers are up (serve answers /healthz before they are)."""
+        """Wait until serve has started everything: /readyz answers 200 (its report workers are up: serve answers
+        /healthz before they are); in Socket Mode, which has no HTTP server, until it says it is serving (its
+        workers, scheduler and checks started: the stub sees the connection before any of them)."""
+        if self.socket_mode:
+            wait_until("serve serving in Socket Mode", lambda: "serving in Socket Mode" in self.stdout, timeout)
+            return
         wait_until("serve ready (/readyz 200)", lambda: get(self.url + "/readyz")[0] == 200, timeout)
 
     def post(self, fields: dict, *, secret: str | None = None, timestamp: int | None = None,
