@@ -24,7 +24,18 @@ import contextvars
 import logging
 import os
 import subprocess
+import sys
 from pathlib import Path
+
+
+def gad_bot(args: list[str], env: dict[str, str], cwd: Path, *, process: bool = False,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+    """`gad-bot *args` with exactly `env` in `cwd`: in this process (run_here), or with process=True as
+    `python -m bot.faces.cli`, for a test of what only a process shows."""
+    if not process:
+        return run_here(args, env, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "bot.faces.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def run_here(args: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.gitbuild import RepoBuilder, git_env
-from tests.inprocess import run_here
+from tests.inprocess import gad_bot
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,10 +21,7 @@ def run(*args: str, data: Path, cwd: Path | None = None, env: dict | None = None
     """`gad-bot ARGS` on the data directory `data`: in this process (tests/inprocess.py), or as a process of its
     own with process=True, for a test of what only a process shows."""
     full_env = {**git_env(), "GAD_DATA_DIR": str(data), "PYTHONPATH": str(ROOT), **(env or {})}
-    if not process:
-        return run_here(list(args), full_env, cwd=cwd or ROOT)
-    return subprocess.run([sys.executable, "-m", "bot.faces.cli", *args], cwd=cwd or ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=120)
+    return gad_bot(list(args), full_env, cwd or ROOT, process=process)
 
 
 @pytest.fixture

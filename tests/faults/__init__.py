@@ -56,12 +56,9 @@ def run_cli(*args: str, data: Path, timeout: float = 120, process: bool = False,
             ) -> subprocess.CompletedProcess:
     """`gad-bot ARGS` with a private data directory: in this process (tests/inprocess.py), or as a process of its
     own with process=True, for a test of what only a process shows."""
-    if not process:
-        from tests.inprocess import run_here
+    from tests.inprocess import gad_bot
 
-        return run_here(list(args), cli_env(data, **env), cwd=ROOT)
-    return subprocess.run([sys.executable, "-m", "bot.faces.cli", *args], cwd=ROOT, env=cli_env(data, **env),
-                          capture_output=True, text=True, timeout=timeout)
+    return gad_bot(list(args), cli_env(data, **env), ROOT, process=process, timeout=timeout)
 
 
 def track_here(source: str, name: str, data: Path, **env: str) -> None:
