@@ -128,4 +128,3 @@ def _child_main(channel, request: dict) -> None:
         channel.send(("E", str(error).splitlines()[0] if str(error) else "The fetch failed."))
     except (pygit2.GitError, OSError, ValueError) as error:
         channel.send(("E", f"The fetch failed: {describe(error)}."))
-    # the channel stays open until the process ends: the watching thread reads it
